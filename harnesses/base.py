@@ -1,0 +1,116 @@
+"""The harness port: how to start one coding CLI headless and read what it says.
+
+An adapter never runs anything itself. It turns a ``HarnessRequest`` into argv/env for
+the kennel and turns each stdout line into ``HarnessEvent``s. Success is judged from
+the final event, never from the exit code: every CLI exits 0 on a denied edit.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from orchestrator.errors import UnknownHarness
+
+EventKind = Literal["session", "text", "tool_use", "file_change", "usage", "done", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessEvent:
+    kind: EventKind
+    text: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessRequest:
+    prompt: str
+    workdir: Path  # as the CLI sees it
+    state_dir: Path  # as the CLI sees it: HOME and config live here, per workspace
+    model_url: str | None  # the relay as the CLI reaches it, e.g. http://127.0.0.1:4100
+    path_env: str = "/usr/local/bin:/usr/bin:/bin"
+    model: str | None = None
+    resume: str | None = None
+    max_retries: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    installed: bool
+    credentials: bool
+    detail: str
+
+    @property
+    def usable(self) -> bool:
+        return self.installed and self.credentials
+
+
+_CATALOG: dict[str, type[Harness]] = {}
+
+
+class Harness(ABC):
+    name: ClassVar[str]
+    provider: ClassVar[str | None]  # which relay upstream it needs; None = no model
+    binary: ClassVar[str]
+    summary: ClassVar[str]
+
+    def __init_subclass__(cls, *, name: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if name in _CATALOG:
+            raise ValueError(f"harness {name!r} is defined twice")
+        cls.name = name
+        _CATALOG[name] = cls
+
+    def executable(self) -> str | None:
+        return shutil.which(self.binary)
+
+    @abstractmethod
+    def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
+        """argv and the *complete* environment (nothing from the host leaks in)."""
+
+    @abstractmethod
+    def parse(self, line: str) -> list[HarnessEvent]:
+        """Events for one stdout line; lines that are not events give ``[]``."""
+
+    @staticmethod
+    def json_line(line: str) -> dict[str, Any] | None:
+        line = line.strip()
+        if not line.startswith("{"):
+            return None
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
+
+class HarnessRegistry:
+    """The harnesses this app offers, included explicitly at the composition root."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Harness] = {}
+
+    def add(self, harness: Harness) -> None:
+        if harness.name in self._items:
+            raise ValueError(f"harness {harness.name!r} already registered")
+        self._items[harness.name] = harness
+
+    def get(self, name: str) -> Harness:
+        try:
+            return self._items[name]
+        except KeyError:
+            raise UnknownHarness(name, sorted(self._items)) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def all(self) -> list[Harness]:
+        return [self._items[n] for n in self.names()]
+
+
+def catalog() -> dict[str, type[Harness]]:
+    return dict(_CATALOG)

@@ -1,0 +1,97 @@
+"""Claude Code (``@anthropic-ai/claude-code``), headless with ``--output-format stream-json``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from kennel.relay import PLACEHOLDER_KEY
+
+EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
+
+
+class ClaudeCode(Harness, name="claude-code"):
+    provider = "anthropic"
+    binary = "claude"
+    summary = "Claude Code CLI (Anthropic Messages)"
+
+    def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
+        argv = [
+            self.binary, "-p", req.prompt,
+            "--output-format", "stream-json", "--verbose",
+            # Edits inside the working folder only; no blanket bypass.
+            "--permission-mode", "acceptEdits",
+        ]
+        if req.model:
+            argv += ["--model", req.model]
+        if req.resume:
+            argv += ["--resume", req.resume]
+        env = {
+            "PATH": req.path_env,
+            "HOME": str(req.state_dir / "home"),
+            "CLAUDE_CONFIG_DIR": str(req.state_dir / "claude"),
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_MAX_RETRIES": str(req.max_retries),
+        }
+        if req.model_url:
+            env["ANTHROPIC_BASE_URL"] = req.model_url
+        return argv, env
+
+    def parse(self, line: str) -> list[HarnessEvent]:
+        obj = self.json_line(line)
+        if obj is None:
+            return []
+        kind = obj.get("type")
+        if kind == "system" and obj.get("subtype") == "init":
+            return [HarnessEvent("session", data={"session_id": obj.get("session_id", "")})]
+        if kind == "assistant":
+            return list(self._assistant(obj))
+        if kind == "result":
+            return self._result(obj)
+        return []
+
+    @staticmethod
+    def _assistant(obj: dict[str, Any]) -> list[HarnessEvent]:
+        events: list[HarnessEvent] = []
+        message = obj.get("message") or {}
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text"):
+                events.append(HarnessEvent("text", str(block["text"])))
+            elif block.get("type") == "tool_use":
+                name = str(block.get("name", ""))
+                tool_input = block.get("input") or {}
+                events.append(HarnessEvent("tool_use", name, {"input": tool_input}))
+                if name in EDIT_TOOLS and isinstance(tool_input, dict):
+                    path = tool_input.get("file_path") or tool_input.get("notebook_path") or ""
+                    events.append(HarnessEvent("file_change", str(path)))
+        return events
+
+    @staticmethod
+    def _result(obj: dict[str, Any]) -> list[HarnessEvent]:
+        usage = obj.get("usage") or {}
+        events = [HarnessEvent("usage", data={
+            "tokens_in": int(usage.get("input_tokens") or 0),
+            "tokens_out": int(usage.get("output_tokens") or 0),
+            "cost_usd": float(obj.get("total_cost_usd") or 0.0),
+        })]
+        text = str(obj.get("result") or "")
+        denials = obj.get("permission_denials") or []
+        session = {"session_id": obj.get("session_id", "")}
+        if obj.get("is_error"):
+            events.append(HarnessEvent("error", text or "Claude Code reported an error", session))
+        elif denials:
+            tools = ", ".join(sorted({str(d.get("tool_name", "?")) for d in denials
+                                      if isinstance(d, dict)}))
+            events.append(HarnessEvent(
+                "error", f"Claude Code was denied permission for: {tools}", session))
+        else:
+            events.append(HarnessEvent("done", text, session))
+        return events

@@ -1,0 +1,7 @@
+"""Who Fetch is (COLLAR.md) and who it serves (ALPHA.md); the system prompt is built here."""
+
+from identity.loader import Alpha, Collar, Identity, load_identity
+from identity.prompt import PromptContext, build_system_prompt
+
+__all__ = ["Alpha", "Collar", "Identity", "PromptContext", "build_system_prompt",
+           "load_identity"]

@@ -1,0 +1,16 @@
+"""Deterministic slash commands, one family per module, included in this order."""
+
+from instincts.router import InstinctRegistry
+
+
+def build_registry() -> InstinctRegistry:
+    from instincts import control, harness, help, session, status, undo, workspace
+
+    registry = InstinctRegistry()
+    for router in (help.router, status.router, control.router, session.router,
+                   undo.router, workspace.router, harness.router):
+        registry.include(router)
+    return registry
+
+
+__all__ = ["build_registry"]

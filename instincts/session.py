@@ -1,0 +1,24 @@
+"""/clear: start the conversation afresh (never while work or a diff is pending)."""
+
+from __future__ import annotations
+
+from instincts.router import InstinctRouter
+from orchestrator.context import Context
+from orchestrator.fsm import State
+
+router = InstinctRouter("session")
+
+
+@router.command("clear", aliases=("reset", "new"), help="forget this conversation's context",
+                while_working=False)
+async def clear(ctx: Context, args: str) -> None:
+    session = ctx.session
+    if session.fsm_state is State.GUARDING:
+        await ctx.reply("A diff waits for you: answer yes or no first.")
+        return
+    data = session.data
+    data.repo = data.question = data.task_prompt = None
+    data.question_context = {}
+    data.harness = None
+    await session.fire("reset")
+    await ctx.reply("🧹 Cleared. Fresh start: no repo chosen, nothing pending.")

@@ -1,0 +1,144 @@
+"""A CLI process started in its own process group, with bounded output handling."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import suppress
+
+MAX_LINE = 4 * 1024 * 1024  # one JSON event may carry a whole file; beyond this we cut
+
+
+def descendants(root: int) -> list[int]:
+    """PIDs under ``root`` (from /proc), so children that left the group die too."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # The command name may contain spaces and parentheses: split after the last ')'.
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        pid = frontier.pop()
+        for child in children.get(pid, []):
+            found.append(child)
+            frontier.append(child)
+    return found
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class GroupProcess:
+    """Wraps ``asyncio.subprocess.Process`` started with ``start_new_session=True``."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+        self._stderr: deque[str] = deque(maxlen=60)
+        self._stderr_task = asyncio.get_running_loop().create_task(
+            self._drain_stderr(), name=f"kennel:stderr:{proc.pid}"
+        )
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    async def _drain_stderr(self) -> None:
+        stream = self._proc.stderr
+        if stream is None:
+            return
+        while True:
+            try:
+                line = await stream.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue
+            if not line:
+                return
+            self._stderr.append(line.decode("utf-8", "replace").rstrip()[:500])
+
+    async def lines(self) -> AsyncIterator[str]:
+        stream = self._proc.stdout
+        if stream is None:
+            return
+        while True:
+            try:
+                raw = await stream.readuntil(b"\n")
+            except asyncio.IncompleteReadError as partial:
+                if partial.partial:
+                    yield partial.partial.decode("utf-8", "replace")
+                return
+            except asyncio.LimitOverrunError as over:
+                # Flooding output: drop the overlong line, keep reading.
+                await stream.readexactly(over.consumed)
+                yield '{"type":"fetch_overlong_line"}'
+                continue
+            yield raw.decode("utf-8", "replace").rstrip("\n")
+
+    async def wait(self) -> int:
+        code = await self._proc.wait()
+        with suppress(asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
+        return code
+
+    def stderr_tail(self) -> str:
+        return "\n".join(self._stderr)
+
+    def alive_pids(self) -> list[int]:
+        pids = descendants(self.pid)
+        if self._proc.returncode is None:
+            pids.insert(0, self.pid)
+        return pids
+
+    async def terminate(self, grace: float) -> float:
+        started = time.monotonic()
+        pgid = self.pid  # start_new_session: the group id is the leader's pid
+        strays = descendants(self.pid)
+        self._signal(pgid, strays, signal.SIGINT)
+        deadline = started + grace
+        while time.monotonic() < deadline and _group_alive(pgid):
+            await asyncio.sleep(0.05)
+        if _group_alive(pgid) or any(_pid_alive(p) for p in strays):
+            self._signal(pgid, descendants(self.pid) + strays, signal.SIGKILL)
+        with suppress(ProcessLookupError):
+            await asyncio.wait_for(self._proc.wait(), 2.0)
+        self._stderr_task.cancel()
+        with suppress(asyncio.CancelledError):
+            await self._stderr_task
+        return time.monotonic() - started
+
+    @staticmethod
+    def _signal(pgid: int, extra: list[int], sig: signal.Signals) -> None:
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+        for pid in extra:
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

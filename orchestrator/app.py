@@ -1,0 +1,154 @@
+"""The one composition root: ``build_app(settings)`` wires everything; ``App`` is an async
+context manager whose exit undoes exactly what its entry did, in reverse."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TextIO
+
+from harnesses.base import HarnessRegistry
+from harnesses.claude_code import ClaudeCode
+from harnesses.demo import DemoHarness
+from identity import load_identity
+from instincts import build_registry
+from kennel.base import Kennel
+from kennel.local import LocalKennel
+from orchestrator.approvals import Approvals
+from orchestrator.channels.base import Channel
+from orchestrator.channels.terminal import TerminalChannel
+from orchestrator.config import Settings
+from orchestrator.errors import ConfigError
+from orchestrator.fsm import State
+from orchestrator.gateway import Gateway
+from orchestrator.messenger import Messenger
+from orchestrator.planner import Planner
+from orchestrator.runner import TaskRunner
+from orchestrator.services import Services
+from orchestrator.session import Sessions
+from orchestrator.store import Journal, Store
+from orchestrator.supervisor import TaskSupervisor
+from orchestrator.tools import build_tools
+from orchestrator.workspace import Workspace
+from skills import discover
+
+log = logging.getLogger(__name__)
+SHIPPED_DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def identity_dir(settings: Settings) -> Path:
+    own = settings.home_dir / "identity"
+    return own if (own / "COLLAR.md").exists() else SHIPPED_DATA / "identity"
+
+
+def build_kennel(settings: Settings) -> Kennel:
+    if settings.kennel.backend == "docker":
+        raise ConfigError("kennel.backend", "docker",
+                          "the docker backend is not available in this build; use 'local'")
+    return LocalKennel(settings.kennel.network_isolation)
+
+
+def build_harnesses() -> HarnessRegistry:
+    registry = HarnessRegistry()
+    for harness in (ClaudeCode(), DemoHarness()):
+        registry.add(harness)
+    return registry
+
+
+class App:
+    def __init__(self, settings: Settings, channels: list[Channel]) -> None:
+        self.settings = settings
+        self._channels = channels
+        self._stack: AsyncExitStack | None = None
+        self.services: Services | None = None
+        self.gateway: Gateway | None = None
+
+    async def __aenter__(self) -> App:
+        if self._stack is not None:
+            raise RuntimeError("app already started")
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            await self._start(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            await stack.aclose()
+
+    async def _start(self, stack: AsyncExitStack) -> None:
+        settings = self.settings
+        home = settings.home_dir
+        home.mkdir(parents=True, exist_ok=True)
+        os.chmod(home, 0o700)  # the home holds keys' logs, the DB and (later) WhatsApp
+        harnesses = build_harnesses()
+        if settings.harness.default != "auto":
+            harnesses.get(settings.harness.default)  # unknown name: fail at start, clearly
+        identity = load_identity(identity_dir(settings))
+        skills = discover(home / "skills", SHIPPED_DATA / "skills")
+        workspace = Workspace(settings.workspace_dir)
+        if settings.workspace is None:
+            workspace.ensure_demo()
+        elif not settings.workspace_dir.is_dir():
+            raise ConfigError("workspace", str(settings.workspace_dir), "an existing folder")
+        kennel = build_kennel(settings)
+
+        store = await stack.enter_async_context(Store(settings.db_path))
+        journal = Journal(home / "sessions")
+        messenger = Messenger(store, journal)
+        supervisor = TaskSupervisor()
+        # Runs and queues are cancelled before the store closes (exit runs in reverse).
+        stack.push_async_callback(supervisor.stop, 0.0)
+        sessions = Sessions(store)
+        approvals = Approvals(settings, store, messenger, workspace)
+        runner = TaskRunner(
+            settings=settings, store=store, messenger=messenger, workspace=workspace,
+            harnesses=harnesses, kennel=kennel, supervisor=supervisor, approvals=approvals,
+        )
+        planner = Planner(settings.model, build_tools())
+        stack.push_async_callback(planner.close)
+        services = Services(
+            settings=settings, store=store, journal=journal, messenger=messenger,
+            sessions=sessions, workspace=workspace, harnesses=harnesses, kennel=kennel,
+            instincts=build_registry(), identity=identity, skills=skills,
+            supervisor=supervisor, runner=runner, approvals=approvals, planner=planner,
+        )
+        gateway = Gateway(services)
+        self.services, self.gateway = services, gateway
+        for channel in self._channels:
+            messenger.add_channel(channel)
+        # A restart: sessions that were WORKING lost their harness; say so and clean up.
+        for row in await store.sessions_in((State.WORKING.value,)):
+            await runner.recover(await sessions.get(row.key))
+        for channel in self._channels:
+            await channel.start(gateway.receive)
+            stack.push_async_callback(channel.stop)
+        stack.callback(gateway.close)
+        replayed = await gateway.replay_unfinished()
+        if replayed:
+            log.info("replaying %d message(s) accepted before the restart", replayed)
+
+
+    async def drain(self) -> None:
+        """Wait until every accepted message is handled and no harness runs."""
+        assert self.gateway is not None and self.services is not None
+        while not self.gateway.idle() or self.services.supervisor.running("run:"):
+            await asyncio.sleep(0.05)
+
+
+def build_app(
+    settings: Settings, *, terminal_out: TextIO | None = None, read_stdin: bool = False,
+    channels: list[Channel] | None = None,
+) -> App:
+    if channels is None:
+        channels = [TerminalChannel(settings.terminal.chat, out=terminal_out,
+                                    read_stdin=read_stdin)]
+    return App(settings, channels)

@@ -1,0 +1,203 @@
+"""Approvals: a diff is offered once, bound to its exact hash, answered by the owner.
+
+An approval row holds the owner, a nonce, the sha256 of the exact change and an
+expiry. ``yes`` commits only if the tree still hashes to what was shown; anything
+else (expired, superseded, foreign, changed files) is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+from orchestrator import diffview
+from orchestrator.config import Settings
+from orchestrator.errors import ApprovalError, GitError
+from orchestrator.events import Inbound
+from orchestrator.gitops import Change
+from orchestrator.messenger import Messenger
+from orchestrator.session import Session
+from orchestrator.store import Store
+from orchestrator.store.sqlite import ApprovalRow
+from orchestrator.workspace import Workspace
+
+YES = {"yes", "y", "yep", "yeah", "apply", "ok", "okay", "approve", "approved", "commit",
+       "ship it", "lgtm", "👍", "✅"}
+NO = {"no", "n", "nope", "discard", "reject", "cancel", "drop", "👎", "❌"}
+MORE = {"more", "next", "show more", "rest"}
+SHOW = re.compile(r"^(?:show|diff|view)\s+(?P<path>\S.*)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    kind: str  # yes | no | more | show | other
+    path: str = ""
+
+
+def parse_answer(text: str) -> Answer:
+    t = text.strip().lower().rstrip(".!")
+    if t in YES:
+        return Answer("yes")
+    if t in NO:
+        return Answer("no")
+    if t in MORE:
+        return Answer("more")
+    m = SHOW.match(text.strip())
+    if m:
+        return Answer("show", m.group("path").strip())
+    return Answer("other")
+
+
+class Approvals:
+    def __init__(
+        self, settings: Settings, store: Store, messenger: Messenger, workspace: Workspace
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._messenger = messenger
+        self._workspace = workspace
+        self._pages: dict[int, int] = {}  # approval id -> lines already shown by "more"
+
+    async def propose(
+        self, session: Session, task_id: int, repo: str, change: Change, said: str = ""
+    ) -> int:
+        """Store the approval, show the diff, move to GUARDING. Caller holds the lock."""
+        nonce = secrets.token_hex(8)
+        approval_id = await self._store.create_approval(
+            session.key, task_id, repo, nonce, change.digest, change.base_sha,
+            self._settings.owner, self._settings.approvals.ttl_seconds,
+        )
+        session.data.approval_id = approval_id
+        session.data.repo = repo
+        if session.state == "WORKING":
+            await session.fire("propose")
+        else:
+            await session.persist()
+        text = diffview.summary(change, repo)
+        if said:
+            text = said.strip() + "\n\n" + text
+        sent = await self._messenger.send(session.key, text)
+        session.data.approval_message_id = sent.message_id
+        await session.persist()
+        self._pages[approval_id] = diffview.FIRST_HUNK_LINES
+        return approval_id
+
+    async def pending(self, session: Session) -> ApprovalRow | None:
+        if session.data.approval_id is None:
+            return None
+        return await self._store.get_approval(session.data.approval_id)
+
+    def _check(self, row: ApprovalRow | None, session: Session, inbound: Inbound) -> ApprovalRow:
+        if row is None:
+            raise ApprovalError("there is no change waiting for approval")
+        if row.status != "pending":
+            raise ApprovalError(f"that approval was already {row.status}")
+        if row.session != f"{session.key.channel}:{session.key.chat}":
+            raise ApprovalError("that approval belongs to another conversation")
+        if not inbound.from_owner:
+            raise ApprovalError("only the owner can approve changes")
+        if inbound.reply_to and session.data.approval_message_id and (
+            inbound.reply_to != session.data.approval_message_id
+        ):
+            raise ApprovalError("that answers an older diff, not the one waiting")
+        return row
+
+    async def answer(self, session: Session, inbound: Inbound, text: str) -> None:
+        """Handle a message while GUARDING. Caller holds the session lock."""
+        key = session.key
+        answer = parse_answer(inbound.reaction or text)
+        if answer.kind == "other":
+            await self._messenger.send(
+                key, "⏸ A diff is waiting for you. Answer yes or no (or more, show <file>)."
+                     "\nOther messages wait until then; /status and /stop still work.")
+            return
+        row = await self.pending(session)
+        try:
+            row = self._check(row, session, inbound)
+        except ApprovalError as err:
+            await self._messenger.send(key, f"⚠️ Refused: {err}.")
+            if row is None or row.status != "pending":
+                await self._close(session)
+            return
+        repo = self._workspace.repo(row.repo)
+        if time.time() > row.expires_at:
+            await self._store.decide_approval(row.id, "expired")
+            await asyncio.to_thread(repo.discard)
+            await self._store.set_task_status(row.task_id, "expired")
+            await self._close(session)
+            await self._messenger.send(
+                key, f"⌛ That approval expired, so I discarded the change. {row.repo} is "
+                     "unchanged; ask again to redo it.")
+            return
+        if answer.kind == "more":
+            change = await asyncio.to_thread(repo.change)
+            text_page, offset = diffview.page(change, self._pages.get(row.id, 0))
+            self._pages[row.id] = offset
+            await self._messenger.send(key, text_page)
+        elif answer.kind == "show":
+            change = await asyncio.to_thread(repo.change)
+            patch = await asyncio.to_thread(repo.file_patch, change, answer.path)
+            await self._messenger.send(key, diffview.file_view(patch, answer.path))
+        elif answer.kind == "yes":
+            await self._approve(session, row)
+        else:
+            await self._reject(session, row)
+
+    async def _approve(self, session: Session, row: ApprovalRow) -> None:
+        key = session.key
+        repo = self._workspace.repo(row.repo)
+        change = await asyncio.to_thread(repo.change)
+        if change.digest != row.diff_hash or change.base_sha != row.base_sha:
+            await self._messenger.send(
+                key, "⚠️ Refused: the files changed since I showed the diff, so that yes "
+                     "does not cover them. Here is the diff as it is now:")
+            await self.propose(session, row.task_id, row.repo, change)
+            return
+        task = await self._store.get_task(row.task_id)
+        prompt = task.prompt if task else "change"
+        message = _commit_message(prompt, row, self._settings.owner)
+        try:
+            sha = await asyncio.to_thread(repo.commit, change, message)
+        except GitError as err:
+            await self._messenger.send(key, f"❌ Not committed: {err}. Say yes to retry or no.")
+            return
+        if not await self._store.decide_approval(row.id, "approved"):
+            return  # a concurrent answer won; it has replied
+        await self._store.record_commit(session.key, row.repo, sha, row.base_sha, row.task_id,
+                                        message.splitlines()[0])
+        await self._store.set_task_status(row.task_id, "committed")
+        await self._close(session)
+        files = ", ".join(f.path for f in change.files[:5])
+        await self._messenger.send(
+            key, f"✅ Committed {sha[:7]} to {row.repo}: {message.splitlines()[0]}\n"
+                 f"files: {files}\nSay /undo to revert.")
+
+    async def _reject(self, session: Session, row: ApprovalRow) -> None:
+        repo = self._workspace.repo(row.repo)
+        await asyncio.to_thread(repo.discard)
+        await self._store.decide_approval(row.id, "rejected")
+        await self._store.set_task_status(row.task_id, "rejected")
+        await self._close(session)
+        await self._messenger.send(
+            session.key, f"🗑 Discarded. {row.repo} is back at {row.base_sha[:7]}, "
+                         "exactly as before.")
+
+    async def _close(self, session: Session) -> None:
+        session.data.approval_id = None
+        session.data.approval_message_id = None
+        if session.state == "GUARDING":
+            await session.fire("decide")
+        else:
+            await session.persist()
+
+
+def _commit_message(prompt: str, row: ApprovalRow, owner: str) -> str:
+    subject = " ".join(prompt.split())
+    if len(subject) > 60:
+        subject = subject[:59] + "…"
+    return (f"fetch: {subject}\n\nTask #{row.task_id}: {prompt.strip()}\n\n"
+            f"Fetch-Task: {row.task_id}\n"
+            f"Approved-by: {owner} (approval {row.id}, diff {row.diff_hash[:12]})")

@@ -1,0 +1,1 @@
+"""Channel adapters: one per file, each turning platform events into ``Inbound``."""

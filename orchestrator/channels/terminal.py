@@ -1,0 +1,91 @@
+"""The terminal channel: type as you would on the phone, read what the phone would show.
+
+It is also the end-to-end test driver: ``submit()`` injects a line and every reply is
+kept in ``outbox`` as well as printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from contextlib import suppress
+from typing import TextIO
+
+from orchestrator.channels.base import Capabilities, InboundSink
+from orchestrator.events import Inbound, Outbound, SendResult
+
+
+class TerminalChannel:
+    name = "terminal"
+    capabilities = Capabilities(max_message_chars=4000, can_edit=False, markup="plain")
+
+    def __init__(
+        self,
+        chat: str = "owner",
+        *,
+        out: TextIO | None = None,
+        read_stdin: bool = False,
+        on_eof: asyncio.Event | None = None,
+    ) -> None:
+        self.chat = chat
+        self.outbox: asyncio.Queue[Outbound] = asyncio.Queue()
+        self._out = out
+        self._read_stdin = read_stdin
+        self._on_eof = on_eof
+        self._sink: InboundSink | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._sent = 0
+
+    async def start(self, sink: InboundSink) -> None:
+        if self._sink is not None:
+            raise RuntimeError("terminal channel already started")
+        self._sink = sink
+        if self._read_stdin:
+            self._reader_task = asyncio.get_running_loop().create_task(
+                self._read_lines(), name="channel:terminal:stdin"
+            )
+
+    async def stop(self) -> None:
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._reader_task
+            self._reader_task = None
+        self._sink = None
+
+    async def submit(self, text: str, *, message_id: str | None = None) -> Inbound:
+        if self._sink is None:
+            raise RuntimeError("terminal channel is not started")
+        inbound = Inbound(
+            channel=self.name,
+            chat=self.chat,
+            sender=self.chat,
+            message_id=message_id or uuid.uuid4().hex,
+            text=text,
+            from_owner=True,
+        )
+        await self._sink(inbound)
+        return inbound
+
+    async def send(self, message: Outbound) -> SendResult:
+        self._sent += 1
+        await self.outbox.put(message)
+        if self._out is not None:
+            lines = message.text.splitlines() or [""]
+            self._out.write("fetch> " + "\n       ".join(lines) + "\n")
+            self._out.flush()
+        return SendResult(message_id=f"out-{self._sent}")
+
+    async def _read_lines(self) -> None:
+        # A thread keeps this working for ttys, pipes and files alike; readline blocks
+        # only that thread.
+        while True:
+            line = await asyncio.to_thread(sys.stdin.readline)
+            if line == "":
+                if self._on_eof is not None:
+                    self._on_eof.set()
+                return
+            text = line.rstrip("\n")
+            if text.strip():
+                await self.submit(text)

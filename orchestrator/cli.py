@@ -1,0 +1,119 @@
+"""The ``fetch`` command: ``fetch`` (= ``fetch run``) and ``fetch doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from contextlib import suppress
+
+from orchestrator.app import build_app, identity_dir
+from orchestrator.channels.terminal import TerminalChannel
+from orchestrator.config import Settings, load_settings
+from orchestrator.errors import ConfigError, FetchError
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as err:
+        print(f"fetch: configuration error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _logging(settings: Settings) -> None:
+    settings.home_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(settings.home_dir / "fetch.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(settings.log_level)
+
+
+async def _run(settings: Settings) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    presses = 0
+    eof = asyncio.Event()
+
+    def on_signal() -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:  # a second Ctrl-C means now
+            raise SystemExit(130)
+        print("\nfetch: stopping (Ctrl-C again to force)", flush=True)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    terminal = TerminalChannel(settings.terminal.chat, out=sys.stdout, read_stdin=True,
+                               on_eof=eof)
+    try:
+        async with build_app(settings, channels=[terminal]) as app:
+            assert app.services is not None
+            s = app.services
+            print(f"🐕 Fetch is ready. workspace: {s.workspace.root} "
+                  f"({', '.join(s.workspace.repos()) or 'no repos'})\n"
+                  f"   harness: {s.runner.default_harness()} · type /help · Ctrl-C quits",
+                  flush=True)
+            # End of input (a pipe) finishes what was asked before stopping.
+            eof_wait = asyncio.ensure_future(eof.wait())
+            stop_wait = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({eof_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+            if eof.is_set() and not stop.is_set():
+                drain = asyncio.ensure_future(app.drain())
+                await asyncio.wait({drain, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                drain.cancel()
+            for waiter in (eof_wait, stop_wait):
+                waiter.cancel()
+    except (ConfigError, FetchError) as err:
+        print(f"fetch: {err}", file=sys.stderr)
+        return 2
+    print("fetch: stopped.", flush=True)
+    return 0
+
+
+def _doctor(settings: Settings) -> int:
+    from orchestrator.app import build_harnesses, build_kennel
+    from orchestrator.workspace import Workspace
+
+    print(f"home:      {settings.home_dir}")
+    print(f"database:  {settings.db_path}")
+    ws = Workspace(settings.workspace_dir)
+    print(f"workspace: {ws.root} ({', '.join(ws.repos()) or 'no repos'})")
+    print(f"identity:  {identity_dir(settings)}")
+    print(f"model:     {settings.model.base_url or 'none (tasks go straight to the harness)'}")
+    try:
+        kennel = build_kennel(settings)
+        print(f"kennel:    {kennel.isolation()}")
+    except FetchError as err:
+        print(f"kennel:    ERROR {err}")
+    for harness in build_harnesses().all():
+        installed = harness.executable() is not None
+        if harness.provider is None:
+            detail = "no model needed"
+        else:
+            key = settings.providers.get(harness.provider)
+            detail = ("key configured" if key and key.api_key
+                      else f"no {harness.provider} key")
+        print(f"harness:   {harness.name}: {'installed' if installed else 'NOT installed'},"
+              f" {detail}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="fetch", description="Fetch, from your phone.")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("run", help="run Fetch with the terminal channel (default)")
+    sub.add_parser("doctor", help="check configuration, sandbox and harnesses")
+    args = parser.parse_args(argv)
+    settings = _settings()
+    if args.command == "doctor":
+        raise SystemExit(_doctor(settings))
+    _logging(settings)
+    code = 0
+    with suppress(KeyboardInterrupt):
+        code = asyncio.run(_run(settings))
+    raise SystemExit(code)

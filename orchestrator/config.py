@@ -1,0 +1,200 @@
+"""Settings: one YAML file plus environment overrides, validated once at start.
+
+Precedence: embedded defaults < YAML file < friendly env vars (``FETCH_HOME``...) <
+generic ``FETCH__SECTION__KEY=value`` overrides. Any bad value stops start-up with a
+``ConfigError`` that names the file, the dotted key and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator.errors import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSettings(_Strict):
+    """The orchestrator model: any OpenAI-compatible endpoint. ``base_url`` unset = no model."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    name: str = "gpt-4o-mini"
+    max_iterations: int = Field(25, ge=1, le=25)
+    timeout_seconds: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+
+
+class ProviderSettings(_Strict):
+    """A model vendor the relay may forward to; the key never leaves the host."""
+
+    base_url: str
+    api_key: str | None = None
+
+
+def _default_providers() -> dict[str, ProviderSettings]:
+    return {
+        "anthropic": ProviderSettings(base_url="https://api.anthropic.com"),
+        "openai": ProviderSettings(base_url="https://api.openai.com/v1"),
+        "gemini": ProviderSettings(base_url="https://generativelanguage.googleapis.com"),
+    }
+
+
+class HarnessSettings(_Strict):
+    default: str = "auto"  # "auto": claude-code when usable, else the offline demo harness
+    timeout_seconds: float = Field(900.0, gt=0)
+    stop_grace_seconds: float = Field(1.0, ge=0, le=1.5)
+    model: str | None = None  # passed to the CLI's --model when set
+    max_retries: int = Field(0, ge=0, le=10)
+
+
+class KennelSettings(_Strict):
+    backend: Literal["local", "docker"] = "local"
+    # "auto": a private network namespace when the kernel allows it, else say so in /status.
+    network_isolation: Literal["auto", "required", "off"] = "auto"
+
+
+class ApprovalSettings(_Strict):
+    ttl_seconds: int = Field(3600, ge=30)
+    autonomy: Literal["supervised"] = "supervised"
+
+
+class GatewaySettings(_Strict):
+    max_message_chars: int = Field(16_000, ge=100, le=1_000_000)
+    rate_per_minute: float = Field(30.0, gt=0)
+    trigger: str = "@fetch"
+
+
+class TerminalSettings(_Strict):
+    enabled: bool = True
+    chat: str = "owner"
+
+
+class Settings(_Strict):
+    home: Path = Path("~/.fetch")
+    workspace: Path | None = None  # default: {home}/workspace with a demo repo
+    owner: str = "owner"
+    # Senders besides the owner who may use Fetch (channel-specific ids). Empty = owner only.
+    allowlist: tuple[str, ...] = ()
+    model: ModelSettings = ModelSettings()
+    providers: dict[str, ProviderSettings] = Field(default_factory=_default_providers)
+    harness: HarnessSettings = HarnessSettings()
+    kennel: KennelSettings = KennelSettings()
+    approvals: ApprovalSettings = ApprovalSettings()
+    gateway: GatewaySettings = GatewaySettings()
+    terminal: TerminalSettings = TerminalSettings()
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+
+    @property
+    def home_dir(self) -> Path:
+        return self.home.expanduser().resolve()
+
+    @property
+    def workspace_dir(self) -> Path:
+        ws = self.workspace if self.workspace is not None else self.home / "workspace"
+        return ws.expanduser().resolve()
+
+    @property
+    def db_path(self) -> Path:
+        return self.home_dir / "fetch.db"
+
+
+# Friendly names people already know; each maps onto a dotted settings key.
+_ENV_KEYS: dict[str, str] = {
+    "FETCH_HOME": "home",
+    "FETCH_WORKSPACE": "workspace",
+    "FETCH_OWNER": "owner",
+    "FETCH_MODEL_BASE_URL": "model.base_url",
+    "FETCH_MODEL_API_KEY": "model.api_key",
+    "FETCH_MODEL": "model.name",
+    "FETCH_HARNESS": "harness.default",
+    "FETCH_KENNEL": "kennel.backend",
+    "FETCH_LOG_LEVEL": "log_level",
+    "ANTHROPIC_API_KEY": "providers.anthropic.api_key",
+    "ANTHROPIC_BASE_URL": "providers.anthropic.base_url",
+    "OPENAI_API_KEY": "providers.openai.api_key",
+    "GEMINI_API_KEY": "providers.gemini.api_key",
+}
+
+
+def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def _env_overrides(env: Mapping[str, str]) -> list[tuple[str, str, Any]]:
+    found: list[tuple[str, str, Any]] = []
+    for name, dotted in _ENV_KEYS.items():
+        if env.get(name):
+            found.append((name, dotted, env[name]))
+    for name, raw in env.items():
+        if name.startswith("FETCH__") and raw != "":
+            dotted = ".".join(p.lower() for p in name[len("FETCH__") :].split("__") if p)
+            # YAML parsing gives "3" -> 3 and "true" -> True, like the file would.
+            found.append((name, dotted, yaml.safe_load(raw)))
+    return found
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(str(path), where, f"is not valid YAML ({err})") from err
+    except OSError as err:
+        raise ConfigError(str(path), "", f"cannot be read ({err.strerror})") from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "(top level)", "a mapping of settings (key: value)")
+    return data
+
+
+def default_config_path(env: Mapping[str, str]) -> Path:
+    if env.get("FETCH_CONFIG"):
+        return Path(env["FETCH_CONFIG"]).expanduser()
+    home = Path(env.get("FETCH_HOME") or "~/.fetch").expanduser()
+    return home / "config.yaml"
+
+
+def load_settings(
+    path: Path | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Build validated ``Settings`` or raise ``ConfigError`` naming file, key and expectation."""
+    env = os.environ if env is None else env
+    path = path if path is not None else default_config_path(env)
+    explicit = "FETCH_CONFIG" in env or path != default_config_path(env)
+    tree: dict[str, Any] = {}
+    if path.exists():
+        tree = _read_yaml(path)
+    elif explicit:
+        raise ConfigError(str(path), "", "file not found")
+    origin: dict[str, str] = {}
+    for name, dotted, value in _env_overrides(env):
+        _set_dotted(tree, dotted, value)
+        origin[dotted] = f"environment {name}"
+    try:
+        return Settings.model_validate(tree)
+    except ValidationError as err:
+        first = err.errors()[0]
+        dotted = ".".join(str(p) for p in first["loc"])
+        source = origin.get(dotted, str(path))
+        got = first.get("input")
+        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        raise ConfigError(source, dotted, f"{first['msg']}{shown}") from err

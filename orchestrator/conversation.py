@@ -1,0 +1,137 @@
+"""Free text (not a command), by session state: the FSM group of the dispatch pipeline."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from orchestrator.context import Context
+from orchestrator.fsm import State
+from orchestrator.intent import Classification, Intent, classify
+from orchestrator.planner import PlannerUnavailable
+
+EXAMPLE = "fix the typo in README.md of demo"
+
+
+async def handle_text(ctx: Context) -> None:
+    state = ctx.session.fsm_state
+    if state is State.GUARDING:
+        await ctx.services.approvals.answer(ctx.session, ctx.inbound, ctx.text)
+    elif state is State.WORKING:
+        await _while_working(ctx)
+    elif state is State.RESTING:
+        await ctx.reply("😴 I'm paused. /resume to wake me; /status and /help still work.")
+    elif state is State.WAITING:
+        await _answer_question(ctx)
+    else:
+        await _fresh(ctx, classify(ctx.text))
+
+
+async def _while_working(ctx: Context) -> None:
+    handle = ctx.services.runner.running(ctx.session.key)
+    if handle is None:
+        await ctx.reply("⏳ Still finishing the last task; one moment.")
+        return
+    elapsed = time.monotonic() - handle.started
+    await ctx.reply(
+        f"⏳ Busy with task #{handle.task_id} ({handle.harness}, {elapsed:.0f} s): "
+        f"{handle.prompt[:60]}\nI'll answer when it's done. /stop cancels it.")
+
+
+async def _answer_question(ctx: Context) -> None:
+    data = ctx.session.data
+    context = data.question_context or {}
+    data.question = None
+    data.question_context = {}
+    await ctx.session.fire("answered")
+    if context.get("kind") == "repo":
+        names = ctx.services.workspace.repos()
+        chosen = next((n for n in names if n.lower() == ctx.text.strip().lower()), None)
+        chosen = chosen or ctx.services.workspace.find_in_text(ctx.text)
+        if chosen is None:
+            await ctx.reply(f"I don't know a repo called {ctx.text.strip()[:40]!r}. "
+                            f"Repos: {', '.join(names)}. Send the task again with one.")
+            return
+        data.repo = chosen
+        await ctx.session.persist()
+        await ctx.services.runner.start(ctx.session, chosen, str(context.get("prompt", "")))
+        return
+    original = str(context.get("original", ""))
+    combined = f"{original}\n(Answer to your question: {ctx.text})" if original else ctx.text
+    await _fresh(ctx, classify(ctx.text), text=combined)
+
+
+async def _fresh(ctx: Context, found: Classification, *, text: str | None = None) -> None:
+    text = text or ctx.text
+    planner = ctx.services.planner
+    if found.intent is Intent.CONVERSATION and found.sure:
+        await ctx.reply(_small_talk(ctx.text))
+        return
+    if found.intent is Intent.WORKSPACE and found.sure:
+        await _workspace(ctx)
+        return
+    if planner.configured and (found.intent is Intent.TASK or not found.sure):
+        try:
+            await planner.run(ctx, text)
+            return
+        except PlannerUnavailable as err:
+            if found.intent is not Intent.TASK:
+                await ctx.reply(f"⚠️ I couldn't think about that: {err}.\n"
+                                f"For code changes say e.g. '{EXAMPLE}'.")
+                return
+            await ctx.reply(f"⚠️ {err}; handing the task straight to the harness.")
+    if found.intent is Intent.TASK:
+        await start_task(ctx, text)
+        return
+    await ctx.reply(
+        "🤔 I'm not sure what you'd like. For a code change, say what to do and where,\n"
+        f"e.g. '{EXAMPLE}'. /help lists commands.")
+
+
+async def start_task(ctx: Context, prompt: str) -> None:
+    ws = ctx.services.workspace
+    repo = ws.find_in_text(prompt) or ctx.session.data.repo
+    names = ws.repos()
+    if repo is None and len(names) == 1:
+        repo = names[0]
+    if repo is None or repo not in names:
+        if not names:
+            await ctx.reply(f"📂 The workspace {ws.root} has no git repos yet. Clone one there.")
+            return
+        ctx.session.data.question = "Which repo?"
+        ctx.session.data.question_context = {"kind": "repo", "prompt": prompt}
+        await ctx.session.fire("ask")
+        await ctx.reply("❓ Which repo should I work in?\n" + "\n".join(f"• {n}" for n in names))
+        return
+    await ctx.services.runner.start(ctx.session, repo, prompt)
+
+
+async def _workspace(ctx: Context) -> None:
+    ws = ctx.services.workspace
+    m = re.match(r"^(?:use|switch to|work on|open|select)\s+(?:the\s+)?(?:repo\s+|project\s+)?"
+                 r"([\w.-]+)$", ctx.text.strip(), re.IGNORECASE)
+    if m:
+        name = m.group(1)
+        if name not in ws.repos():
+            await ctx.reply(f"No repo named {name!r}. Repos: {', '.join(ws.repos()) or 'none'}")
+            return
+        ctx.session.data.repo = name
+        await ctx.session.persist()
+        await ctx.reply(f"📂 Now working in {ws.describe(name)}.")
+        return
+    names = ws.repos()
+    active = ctx.session.data.repo
+    lines = [f"{'▶' if n == active else '•'} {ws.describe(n)}" for n in names]
+    await ctx.reply("📂 Repos:\n" + ("\n".join(lines) or "(none)") + "\n'use <name>' to pick one.")
+
+
+def _small_talk(text: str) -> str:
+    t = text.strip().lower()
+    if t.startswith(("thank", "thx", "ty", "cheers")):
+        return "🐕 Any time."
+    if t.startswith(("bye", "see you", "good night")):
+        return "🐕 Bye! I'll be here."
+    if t.startswith(("who are you", "what are you", "what can you do")):
+        return ("🐕 I'm Fetch. Tell me a code change ('fix the flaky login test in myapp');\n"
+                "I run a coding CLI, show you the diff, and commit only what you approve.")
+    return "🐕 Hi! Tell me what to change, or /help."

@@ -1,0 +1,66 @@
+"""Frozen, channel-neutral events: what adapters produce and what the core sends back."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    """One conversation: a chat on a channel. Stored as ``channel_chat``."""
+
+    channel: str
+    chat: str
+
+    @property
+    def slug(self) -> str:
+        # Used as a folder name: keep it to characters no filesystem objects to.
+        safe = "".join(c if c.isalnum() or c in "-_.@+" else "_" for c in self.chat)
+        return f"{self.channel}_{safe}"
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    kind: str  # "image" | "audio" | "document"
+    path: str
+    mime: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message from a person, normalised at the adapter boundary."""
+
+    channel: str
+    chat: str
+    sender: str
+    message_id: str
+    text: str
+    timestamp: float = field(default_factory=time.time)
+    is_group: bool = False
+    from_owner: bool = False
+    reply_to: str | None = None
+    reaction: str | None = None  # set when the event is a reaction to ``reply_to``
+    attachments: tuple[Attachment, ...] = ()
+
+    @property
+    def key(self) -> SessionKey:
+        return SessionKey(self.channel, self.chat)
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    channel: str
+    chat: str
+    text: str
+    reply_to: str | None = None
+    edit_of: str | None = None  # message id to edit in place, where the channel can
+
+    @property
+    def key(self) -> SessionKey:
+        return SessionKey(self.channel, self.chat)
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    message_id: str

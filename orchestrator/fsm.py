@@ -1,0 +1,52 @@
+"""The session state machine, declared as data (``transitions`` AsyncMachine).
+
+States (the seed's meaning):
+    ALERT     idle and listening; anything may start here
+    WORKING   a harness run is in progress; chit-chat gets a short answer, /stop wins
+    WAITING   Fetch asked the owner a question and waits for the answer
+    GUARDING  a diff waits for approval; every other input is held until yes/no
+    RESTING   paused by the owner (/pause); only commands are answered
+
+One machine serves every session (``add_model``): building a machine per session
+costs more than the whole instinct path is allowed to take.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from transitions.extensions.asyncio import AsyncMachine
+
+
+class State(StrEnum):
+    ALERT = "ALERT"
+    WORKING = "WORKING"
+    WAITING = "WAITING"
+    GUARDING = "GUARDING"
+    RESTING = "RESTING"
+
+
+TRANSITIONS: list[dict[str, Any]] = [
+    {"trigger": "start_task", "source": State.ALERT, "dest": State.WORKING},
+    {"trigger": "ask", "source": [State.ALERT, State.WORKING], "dest": State.WAITING},
+    {"trigger": "answered", "source": State.WAITING, "dest": State.ALERT},
+    {"trigger": "propose", "source": State.WORKING, "dest": State.GUARDING},
+    {"trigger": "finish", "source": State.WORKING, "dest": State.ALERT},
+    {"trigger": "decide", "source": State.GUARDING, "dest": State.ALERT},
+    {"trigger": "pause", "source": [State.ALERT, State.WAITING], "dest": State.RESTING},
+    {"trigger": "resume", "source": State.RESTING, "dest": State.ALERT},
+    {"trigger": "reset", "source": "*", "dest": State.ALERT},
+]
+
+
+def build_machine() -> AsyncMachine:
+    return AsyncMachine(
+        model=None,
+        states=[s.value for s in State],
+        transitions=TRANSITIONS,
+        initial=State.ALERT.value,
+        auto_transitions=False,
+        after_state_change="persist",
+        queued=False,
+    )

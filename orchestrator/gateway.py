@@ -1,0 +1,152 @@
+"""The gateway: every adapter's ``Inbound`` enters here.
+
+In order: the security gate (owner or allowlist, nothing else reaches anything),
+durable de-duplication (channel + message id, in SQLite before anything runs), input
+validation, then either an immediate answer (``/stop``, ``/status`` bypass the queue)
+or the session's queue, which runs one message at a time. A queued message stays
+``queued`` in SQLite until handled, so a restart re-runs what it had not finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import unicodedata
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from aiolimiter import AsyncLimiter
+
+from orchestrator.context import Context
+from orchestrator.dispatcher import dispatch, parse_command
+from orchestrator.events import Attachment, Inbound, SessionKey
+from orchestrator.services import Services
+
+log = logging.getLogger(__name__)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@dataclass(frozen=True, slots=True)
+class Cleaned:
+    text: str
+    problem: str | None
+
+
+def clean_text(raw: str, trigger: str, limit: int) -> Cleaned:
+    if len(raw) > limit:
+        return Cleaned("", f"That message is {len(raw):,} characters; my limit is {limit:,}. "
+                           "Send a shorter one.")
+    text = unicodedata.normalize("NFC", raw)
+    text = CONTROL.sub("", text).replace("\r\n", "\n").replace("\r", "\n").strip()
+    if trigger and text.lower().startswith(trigger.lower()):
+        text = text[len(trigger):].lstrip(" ,:").strip()
+    if not text:
+        return Cleaned("", "I got an empty message. Tell me what to do, or /help.")
+    return Cleaned(text, None)
+
+
+def to_payload(inbound: Inbound) -> dict[str, Any]:
+    return asdict(inbound)
+
+
+def from_payload(payload: dict[str, Any]) -> Inbound:
+    attachments = tuple(Attachment(**a) for a in payload.pop("attachments", []) or [])
+    return Inbound(**payload, attachments=attachments)
+
+
+class Gateway:
+    def __init__(self, services: Services) -> None:
+        self._s = services
+        self._queues: dict[SessionKey, asyncio.Queue[tuple[Inbound, str]]] = {}
+        self._limiters: dict[str, AsyncLimiter] = {}
+        self._accepting = True
+        self._in_flight = 0  # accepted but not yet fully handled
+
+    def allowed(self, inbound: Inbound) -> bool:
+        return inbound.from_owner or inbound.sender in self._s.settings.allowlist
+
+    async def receive(self, inbound: Inbound) -> None:
+        """The sink every channel delivers to."""
+        if not self._accepting:
+            return
+        if not self.allowed(inbound):
+            # No reply, no model, no tool: strangers only reach the log.
+            log.info("dropped message from non-allowed sender %s on %s", inbound.sender,
+                     inbound.channel)
+            return
+        if not inbound.from_owner:
+            limiter = self._limiters.setdefault(
+                inbound.sender, AsyncLimiter(self._s.settings.gateway.rate_per_minute, 60))
+            await limiter.acquire()
+        accepted = await self._s.store.accept_inbound(
+            inbound.channel, inbound.message_id, inbound.key, to_payload(inbound))
+        if not accepted:
+            log.info("duplicate %s:%s ignored", inbound.channel, inbound.message_id)
+            return
+        await self._admit(inbound)
+
+    async def _admit(self, inbound: Inbound) -> None:
+        settings = self._s.settings.gateway
+        cleaned = clean_text(inbound.text, settings.trigger, settings.max_message_chars)
+        logged = cleaned.text or inbound.text[:200]
+        await self._s.store.add_message(inbound.key, "in", logged)
+        self._s.journal.append(inbound.key, "owner" if inbound.from_owner else inbound.sender,
+                               logged, message_id=inbound.message_id)
+        if cleaned.problem is not None:
+            await self._s.messenger.send(inbound.key, f"⚠️ {cleaned.problem}")
+            await self._s.store.finish_inbound(inbound.channel, inbound.message_id)
+            return
+        command = parse_command(cleaned.text)
+        instinct = self._s.instincts.get(command[0]) if command else None
+        self._in_flight += 1
+        if instinct is not None and instinct.bypass_queue:
+            self._s.supervisor.spawn(self._handle(inbound, cleaned.text),
+                                     name=f"bypass:{inbound.key.slug}:{instinct.name}")
+            return
+        self._queue(inbound.key).put_nowait((inbound, cleaned.text))
+
+    def _queue(self, key: SessionKey) -> asyncio.Queue[tuple[Inbound, str]]:
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = asyncio.Queue()
+            self._queues[key] = queue
+            self._s.supervisor.spawn(self._worker(key, queue), name=f"session:{key.slug}")
+        return queue
+
+    async def _worker(self, key: SessionKey, queue: asyncio.Queue[tuple[Inbound, str]]) -> None:
+        while True:
+            inbound, text = await queue.get()
+            session = await self._s.sessions.get(key)
+            async with session.lock:
+                await self._handle(inbound, text)
+
+    async def _handle(self, inbound: Inbound, text: str) -> None:
+        session = await self._s.sessions.get(inbound.key)
+        ctx = Context(inbound=inbound, session=session, services=self._s, text=text)
+        try:
+            await dispatch(ctx)
+        finally:
+            self._in_flight -= 1
+            await self._s.store.finish_inbound(inbound.channel, inbound.message_id)
+
+    async def replay_unfinished(self) -> int:
+        """After a restart: queue again every accepted message that was not handled."""
+        count = 0
+        for payload in await self._s.store.queued_inbound():
+            inbound = from_payload(payload)
+            cleaned = clean_text(inbound.text, self._s.settings.gateway.trigger,
+                                 self._s.settings.gateway.max_message_chars)
+            if cleaned.problem is None:
+                self._in_flight += 1
+                self._queue(inbound.key).put_nowait((replace(inbound), cleaned.text))
+                count += 1
+            else:
+                await self._s.store.finish_inbound(inbound.channel, inbound.message_id)
+        return count
+
+    def close(self) -> None:
+        self._accepting = False
+
+    def idle(self) -> bool:
+        return self._in_flight == 0

@@ -1,0 +1,79 @@
+"""Outbound: the one way replies leave Fetch. Routed to the channel they belong to,
+split to the channel's size, recorded in SQLite and the session journal."""
+
+from __future__ import annotations
+
+import logging
+
+from orchestrator.channels.base import Channel
+from orchestrator.errors import ChannelError
+from orchestrator.events import Outbound, SendResult, SessionKey
+from orchestrator.store import Journal, Store
+
+log = logging.getLogger(__name__)
+
+
+def split_message(text: str, limit: int) -> list[str]:
+    """Chunks of at most ``limit`` chars, cut at line ends, never inside a ``` block
+    unless one block alone is longer than the limit (then it is closed and reopened)."""
+    if len(text) <= limit:
+        return [text]
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    in_code = False
+    for line in text.split("\n"):
+        extra = len(line) + 1
+        if size + extra > limit and current:
+            if in_code:
+                current.append("```")
+            chunks.append("\n".join(current))
+            current, size = (["```"], 4) if in_code else ([], 0)
+        while len(line) + 1 > limit - 8:  # a single monster line: hard-cut it
+            head, line = line[: limit - 8], line[limit - 8 :]
+            chunks.append(head)
+        current.append(line)
+        size += len(line) + 1
+        if line.strip().startswith("```"):
+            in_code = not in_code
+    if current:
+        chunks.append("\n".join(current))
+    return [c for c in chunks if c.strip()]
+
+
+class Messenger:
+    def __init__(self, store: Store, journal: Journal) -> None:
+        self._store = store
+        self._journal = journal
+        self._channels: dict[str, Channel] = {}
+
+    def add_channel(self, channel: Channel) -> None:
+        if channel.name in self._channels:
+            raise ValueError(f"channel {channel.name!r} registered twice")
+        self._channels[channel.name] = channel
+
+    def channel(self, name: str) -> Channel:
+        try:
+            return self._channels[name]
+        except KeyError:
+            raise ChannelError(f"no channel named {name!r}") from None
+
+    async def send(
+        self,
+        key: SessionKey,
+        text: str,
+        *,
+        reply_to: str | None = None,
+        tokens: tuple[int, int] = (0, 0),
+        model: str | None = None,
+    ) -> SendResult:
+        channel = self.channel(key.channel)
+        last = SendResult(message_id="")
+        for part in split_message(text, channel.capabilities.max_message_chars):
+            last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=reply_to))
+        await self._store.add_message(
+            key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]
+        )
+        self._journal.append(key, "fetch", text, message_id=last.message_id,
+                             **({"model": model, "tokens": list(tokens)} if model else {}))
+        return last

@@ -1,0 +1,330 @@
+"""Runs one task: a harness in the kennel, then the diff read on the host and offered
+for approval. One run per session; ``/stop`` cancels it and ends the whole process group."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harnesses.base import Availability, Harness, HarnessEvent, HarnessRegistry, HarnessRequest
+from kennel.base import ExecSpec, Kennel, KennelProcess
+from kennel.local import LocalKennel, netns_available
+from kennel.relay import ModelRelay
+from orchestrator.approvals import Approvals
+from orchestrator.config import Settings
+from orchestrator.errors import FetchError, GitError, HarnessFailed
+from orchestrator.events import SessionKey
+from orchestrator.gitops import Repo, guard_repo_config
+from orchestrator.messenger import Messenger
+from orchestrator.progress import Progress
+from orchestrator.session import Session
+from orchestrator.store import Store
+from orchestrator.supervisor import TaskSupervisor
+from orchestrator.workspace import Workspace
+
+log = logging.getLogger(__name__)
+NETNS_RELAY_PORT = 4100
+
+
+@dataclass
+class RunHandle:
+    task_id: int
+    harness: str
+    repo: str
+    prompt: str
+    started: float = field(default_factory=time.monotonic)
+    task: asyncio.Task[None] | None = None
+    proc: KennelProcess | None = None
+    stop_requested: bool = False
+    kill_seconds: float = 0.0
+    events: list[HarnessEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StopResult:
+    task_id: int
+    harness: str
+    kill_seconds: float
+    leftover_pids: list[int]
+
+
+class TaskRunner:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        messenger: Messenger,
+        workspace: Workspace,
+        harnesses: HarnessRegistry,
+        kennel: Kennel,
+        supervisor: TaskSupervisor,
+        approvals: Approvals,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._messenger = messenger
+        self._workspace = workspace
+        self._harnesses = harnesses
+        self._kennel = kennel
+        self._supervisor = supervisor
+        self._approvals = approvals
+        self._runs: dict[SessionKey, RunHandle] = {}
+
+    # -- choosing a harness ------------------------------------------------------------
+    def availability(self, harness: Harness) -> Availability:
+        installed = harness.executable() is not None
+        if harness.provider is None:
+            return Availability(installed, True, "no model needed")
+        provider = self._settings.providers.get(harness.provider)
+        has_key = provider is not None and bool(provider.api_key)
+        detail = "ready" if installed and has_key else (
+            f"`{harness.binary}` not installed" if not installed
+            else f"no {harness.provider} API key configured"
+        )
+        return Availability(installed, has_key, detail)
+
+    def default_harness(self) -> str:
+        wanted = self._settings.harness.default
+        if wanted != "auto":
+            return wanted
+        for name in ("claude-code",):
+            if name in self._harnesses.names() and self.availability(
+                self._harnesses.get(name)
+            ).usable:
+                return name
+        return "demo"
+
+    def running(self, key: SessionKey) -> RunHandle | None:
+        return self._runs.get(key)
+
+    # -- starting ----------------------------------------------------------------------
+    async def start(self, session: Session, repo_name: str, prompt: str) -> None:
+        """Start a run; the caller holds ``session.lock``. Replies on every refusal."""
+        key = session.key
+        send = self._messenger.send
+        harness = self._harnesses.get(session.data.harness or self.default_harness())
+        avail = self.availability(harness)
+        if not avail.usable:
+            await send(key, f"❌ {harness.name} can't run: {avail.detail}.\n"
+                            "/harness shows what is available.")
+            return
+        try:
+            repo = await asyncio.to_thread(self._workspace.repo, repo_name)
+            if not await asyncio.to_thread(repo.has_commits):
+                raise GitError(f"{repo_name} has no commits yet; commit once by hand first")
+            dirty = await asyncio.to_thread(repo.status_lines)
+        except GitError as err:
+            await send(key, f"❌ {err}")
+            return
+        if dirty:
+            shown = "\n".join(f"  {line}" for line in dirty[:5])
+            await send(key, f"❌ {repo_name} has uncommitted changes:\n{shown}\n"
+                            "Commit or stash them first, so I only ever show you my diff.")
+            return
+        task_id = await self._store.create_task(key, repo_name, prompt, harness.name)
+        session.data.task_id, session.data.repo, session.data.task_prompt = (
+            task_id, repo_name, prompt)
+        await session.fire("start_task")
+        handle = RunHandle(task_id, harness.name, repo_name, prompt)
+        self._runs[key] = handle
+        await send(key, f"⏳ On it (task #{task_id}): {_short(prompt)}\n"
+                        f"repo: {repo_name} · harness: {harness.name}\n/stop to cancel")
+        handle.task = self._supervisor.spawn(
+            self._run(session, handle, harness, repo), name=f"run:{key.slug}:{task_id}"
+        )
+
+    # -- stopping ----------------------------------------------------------------------
+    async def stop(self, key: SessionKey) -> StopResult | None:
+        handle = self._runs.get(key)
+        if handle is None or handle.task is None:
+            return None
+        handle.stop_requested = True
+        handle.task.cancel()
+        with suppress(asyncio.CancelledError):
+            await handle.task
+        leftovers = handle.proc.alive_pids() if handle.proc is not None else []
+        return StopResult(handle.task_id, handle.harness, handle.kill_seconds, leftovers)
+
+    # -- the run -----------------------------------------------------------------------
+    async def _run(
+        self, session: Session, handle: RunHandle, harness: Harness, repo: Repo
+    ) -> None:
+        key = session.key
+        try:
+            failure: str | None = None
+            restored: list[str] = []
+            try:
+                with guard_repo_config(repo.path) as restored:
+                    await self._execute(session, handle, harness, repo)
+            except TimeoutError:
+                failure = (f"{harness.name} took longer than "
+                           f"{self._settings.harness.timeout_seconds:.0f} s and was stopped")
+            except (HarnessFailed, FetchError) as err:
+                failure = str(err)
+            if restored:
+                await self._messenger.send(
+                    key, "⚠️ The harness changed " + ", ".join(restored)
+                    + "; I put it back before reading the diff.")
+            async with session.lock:
+                if failure is not None:
+                    await self._fail(session, handle, repo, failure)
+                else:
+                    await self._propose(session, handle, repo)
+        except asyncio.CancelledError:
+            if not handle.stop_requested:
+                # Shutdown: leave state and tree for the restart to report and clean.
+                raise
+            async with session.lock:
+                await asyncio.to_thread(repo.discard)
+                await self._store.finish_task(handle.task_id, "stopped", "stopped by owner")
+                await self._end(session)
+        finally:
+            self._runs.pop(key, None)
+
+    async def _execute(
+        self, session: Session, handle: RunHandle, harness: Harness, repo: Repo
+    ) -> None:
+        settings = self._settings
+        state_dir = settings.home_dir / "kennel" / self._kennel.name / repo.path.name / harness.name
+        run_dir = settings.home_dir / "run"
+        port = 0
+        async with AsyncExitStack() as stack:
+            relay: ModelRelay | None = None
+            if harness.provider is not None:
+                provider = settings.providers[harness.provider]
+                relay = ModelRelay(
+                    socket_path=run_dir / f"relay-{handle.task_id}.sock",
+                    upstream=provider.base_url,
+                    provider=harness.provider,
+                    api_key=provider.api_key,
+                    harness=harness.name,
+                    task_id=handle.task_id,
+                    log_path=settings.home_dir / "relay.jsonl",
+                )
+                await stack.enter_async_context(relay)
+                port = self._relay_port()
+            req = HarnessRequest(
+                prompt=handle.prompt,
+                workdir=repo.path,
+                state_dir=state_dir,
+                model_url=f"http://127.0.0.1:{port}" if relay else None,
+                path_env=_host_path(),
+                model=settings.harness.model,
+                max_retries=settings.harness.max_retries,
+            )
+            argv, env = harness.command(req)
+            spec = ExecSpec(tuple(argv), env, repo.path, state_dir,
+                            relay.socket_path if relay else None, port)
+            proc = await self._kennel.exec(spec)
+            handle.proc = proc
+            stack.push_async_callback(self._reap, handle)
+            progress = Progress(self._messenger, session.key, handle.harness)
+            async with asyncio.timeout(settings.harness.timeout_seconds):
+                async for line in proc.lines():
+                    for event in harness.parse(line):
+                        handle.events.append(event)
+                        await progress.on_event(event)
+                code = await proc.wait()
+            final = next((e for e in reversed(handle.events) if e.kind in {"done", "error"}),
+                         None)
+            usage = next((e for e in reversed(handle.events) if e.kind == "usage"), None)
+            if usage is not None:
+                await self._store.finish_task(
+                    handle.task_id, "running",
+                    tokens_in=int(usage.data.get("tokens_in", 0)),
+                    tokens_out=int(usage.data.get("tokens_out", 0)),
+                    cost_usd=float(usage.data.get("cost_usd", 0.0)))
+            if final is None:
+                tail = proc.stderr_tail().strip().splitlines()[-3:]
+                detail = ("\n" + "\n".join(t[:200] for t in tail)) if tail else ""
+                raise HarnessFailed(
+                    f"{harness.name} ended (exit code {code}) without a result{detail}")
+            if final.kind == "error":
+                raise HarnessFailed(f"{harness.name} reported an error: {final.text[:500]}")
+
+    async def _reap(self, handle: RunHandle) -> None:
+        if handle.proc is not None:
+            handle.kill_seconds = await handle.proc.terminate(
+                self._settings.harness.stop_grace_seconds)
+
+    def _relay_port(self) -> int:
+        if isinstance(self._kennel, LocalKennel) and not (
+            self._kennel.uses_netns() and netns_available()
+        ):
+            # Sharing the host's loopback: take a free port rather than a fixed one.
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                return int(s.getsockname()[1])
+        return NETNS_RELAY_PORT
+
+    # -- outcomes ------------------------------------------------------------------------
+    async def _propose(self, session: Session, handle: RunHandle, repo: Repo) -> None:
+        change = await asyncio.to_thread(repo.change)
+        final = next((e for e in reversed(handle.events) if e.kind == "done"), None)
+        said = f"\n{harness_said(final.text)}" if final and final.text else ""
+        if change.empty:
+            await self._store.finish_task(handle.task_id, "empty", final.text if final else "")
+            await self._end(session)
+            await self._messenger.send(
+                session.key, f"✅ {handle.harness} finished without changing any file.{said}")
+            return
+        await self._store.finish_task(handle.task_id, "proposed", final.text if final else "")
+        await self._approvals.propose(session, handle.task_id, handle.repo, change, said)
+
+    async def _fail(self, session: Session, handle: RunHandle, repo: Repo, why: str) -> None:
+        with suppress(GitError):
+            await asyncio.to_thread(repo.discard)
+        await self._store.finish_task(handle.task_id, "failed", why)
+        await self._end(session)
+        await self._messenger.send(
+            session.key, f"❌ Task #{handle.task_id} failed: {why}\n"
+                         f"{handle.repo} is unchanged. Try again or rephrase.")
+
+    async def _end(self, session: Session) -> None:
+        session.data.task_id = None
+        session.data.task_prompt = None
+        if session.state == "WORKING":
+            await session.fire("finish")
+        else:
+            await session.persist()
+
+    async def recover(self, session: Session) -> None:
+        """After a restart: a WORKING session lost its harness; clean up and say so."""
+        task_id = session.data.task_id
+        repo_name = session.data.repo
+        async with session.lock:
+            if repo_name:
+                with suppress(GitError):
+                    await asyncio.to_thread(self._workspace.repo(repo_name).discard)
+            if task_id is not None:
+                await self._store.finish_task(task_id, "interrupted", "Fetch restarted")
+            await self._end(session)
+        await self._messenger.send(
+            session.key,
+            f"⚠️ Fetch restarted while task #{task_id} was running; it was stopped and "
+            f"{repo_name or 'the repo'} is unchanged. Send it again to retry.")
+
+
+def harness_said(text: str) -> str:
+    text = text.strip()
+    return "💬 " + (text if len(text) <= 300 else text[:299] + "…")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _host_path() -> str:
+    import os
+
+    return os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+
+
+__all__ = ["Path", "RunHandle", "StopResult", "TaskRunner"]
