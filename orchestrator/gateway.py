@@ -24,6 +24,7 @@ from orchestrator.events import Attachment, Inbound, SessionKey
 from orchestrator.services import Services
 
 log = logging.getLogger(__name__)
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -38,7 +39,7 @@ def clean_text(raw: str, trigger: str, limit: int) -> Cleaned:
         return Cleaned("", f"That message is {len(raw):,} characters; my limit is {limit:,}. "
                            "Send a shorter one.")
     text = unicodedata.normalize("NFC", raw)
-    text = CONTROL.sub("", text).replace("\r\n", "\n").replace("\r", "\n").strip()
+    text = CONTROL.sub("", ANSI.sub("", text)).replace("\r\n", "\n").replace("\r", "\n").strip()
     if trigger and text.lower().startswith(trigger.lower()):
         text = text[len(trigger):].lstrip(" ,:").strip()
     if not text:

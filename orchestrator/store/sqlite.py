@@ -13,7 +13,7 @@ import json
 import sqlite3
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,11 +138,14 @@ class Store:
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._write_lock:
             db = self.db
-            await db.execute("BEGIN IMMEDIATE")
             try:
+                await db.execute("BEGIN IMMEDIATE")
                 yield db
             except BaseException:
-                await db.execute("ROLLBACK")
+                # Also when cancelled while BEGIN was in flight: the ROLLBACK is queued on
+                # aiosqlite's thread after it, and shielded so it is sent regardless.
+                with suppress(sqlite3.OperationalError, asyncio.CancelledError):
+                    await asyncio.shield(db.execute("ROLLBACK"))
                 raise
             else:
                 await db.execute("COMMIT")

@@ -1,0 +1,133 @@
+"""Shared fixtures. ``fetch`` is the end-to-end driver: the whole app (SQLite in tmp,
+real git repos, the real local kennel) driven through the terminal channel."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.app import App, build_app
+from orchestrator.channels.terminal import TerminalChannel
+from orchestrator.config import Settings, load_settings
+from orchestrator.events import Inbound
+
+README = "# demo\n\nTeh quick brown fox.\n"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+        capture_output=True, text=True,
+    ).stdout.strip()
+
+
+def make_repo(root: Path, name: str, files: dict[str, str]) -> Path:
+    repo = root / name
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "initial")
+    return repo
+
+
+def tree_snapshot(repo: Path) -> dict[str, bytes]:
+    """Every file outside .git, byte for byte."""
+    return {str(p.relative_to(repo)): p.read_bytes() for p in sorted(repo.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(repo).parts}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    make_repo(ws, "demo", {"README.md": README, "app.py": "print('hi')\n"})
+    return ws
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, workspace: Path) -> Callable[..., Settings]:
+    def make(**env: str) -> Settings:
+        base = {"FETCH_HOME": str(tmp_path / "home"), "FETCH_WORKSPACE": str(workspace),
+                "FETCH_HARNESS": "demo"}
+        base.update(env)
+        return load_settings(None, base)
+    return make
+
+
+class Driver:
+    """Type like the owner, read like the phone."""
+
+    def __init__(self, app: App, terminal: TerminalChannel) -> None:
+        self.app = app
+        self.terminal = terminal
+        self.seen: list[str] = []
+
+    @property
+    def services(self) -> Any:
+        assert self.app.services is not None
+        return self.app.services
+
+    def terminal_key(self) -> Any:
+        from orchestrator.events import SessionKey
+
+        return SessionKey(self.terminal.name, self.terminal.chat)
+
+    async def push(self, text: str, message_id: str | None = None) -> Inbound:
+        return await self.terminal.submit(text, message_id=message_id)
+
+    async def pop(self, timeout: float = 15) -> str:
+        message = await asyncio.wait_for(self.terminal.outbox.get(), timeout)
+        self.seen.append(message.text)
+        return message.text
+
+    async def expect(self, needle: str, timeout: float = 30) -> str:
+        """Pop replies until one contains ``needle``; fail with everything seen if none."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise AssertionError(f"no reply containing {needle!r}; seen: {self.seen!r}")
+            try:
+                text = await self.pop(left)
+            except TimeoutError:
+                raise AssertionError(
+                    f"no reply containing {needle!r}; seen: {self.seen!r}") from None
+            if needle in text:
+                return text
+
+    async def ask(self, text: str, needle: str, timeout: float = 30) -> str:
+        await self.push(text)
+        return await self.expect(needle, timeout)
+
+    async def quiet(self, seconds: float = 0.3) -> list[str]:
+        """Everything that arrives within ``seconds`` (to assert nothing else was said)."""
+        got: list[str] = []
+        try:
+            while True:
+                got.append(await self.pop(seconds))
+        except TimeoutError:
+            return got
+
+
+async def start_driver(settings: Settings) -> tuple[App, Driver]:
+    terminal = TerminalChannel(settings.terminal.chat)
+    app = build_app(settings, channels=[terminal])
+    await app.__aenter__()
+    return app, Driver(app, terminal)
+
+
+@pytest.fixture
+async def fetch(make_settings: Callable[..., Settings]) -> AsyncIterator[Driver]:
+    app, driver = await start_driver(make_settings())
+    try:
+        yield driver
+    finally:
+        await app.__aexit__(None, None, None)
