@@ -103,8 +103,8 @@ class GroupProcess:
         return "\n".join(self._stderr)
 
     def alive_pids(self) -> list[int]:
-        pids = descendants(self.pid)
-        if self._proc.returncode is None:
+        pids = [p for p in descendants(self.pid) if _pid_alive(p)]
+        if self._proc.returncode is None and _pid_alive(self.pid):
             pids.insert(0, self.pid)
         return pids
 
@@ -117,9 +117,14 @@ class GroupProcess:
         while time.monotonic() < deadline and _group_alive(pgid):
             await asyncio.sleep(0.05)
         if _group_alive(pgid) or any(_pid_alive(p) for p in strays):
-            self._signal(pgid, descendants(self.pid) + strays, signal.SIGKILL)
-        with suppress(ProcessLookupError):
+            strays = sorted(set(strays + descendants(self.pid)))
+            self._signal(pgid, strays, signal.SIGKILL)
+        with suppress(ProcessLookupError, TimeoutError):
             await asyncio.wait_for(self._proc.wait(), 2.0)
+        # SIGKILL is delivered asynchronously: wait until nothing is left running, so
+        # "stopped" is only ever said about processes that are really gone.
+        while any(_pid_alive(p) for p in strays) and time.monotonic() - started < 3.0:
+            await asyncio.sleep(0.02)
         self._stderr_task.cancel()
         with suppress(asyncio.CancelledError):
             await self._stderr_task
@@ -135,10 +140,10 @@ class GroupProcess:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Running (a zombie has ended: only its exit status waits to be collected)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            state = fh.read().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
         return False
-    except PermissionError:
-        return True
-    return True
+    return state not in {"Z", "X"}

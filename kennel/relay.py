@@ -120,7 +120,7 @@ class ModelRelay:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=15, sock_read=600),
             auto_decompress=False,
         )
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         try:
             await web.UnixSite(runner, str(self.socket_path)).start()
@@ -134,12 +134,14 @@ class ModelRelay:
         self._runner = runner
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        # Close the upstream side first: a request hanging on the vendor is aborted, so
+        # its handler ends and the server side can shut down at once (a /stop is waiting).
         if self._client is not None:
             await self._client.close()
             self._client = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
         if self.socket_path.exists():
             self.socket_path.unlink()
 
@@ -173,7 +175,8 @@ class ModelRelay:
                 {"type": "error", "error": {"type": "budget_exceeded", "message": message}},
                 status=429,
             )
-        assert self._client is not None
+        if self._client is None or self._client.closed:
+            raise web.HTTPServiceUnavailable(text="relay is shutting down")
         url = self.upstream + request.path_qs
         usage = Usage()
         try:
