@@ -208,7 +208,9 @@ def succeeded(cli: Cli, run: CliRun) -> bool:
     if cli == "codex":
         kinds = {e.get("type") for e in events}
         return "turn.completed" in kinds and "turn.failed" not in kinds
-    return last.get("type") == "result" and last.get("exitCode") == 0
+    # A cancelled copilot still ends with result.exitCode 0; only an "abort" event tells.
+    aborted = any(e.get("type") in ("abort", "session.error") for e in events)
+    return last.get("type") == "result" and last.get("exitCode") == 0 and not aborted
 
 
 def final_text(cli: Cli, run: CliRun) -> str:

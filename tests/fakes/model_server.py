@@ -88,12 +88,9 @@ class ScriptedModelServer:
         self._steps: deque[Step] = deque()
         self._key: str | None = None
         self._ids = Ids()
-        self._dialects: tuple[Dialect, ...] = (
-            Anthropic(),
-            OpenAIChat(),
-            OpenAIResponses(),
-            Gemini(),
-        )
+        self._dialects: dict[str, Dialect] = {
+            d.name: d for d in (Anthropic(), OpenAIChat(), OpenAIResponses(), Gemini())
+        }
         self._changed = asyncio.Event()
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -192,8 +189,7 @@ class ScriptedModelServer:
     def _dialect_for(self, request: web.Request) -> Dialect | None:
         if request.method != "POST":
             return None
-        path = request.path
-        by_name = {d.name: d for d in self._dialects}
+        path, by_name = request.path, self._dialects
         if path.endswith(("/messages", "/messages/count_tokens")):
             return by_name["anthropic"]
         if path.endswith("/chat/completions"):

@@ -13,6 +13,7 @@ Control steps (shape the HTTP exchange itself):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class ToolCall:
     """
 
     name: str
-    args: dict[str, object] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
     custom_input: str | None = None
     raw_arguments: str | None = None
     id: str | None = None

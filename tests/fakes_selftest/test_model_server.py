@@ -11,6 +11,15 @@ from typing import Any
 import aiohttp
 import openai
 import pytest
+from openai.types.chat import (
+    ChatCompletionMessageCustomToolCall,
+    ChatCompletionMessageFunctionToolCall,
+)
+from openai.types.responses import (
+    ResponseCompletedEvent,
+    ResponseCustomToolCall,
+    ResponseFunctionToolCall,
+)
 
 from tests.fakes import patches
 from tests.fakes.model_server import (
@@ -27,7 +36,7 @@ from tests.fakes.model_server import (
 )
 
 GEMINI_STREAM = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
-TOOLS_CHAT = [
+TOOLS_CHAT: Any = [
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
 ]
 
@@ -75,8 +84,9 @@ async def test_chat_tool_call_then_text_non_stream() -> None:
 
     choice = first.choices[0]
     assert choice.finish_reason == "tool_calls"
-    call = choice.message.tool_calls[0]  # type: ignore[index]
-    assert call.type == "function"
+    assert choice.message.tool_calls is not None
+    call = choice.message.tool_calls[0]
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
     assert call.function.name == "get_weather"
     assert json.loads(call.function.arguments) == {"city": "Paris"}
     assert first.usage is not None and first.usage.total_tokens > 0
@@ -98,8 +108,9 @@ async def test_chat_custom_tool_call_non_stream() -> None:
             model="gpt-test", messages=[{"role": "user", "content": "x"}]
         )
         await client.close()
-    call = done.choices[0].message.tool_calls[0]  # type: ignore[index]
-    assert call.type == "custom"
+    assert done.choices[0].message.tool_calls is not None
+    call = done.choices[0].message.tool_calls[0]
+    assert isinstance(call, ChatCompletionMessageCustomToolCall)
     assert call.custom.name == "apply_patch"
     assert call.custom.input == patch
 
@@ -112,8 +123,9 @@ async def test_chat_invalid_json_arguments_arrive_raw() -> None:
             model="gpt-test", messages=[{"role": "user", "content": "x"}], tools=TOOLS_CHAT
         )
         await client.close()
-    call = done.choices[0].message.tool_calls[0]  # type: ignore[index]
-    assert call.type == "function"
+    assert done.choices[0].message.tool_calls is not None
+    call = done.choices[0].message.tool_calls[0]
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
     assert call.function.arguments == "{not json"
 
 
@@ -205,12 +217,13 @@ async def test_responses_stream_events_and_custom_tool_call() -> None:
     assert "response.output_text.delta" in kinds
     assert "response.custom_tool_call_input.delta" in kinds
     assert [e.sequence_number for e in events] == list(range(len(events)))
-    final = events[-1].response  # type: ignore[union-attr]
+    assert isinstance(events[-1], ResponseCompletedEvent)
+    final = events[-1].response
     assert final.usage is not None and final.usage.total_tokens > 0
     assert final.output_text == "Writing"
     custom = final.output[1]
-    assert custom.type == "custom_tool_call"
-    assert custom.input == patch  # type: ignore[union-attr]
+    assert isinstance(custom, ResponseCustomToolCall)
+    assert custom.input == patch
 
 
 async def test_responses_non_stream_function_call() -> None:
@@ -221,8 +234,8 @@ async def test_responses_non_stream_function_call() -> None:
         second = await client.responses.create(model="gpt-5.5", input="x")
         await client.close()
     call = first.output[0]
-    assert call.type == "function_call"
-    assert json.loads(call.arguments) == {"cmd": "ls"}  # type: ignore[union-attr]
+    assert isinstance(call, ResponseFunctionToolCall)
+    assert json.loads(call.arguments) == {"cmd": "ls"}
     assert second.output_text == "listed"
     assert srv.requests[0].dialect == "openai_responses"
 
