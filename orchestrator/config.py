@@ -189,6 +189,13 @@ def load_settings(
     for name, dotted, value in _env_overrides(env):
         _set_dotted(tree, dotted, value)
         origin[dotted] = f"environment {name}"
+    # A provider given only a key (ANTHROPIC_API_KEY, or YAML) keeps its default endpoint.
+    providers = tree.setdefault("providers", {})
+    if isinstance(providers, dict):
+        for name, default in _default_providers().items():
+            entry = providers.setdefault(name, {})
+            if isinstance(entry, dict):
+                entry.setdefault("base_url", default.base_url)
     try:
         return Settings.model_validate(tree)
     except ValidationError as err:

@@ -172,10 +172,14 @@ class TaskRunner:
                     key, "⚠️ The harness changed " + ", ".join(restored)
                     + "; I put it back before reading the diff.")
             async with session.lock:
+                try:
+                    if failure is None:
+                        await self._propose(session, handle, repo)
+                except Exception as err:  # the owner must hear back, whatever broke
+                    log.exception("reading the result of task %s failed", handle.task_id)
+                    failure = f"reading the result failed ({err})"
                 if failure is not None:
                     await self._fail(session, handle, repo, failure)
-                else:
-                    await self._propose(session, handle, repo)
         except asyncio.CancelledError:
             if not handle.stop_requested:
                 # Shutdown: leave state and tree for the restart to report and clean.

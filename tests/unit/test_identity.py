@@ -1,0 +1,55 @@
+"""Identity markdown: frontmatter validated, unknown keys refused with the file named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from identity import PromptContext, build_system_prompt, load_identity
+from orchestrator.app import SHIPPED_DATA
+from orchestrator.errors import ConfigError
+from skills import discover
+
+
+def test_shipped_identity_loads_and_builds_prompt() -> None:
+    ident = load_identity(SHIPPED_DATA / "identity")
+    prompt = build_system_prompt(ident, PromptContext(
+        state="ALERT", workspace="/ws", repos=("demo", "myapp"), active_repo="myapp",
+        repo_status="myapp (main, clean)", harness="claude-code", skills=("a: b",)))
+    assert "You are Fetch" in prompt
+    assert "Never change code without the owner's approval" in prompt
+    assert "active repo: myapp" in prompt and "git status: myapp (main, clean)" in prompt
+    assert "mode: ALERT" in prompt and "demo, myapp" in prompt
+
+
+@pytest.mark.parametrize(
+    ("collar", "key"),
+    [
+        ("---\nname: Fetch\nversion: 1\nmood: grumpy\n---\nhi", "mood"),
+        ("---\nname: Fetch\nversion: zero\n---\nhi", "version"),
+        ("---\nversion: 1\n---\nhi", "name"),
+        ("---\nname: [unclosed\n---\nhi", "frontmatter"),
+    ],
+)
+def test_bad_collar_is_refused(tmp_path: Path, collar: str, key: str) -> None:
+    (tmp_path / "COLLAR.md").write_text(collar)
+    (tmp_path / "ALPHA.md").write_text((SHIPPED_DATA / "identity" / "ALPHA.md").read_text())
+    with pytest.raises(ConfigError) as info:
+        load_identity(tmp_path)
+    assert str(tmp_path / "COLLAR.md") in str(info.value) and key in str(info.value)
+
+
+def test_missing_alpha(tmp_path: Path) -> None:
+    (tmp_path / "COLLAR.md").write_text((SHIPPED_DATA / "identity" / "COLLAR.md").read_text())
+    with pytest.raises(ConfigError, match="ALPHA.md: file not found"):
+        load_identity(tmp_path)
+
+
+def test_skills_discovered_and_validated(tmp_path: Path) -> None:
+    assert any(s.name == "commit-style" for s in discover(SHIPPED_DATA / "skills"))
+    bad = tmp_path / "x" / "SKILL.md"
+    bad.parent.mkdir()
+    bad.write_text("---\nname: Bad Name\ndescription: d\n---\n")
+    with pytest.raises(ConfigError, match="name"):
+        discover(tmp_path)

@@ -1,0 +1,104 @@
+"""The SQLite store: WAL, busy timeout, migrations, BEGIN IMMEDIATE under contention."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import StoreError
+from orchestrator.events import SessionKey
+from orchestrator.store import Store
+from orchestrator.store.migrations import MIGRATIONS
+
+KEY = SessionKey("terminal", "owner")
+
+
+async def test_wal_and_schema_version(tmp_path: Path) -> None:
+    async with Store(tmp_path / "f.db") as store:
+        rows = await store.db.execute_fetchall("PRAGMA journal_mode")
+        assert list(rows)[0][0] == "wal"
+        assert await store.schema_version() == len(MIGRATIONS)
+        rows = await store.db.execute_fetchall("PRAGMA busy_timeout")
+        assert list(rows)[0][0] == 5000
+
+
+async def test_reopen_does_not_remigrate(tmp_path: Path) -> None:
+    async with Store(tmp_path / "f.db") as store:
+        await store.add_message(KEY, "in", "hello")
+    async with Store(tmp_path / "f.db") as store:
+        rows = await store.db.execute_fetchall("SELECT text FROM messages")
+        assert [r[0] for r in rows] == ["hello"]
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "f.db")
+    db.execute(f"PRAGMA user_version={len(MIGRATIONS) + 5}")
+    db.close()
+    with pytest.raises(StoreError, match="newer than this Fetch"):
+        async with Store(tmp_path / "f.db"):
+            pass
+
+
+async def test_dedupe_is_persistent(tmp_path: Path) -> None:
+    async with Store(tmp_path / "f.db") as store:
+        assert await store.accept_inbound("wa", "m1", KEY, {"x": 1})
+        assert not await store.accept_inbound("wa", "m1", KEY, {"x": 1})
+    async with Store(tmp_path / "f.db") as store:
+        assert not await store.accept_inbound("wa", "m1", KEY, {"x": 1})
+        assert await store.accept_inbound("tg", "m1", KEY, {"x": 1})
+        assert [p["x"] for p in await store.queued_inbound()] == [1, 1]
+
+
+async def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
+    async with Store(tmp_path / "f.db") as store:
+        with pytest.raises(RuntimeError):
+            async with store.transaction() as db:
+                await db.execute("INSERT INTO messages(session, direction, text, ts)"
+                                 " VALUES ('s','in','lost',0)")
+                raise RuntimeError("boom")
+        rows = await store.db.execute_fetchall("SELECT COUNT(*) FROM messages")
+        assert list(rows)[0][0] == 0
+        await store.add_message(KEY, "in", "still works")
+
+
+async def test_cancelled_writer_leaves_no_open_transaction(tmp_path: Path) -> None:
+    async with Store(tmp_path / "f.db") as store:
+        tasks = [asyncio.create_task(store.add_message(KEY, "in", f"m{i}")) for i in range(50)]
+        await asyncio.sleep(0)
+        for task in tasks[::3]:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await store.add_message(KEY, "in", "after")  # would fail inside a dangling BEGIN
+        assert not store.db.in_transaction
+
+
+def _writer(path: str, n: int) -> None:
+    async def run() -> None:
+        async with Store(Path(path)) as store:
+            for i in range(n):
+                await store.add_message(KEY, "in", f"p{i}")
+    asyncio.run(run())
+
+
+def test_two_processes_write_without_deadlock(tmp_path: Path) -> None:
+    path = str(tmp_path / "f.db")
+    asyncio.run(_open_once(path))
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, 200)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 600
+    db.close()
+
+
+async def _open_once(path: str) -> None:
+    async with Store(Path(path)):
+        pass
