@@ -68,12 +68,13 @@ class Messenger:
         model: str | None = None,
     ) -> SendResult:
         channel = self.channel(key.channel)
-        last = SendResult(message_id="")
-        for part in split_message(text, channel.capabilities.max_message_chars):
-            last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=reply_to))
+        # Recorded before it is sent: whatever the owner can see is already in the log.
         await self._store.add_message(
             key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]
         )
-        self._journal.append(key, "fetch", text, message_id=last.message_id,
+        self._journal.append(key, "fetch", text,
                              **({"model": model, "tokens": list(tokens)} if model else {}))
+        last = SendResult(message_id="")
+        for part in split_message(text, channel.capabilities.max_message_chars):
+            last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=reply_to))
         return last
