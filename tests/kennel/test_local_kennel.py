@@ -1,0 +1,115 @@
+"""The local kennel: own process group, private network namespace, the relay socket as
+the only way out."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from kennel.base import ExecSpec
+from kennel.local import LocalKennel, netns_available
+
+PROBE = """
+import socket, sys
+target = int(sys.argv[1]); relay = int(sys.argv[2])
+def can(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close(); return "open"
+    except OSError as e:
+        return "closed"
+print("host", can(target), flush=True)
+s = socket.create_connection(("127.0.0.1", relay), timeout=2)
+s.sendall(b"ping"); print("relay", s.recv(10).decode(), flush=True)
+try:
+    socket.getaddrinfo("deb.debian.org", 80); print("dns open")
+except OSError:
+    print("dns closed")
+"""
+
+
+def _require_netns() -> None:
+    if not netns_available():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("unshare -n must work in CI (root)")
+        pytest.skip("no network namespaces here")
+
+
+async def _collect(kennel: LocalKennel, spec: ExecSpec) -> list[str]:
+    proc = await kennel.exec(spec)
+    lines = [line async for line in proc.lines()]
+    await proc.wait()
+    return lines
+
+
+async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
+    _require_netns()
+    host = socket.socket()
+    host.bind(("127.0.0.1", 0))
+    host.listen()
+    host_port = host.getsockname()[1]
+    sock_path = tmp_path / "relay.sock"
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"pong:" + await reader.read(4))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_unix_server(echo, path=str(sock_path))
+    try:
+        spec = ExecSpec((sys.executable, "-c", PROBE, str(host_port), "4100"), {"PATH": "/usr/bin"},
+                        tmp_path, tmp_path / "state", sock_path, 4100)
+        lines = await _collect(LocalKennel("required"), spec)
+    finally:
+        server.close()
+        host.close()
+    assert lines == ["host closed", "relay pong:ping", "dns closed"]
+
+
+async def test_host_env_does_not_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-canary-in-host-env")
+    spec = ExecSpec((sys.executable, "-c", "import os; print(sorted(os.environ))"),
+                    {"PATH": "/usr/bin", "ONLY": "1"}, tmp_path, tmp_path / "state")
+    lines = await _collect(LocalKennel("auto"), spec)
+    assert "ANTHROPIC_API_KEY" not in lines[0] and "ONLY" in lines[0]
+
+
+async def test_terminate_kills_the_whole_tree(tmp_path: Path) -> None:
+    # A child that starts its own session escapes the process group; it must die too.
+    code = ("import subprocess, time, sys\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+            " start_new_session=True)\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "print('ready', flush=True); time.sleep(60)\n")
+    spec = ExecSpec((sys.executable, "-c", code), {"PATH": "/usr/bin"}, tmp_path,
+                    tmp_path / "state")
+    proc = await LocalKennel("auto").exec(spec)
+    async for line in proc.lines():
+        if line == "ready":
+            break
+    await asyncio.sleep(0.2)
+    before = proc.alive_pids()
+    assert len(before) >= 4  # launcher, the script, its two children
+    took = await proc.terminate(1.0)
+    assert took < 2.0
+    assert [pid for pid in before if _running(pid)] == []
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in {"Z", "X"}
+
+
+def test_required_isolation_refuses_without_netns(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kennel.local as local
+
+    monkeypatch.setattr(local, "netns_available", lambda: False)
+    kennel = LocalKennel("required")
+    assert "refusing" in kennel.isolation()

@@ -1,0 +1,115 @@
+"""The model relay: the only holder of keys. Real HTTP upstream on 127.0.0.1, real unix
+socket in front; credentials stripped and injected, usage logged, budget enforced."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from kennel.relay import ModelRelay
+
+SSE = (
+    'event: message_start\ndata: {"type":"message_start","message":{"usage":'
+    '{"input_tokens":120,"output_tokens":1}}}\n\n'
+    'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":30}}\n\n'
+)
+
+
+class Upstream:
+    def __init__(self) -> None:
+        self.seen: list[dict[str, str]] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.seen.append({k.lower(): v for k, v in request.headers.items()})
+        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await response.prepare(request)
+        for part in SSE.split("\n\n"):
+            await response.write((part + "\n\n").encode())
+        return response
+
+    async def __aenter__(self) -> Upstream:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[Upstream]:
+    async with Upstream() as up:
+        yield up
+
+
+async def _post(sock: Path, headers: dict[str, str]) -> tuple[int, str]:
+    conn = aiohttp.UnixConnector(path=str(sock))
+    async with aiohttp.ClientSession(connector=conn) as client:
+        async with client.post("http://relay/v1/messages?beta=true", headers=headers,
+                               json={"model": "claude-x", "stream": True}) as resp:
+            return resp.status, await resp.text()
+
+
+async def test_strips_client_credentials_and_injects_the_real_key(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    relay = ModelRelay(socket_path=tmp_path / "r.sock", upstream=upstream.url,
+                       provider="anthropic", api_key="sk-real", harness="claude-code",
+                       task_id=7, log_path=tmp_path / "relay.jsonl")
+    async with relay:
+        assert (tmp_path / "r.sock").stat().st_mode & 0o777 == 0o666
+        status, body = await _post(relay.socket_path, {
+            "x-api-key": "placeholder", "authorization": "Bearer stolen",
+            "x-goog-api-key": "g", "cookie": "c=1"})
+    assert status == 200 and "message_delta" in body
+    seen = upstream.seen[0]
+    assert seen["x-api-key"] == "sk-real"
+    assert "authorization" not in seen and "x-goog-api-key" not in seen and "cookie" not in seen
+    entry = json.loads((tmp_path / "relay.jsonl").read_text().splitlines()[0])
+    assert entry["harness"] == "claude-code" and entry["task"] == 7
+    assert entry["model"] == "claude-x" and entry["status"] == 200
+    assert entry["tokens_in"] == 120 and entry["tokens_out"] == 30
+    assert not relay.socket_path.exists()
+
+
+async def test_openai_style_bearer(upstream: Upstream, tmp_path: Path) -> None:
+    relay = ModelRelay(socket_path=tmp_path / "r.sock", upstream=upstream.url,
+                       provider="openai", api_key="sk-oai", harness="codex", task_id=1,
+                       log_path=tmp_path / "relay.jsonl")
+    async with relay:
+        await _post(relay.socket_path, {"authorization": "Bearer placeholder"})
+    assert upstream.seen[0]["authorization"] == "Bearer sk-oai"
+
+
+async def test_budget_exceeded_is_a_clear_error(upstream: Upstream, tmp_path: Path) -> None:
+    relay = ModelRelay(socket_path=tmp_path / "r.sock", upstream=upstream.url,
+                       provider="anthropic", api_key="k", harness="claude-code", task_id=1,
+                       log_path=tmp_path / "relay.jsonl", token_budget=100)
+    async with relay:
+        assert (await _post(relay.socket_path, {}))[0] == 200
+        status, body = await _post(relay.socket_path, {})
+    assert status == 429 and "budget exceeded" in body and "150 tokens of its 100" in body
+    assert len(upstream.seen) == 1
+
+
+async def test_unreachable_upstream(tmp_path: Path) -> None:
+    relay = ModelRelay(socket_path=tmp_path / "r.sock", upstream="http://127.0.0.1:9",
+                       provider="anthropic", api_key="k", harness="claude-code", task_id=1,
+                       log_path=tmp_path / "relay.jsonl")
+    async with relay:
+        status, body = await _post(relay.socket_path, {})
+    assert status == 502 and "upstream unreachable" in body
