@@ -12,8 +12,8 @@ socket to the host-side relay: no other network exists in the namespace.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
-import os
 import signal
 import socket
 import struct
@@ -35,17 +35,12 @@ def loopback_up() -> None:
 
 
 def _pipe(src: socket.socket, dst: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         while chunk := src.recv(65536):
             dst.sendall(chunk)
-    except OSError:
-        pass
-    finally:
-        for sock in (src, dst):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    for sock in (src, dst):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _serve(listener: socket.socket, target: str) -> None:
@@ -85,10 +80,8 @@ def main(argv: list[str]) -> int:
 
     def forward(signum: int, _frame: object) -> None:
         # The whole group usually gets the signal too; forwarding covers a direct kill.
-        try:
+        with contextlib.suppress(ProcessLookupError):
             child.send_signal(signum)
-        except ProcessLookupError:
-            pass
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, forward)

@@ -114,7 +114,8 @@ class GroupProcess:
         strays = descendants(self.pid)
         self._signal(pgid, strays, signal.SIGINT)
         deadline = started + grace
-        while time.monotonic() < deadline and _group_alive(pgid):
+        # No event tells us a process group emptied: poll, briefly.
+        while time.monotonic() < deadline and _group_alive(pgid):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         if _group_alive(pgid) or any(_pid_alive(p) for p in strays):
             strays = sorted(set(strays + descendants(self.pid)))
@@ -123,7 +124,7 @@ class GroupProcess:
             await asyncio.wait_for(self._proc.wait(), 2.0)
         # SIGKILL is delivered asynchronously: wait until nothing is left running, so
         # "stopped" is only ever said about processes that are really gone.
-        while any(_pid_alive(p) for p in strays) and time.monotonic() - started < 3.0:
+        while any(_pid_alive(p) for p in strays) and time.monotonic() - started < 3.0:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
         self._stderr_task.cancel()
         with suppress(asyncio.CancelledError):

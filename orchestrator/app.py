@@ -140,7 +140,7 @@ class App:
     async def drain(self) -> None:
         """Wait until every accepted message is handled and no harness runs."""
         assert self.gateway is not None and self.services is not None
-        while not self.gateway.idle() or self.services.supervisor.running("run:"):
+        while not self.gateway.idle() or self.services.supervisor.running("run:"):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
 
 

@@ -73,5 +73,5 @@ class ApprovalError(FetchError):
     pass
 
 
-class StopPropagation(Exception):  # noqa: N818 - control flow, not an error
+class StopPropagation(Exception):
     """Raised by a handler to say: handled, nothing after me runs."""

@@ -27,7 +27,10 @@ class Classification:
 
 SURE = 0.7
 
-_POLITE = r"^(?:(?:hey|hi|ok|okay|so|now)[,!]?\s+)?(?:please\s+|pls\s+|can you\s+|could you\s+|would you\s+|go\s+(?:and\s+)?)?"
+_POLITE = (
+    r"^(?:(?:hey|hi|ok|okay|so|now)[,!]?\s+)?"
+    r"(?:please\s+|pls\s+|can you\s+|could you\s+|would you\s+|go\s+(?:and\s+)?)?"
+)
 _TASK_VERBS = (
     "fix|add|implement|write|refactor|rename|update|remove|delete|create|change|make|bump|"
     "improve|document|test|debug|optimi[sz]e|clean up|cleanup|migrate|port|convert|replace|"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -39,6 +40,9 @@ class InvalidTransition(FetchError):
 
 
 class Session:
+    # Added to each model by AsyncMachine.add_model; declared so the type is known.
+    trigger: Callable[[str], Awaitable[bool]]
+
     def __init__(self, key: SessionKey, store: Store, state: str, data: SessionData) -> None:
         self.key = key
         self.data = data
@@ -58,7 +62,7 @@ class Session:
     async def fire(self, trigger: str) -> None:
         """Run a transition and persist the new state together with ``data``."""
         try:
-            await getattr(self, "trigger")(trigger)  # added by AsyncMachine.add_model
+            await self.trigger(trigger)  # added by AsyncMachine.add_model
         except MachineError as err:
             raise InvalidTransition(
                 f"cannot {trigger.replace('_', ' ')} while {self.state}"

@@ -43,7 +43,9 @@ MIGRATIONS: tuple[str, ...] = (
         repo        TEXT NOT NULL,
         prompt      TEXT NOT NULL,
         harness     TEXT NOT NULL,
-        status      TEXT NOT NULL,         -- running | proposed | committed | rejected | failed | stopped | empty | interrupted
+        -- running | proposed | committed | rejected | expired | failed | stopped | empty
+        -- | interrupted
+        status      TEXT NOT NULL,
         created     REAL NOT NULL,
         finished    REAL,
         result      TEXT,

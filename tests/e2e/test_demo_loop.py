@@ -99,7 +99,7 @@ async def test_duplicate_message_runs_once(fetch: Driver) -> None:
     extra = await fetch.quiet(1.0)
     assert not any("On it" in t for t in extra), extra
     tasks = await fetch.services.store.db.execute_fetchall("SELECT COUNT(*) FROM tasks")
-    assert list(tasks)[0][0] == 1
+    assert next(iter(tasks))[0] == 1
 
 
 async def test_dirty_repo_is_refused_untouched(fetch: Driver) -> None:

@@ -24,7 +24,7 @@ async def test_unknown_command_gets_help_not_model(fetch: Driver) -> None:
     assert "/status" in reply  # a suggestion
     assert "/help" in await fetch.ask("/zzzqqq", "don't know")
     rows = await fetch.services.store.db.execute_fetchall("SELECT COUNT(*) FROM tasks")
-    assert list(rows)[0][0] == 0
+    assert next(iter(rows))[0] == 0
 
 
 async def test_empty_and_whitespace_messages(fetch: Driver) -> None:

@@ -60,7 +60,7 @@ async def run_cli(
     *,
     cwd: Path,
     env: Env,
-    timeout: float = 120,  # noqa: ASYNC109
+    timeout: float = 120,
 ) -> CliRun:
     """Run to completion with stdin=/dev/null in its own process group; kill the group on
     timeout (signalling only the wrapper PID leaves gemini and copilot children running)."""

@@ -58,10 +58,12 @@ async def upstream() -> AsyncIterator[Upstream]:
 
 async def _post(sock: Path, headers: dict[str, str]) -> tuple[int, str]:
     conn = aiohttp.UnixConnector(path=str(sock))
-    async with aiohttp.ClientSession(connector=conn) as client:
-        async with client.post("http://relay/v1/messages?beta=true", headers=headers,
-                               json={"model": "claude-x", "stream": True}) as resp:
-            return resp.status, await resp.text()
+    async with (
+        aiohttp.ClientSession(connector=conn) as client,
+        client.post("http://relay/v1/messages?beta=true", headers=headers,
+                    json={"model": "claude-x", "stream": True}) as resp,
+    ):
+        return resp.status, await resp.text()
 
 
 async def test_strips_client_credentials_and_injects_the_real_key(

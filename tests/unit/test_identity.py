@@ -42,7 +42,7 @@ def test_bad_collar_is_refused(tmp_path: Path, collar: str, key: str) -> None:
 
 def test_missing_alpha(tmp_path: Path) -> None:
     (tmp_path / "COLLAR.md").write_text((SHIPPED_DATA / "identity" / "COLLAR.md").read_text())
-    with pytest.raises(ConfigError, match="ALPHA.md: file not found"):
+    with pytest.raises(ConfigError, match=r"ALPHA\.md: file not found"):
         load_identity(tmp_path)
 
 

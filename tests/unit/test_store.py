@@ -20,10 +20,10 @@ KEY = SessionKey("terminal", "owner")
 async def test_wal_and_schema_version(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
         rows = await store.db.execute_fetchall("PRAGMA journal_mode")
-        assert list(rows)[0][0] == "wal"
+        assert next(iter(rows))[0] == "wal"
         assert await store.schema_version() == len(MIGRATIONS)
         rows = await store.db.execute_fetchall("PRAGMA busy_timeout")
-        assert list(rows)[0][0] == 5000
+        assert next(iter(rows))[0] == 5000
 
 
 async def test_reopen_does_not_remigrate(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ async def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
                                  " VALUES ('s','in','lost',0)")
                 raise RuntimeError("boom")
         rows = await store.db.execute_fetchall("SELECT COUNT(*) FROM messages")
-        assert list(rows)[0][0] == 0
+        assert next(iter(rows))[0] == 0
         await store.add_message(KEY, "in", "still works")
 
 

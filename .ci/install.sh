@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install what the tests need, skipping what is already there:
+# the package with its test extras, and the coding CLIs at pinned versions.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+log() { printf '[install.sh] %s\n' "$*" >&2; }
+
+PY="${PYTHON:-$(command -v python3 || command -v python)}"
+log "pip install -e .[test]"
+"$PY" -m pip install -q --disable-pip-version-check -e "$repo[test]" 2>&1 \
+    | grep -v "Running pip as the 'root' user" >&2 || true
+"$PY" -c "import orchestrator, transitions, aiosqlite, openai, git, pexpect" \
+    || { log "python dependencies missing after install"; exit 1; }
+
+# Pinned: the wire formats, flags and event streams the harnesses parse were
+# verified against exactly these versions (shared/facts/harness-clis.md).
+CLIS=(
+  "@anthropic-ai/claude-code@2.1.197:claude"
+  "@google/gemini-cli@0.61.0:gemini"
+  "@openai/codex@0.169.0:codex"
+  "@github/copilot@1.0.102:copilot"
+)
+missing=()
+for entry in "${CLIS[@]}"; do
+    spec="${entry%%:*}"; bin="${entry##*:}"; version="${spec##*@}"
+    if command -v "$bin" >/dev/null 2>&1 \
+        && timeout 60 "$bin" --version 2>/dev/null | grep -q "$version"; then
+        continue
+    fi
+    missing+=("$spec")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    log "npm install -g ${missing[*]}"
+    npm install -g --no-fund --no-audit "${missing[@]}" >&2
+fi
+for entry in "${CLIS[@]}"; do
+    bin="${entry##*:}"
+    command -v "$bin" >/dev/null 2>&1 || { log "$bin is not on PATH after install"; exit 1; }
+done
+log "ok"
