@@ -1,0 +1,1 @@
+"""Tests of the kennel image (kennel/Dockerfile, forwarder.js, build.py)."""
