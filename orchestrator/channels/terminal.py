@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import uuid
 from contextlib import suppress
 from typing import TextIO
@@ -78,14 +79,26 @@ class TerminalChannel:
         return SendResult(message_id=f"out-{self._sent}")
 
     async def _read_lines(self) -> None:
-        # A thread keeps this working for ttys, pipes and files alike; readline blocks
-        # only that thread.
-        while True:
-            line = await asyncio.to_thread(sys.stdin.readline)
-            if line == "":
-                if self._on_eof is not None:
-                    self._on_eof.set()
-                return
+        # A daemon thread reads stdin (ttys, pipes and files alike). It must be a daemon:
+        # a read blocked on a terminal never returns, and a pool thread (to_thread) would
+        # keep the process alive after Ctrl-C until the owner pressed Enter.
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+
+        def post(item: str | None) -> None:
+            if not loop.is_closed():
+                with suppress(RuntimeError):  # the loop closed between check and call
+                    loop.call_soon_threadsafe(lines.put_nowait, item)
+
+        def reader() -> None:
+            for line in iter(sys.stdin.readline, ""):
+                post(line)
+            post(None)
+
+        threading.Thread(target=reader, name="terminal-stdin", daemon=True).start()
+        while (line := await lines.get()) is not None:
             text = line.rstrip("\n")
             if text.strip():
                 await self.submit(text)
+        if self._on_eof is not None:
+            self._on_eof.set()
