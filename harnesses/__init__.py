@@ -1,1 +1,13 @@
-"""harnesses"""
+"""Coding CLI adapters, one per file, behind one protocol (``harnesses.base.Harness``)."""
+
+from __future__ import annotations
+
+from harnesses.base import Harness
+
+
+def builtin_harnesses() -> list[Harness]:
+    """Every adapter Fetch ships, in the order ``/harness`` lists them."""
+    from harnesses.claude_code import ClaudeCode
+    from harnesses.demo import DemoHarness
+
+    return [ClaudeCode(), DemoHarness()]

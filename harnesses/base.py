@@ -68,6 +68,13 @@ class Harness(ABC):
     def executable(self) -> str | None:
         return shutil.which(self.binary)
 
+    def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:  # noqa: B027
+        """Write the CLI's own config files (settings.json, config.toml...) before a run.
+
+        ``host_state_dir`` is where ``req.state_dir`` lives on the host: the kennel may
+        show the same folder to the CLI under another path. Default: nothing to write.
+        """
+
     @abstractmethod
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         """argv and the *complete* environment (nothing from the host leaks in)."""

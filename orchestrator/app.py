@@ -10,9 +10,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TextIO
 
+from harnesses import builtin_harnesses
 from harnesses.base import HarnessRegistry
-from harnesses.claude_code import ClaudeCode
-from harnesses.demo import DemoHarness
 from identity import load_identity
 from instincts import build_registry
 from kennel.base import Kennel
@@ -53,7 +52,7 @@ def build_kennel(settings: Settings) -> Kennel:
 
 def build_harnesses() -> HarnessRegistry:
     registry = HarnessRegistry()
-    for harness in (ClaudeCode(), DemoHarness()):
+    for harness in builtin_harnesses():
         registry.add(harness)
     return registry
 

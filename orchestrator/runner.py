@@ -222,6 +222,7 @@ class TaskRunner:
                 model=settings.harness.model,
                 max_retries=settings.harness.max_retries,
             )
+            await asyncio.to_thread(harness.prepare, req, state_dir)
             argv, env = harness.command(req)
             spec = ExecSpec(tuple(argv), env, repo.path, state_dir,
                             relay.socket_path if relay else None, port)
