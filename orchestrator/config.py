@@ -78,6 +78,43 @@ class TerminalSettings(_Strict):
     chat: str = "owner"
 
 
+class WhatsAppSettings(_Strict):
+    """WhatsApp through neonize. ``owner`` is the owner's number (digits, country code)."""
+
+    enabled: bool = False
+    owner: str | None = None
+    # Groups need the @fetch trigger; the owner's own chats can be configured either way.
+    trigger_in_self_chat: bool = False
+    trigger_in_direct_chat: bool = False
+    min_send_interval_seconds: float = Field(3.0, ge=0)
+    sends_per_minute: int = Field(12, ge=1)
+    max_media_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+
+
+class TelegramSettings(_Strict):
+    enabled: bool = False
+    token: str | None = None
+    owner_id: str | None = None  # numeric Telegram user id of the owner
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_secret: str | None = None  # X-Telegram-Bot-Api-Secret-Token
+    api_base: str = "https://api.telegram.org"
+
+
+class WebhookSettings(_Strict):
+    """Generic HMAC-signed JSON channel (Shortcuts, scripts, home automation)."""
+
+    enabled: bool = False
+    secret: str | None = None
+    max_body_bytes: int = Field(64 * 1024, ge=1024)
+
+
+class HttpSettings(_Strict):
+    """The one HTTP listener (webhooks, dashboard). Loopback unless said otherwise."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=0, le=65535)
+
+
 class Settings(_Strict):
     home: Path = Path("~/.fetch")
     workspace: Path | None = None  # default: {home}/workspace with a demo repo
@@ -91,6 +128,10 @@ class Settings(_Strict):
     approvals: ApprovalSettings = ApprovalSettings()
     gateway: GatewaySettings = GatewaySettings()
     terminal: TerminalSettings = TerminalSettings()
+    whatsapp: WhatsAppSettings = WhatsAppSettings()
+    telegram: TelegramSettings = TelegramSettings()
+    webhook: WebhookSettings = WebhookSettings()
+    http: HttpSettings = HttpSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
 
     @property
@@ -122,6 +163,10 @@ _ENV_KEYS: dict[str, str] = {
     "ANTHROPIC_BASE_URL": "providers.anthropic.base_url",
     "OPENAI_API_KEY": "providers.openai.api_key",
     "GEMINI_API_KEY": "providers.gemini.api_key",
+    "FETCH_WHATSAPP_OWNER": "whatsapp.owner",
+    "TELEGRAM_BOT_TOKEN": "telegram.token",
+    "FETCH_TELEGRAM_OWNER_ID": "telegram.owner_id",
+    "FETCH_WEBHOOK_SECRET": "webhook.secret",
 }
 
 

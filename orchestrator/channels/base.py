@@ -15,7 +15,14 @@ InboundSink = Callable[[Inbound], Awaitable[None]]
 class Capabilities:
     max_message_chars: int = 4000
     can_edit: bool = False
-    markup: str = "plain"  # plain | whatsapp | markdown
+    markup: str = "plain"  # plain | whatsapp | markdown | json
+    can_react: bool = False  # inbound reactions (👍/👎) can answer approvals
+    typing: bool = False  # has a typing indicator (``set_typing``)
+    # Pacing for channels that punish bulk senders (WhatsApp): 0 = none.
+    min_send_interval: float = 0.0
+    sends_per_minute: int = 0
+    # Only ever write to chats that wrote first (WhatsApp's ban rules).
+    reply_only: bool = False
 
 
 class Channel(Protocol):
@@ -27,4 +34,11 @@ class Channel(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def send(self, message: Outbound) -> SendResult: ...
+    async def send(self, message: Outbound) -> SendResult:
+        """Send (or, with ``message.edit_of``, edit in place where ``can_edit``)."""
+
+    async def set_typing(self, chat: str, typing: bool) -> None:
+        """Show or clear a typing indicator; a no-op where the channel has none."""
+
+    def health(self) -> str:
+        """One line for /status: connected? last traffic? why not?"""

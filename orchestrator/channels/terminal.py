@@ -78,6 +78,12 @@ class TerminalChannel:
             self._out.flush()
         return SendResult(message_id=f"out-{self._sent}")
 
+    async def set_typing(self, chat: str, typing: bool) -> None:
+        return None
+
+    def health(self) -> str:
+        return "terminal: attached"
+
     async def _read_lines(self) -> None:
         # A daemon thread reads stdin (ttys, pipes and files alike). It must be a daemon:
         # a read blocked on a terminal never returns, and a pool thread (to_thread) would
