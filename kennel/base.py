@@ -1,7 +1,7 @@
 """The kennel port: run a coding CLI somewhere isolated and hand back a process.
 
-Harness adapters never know which backend runs them; they build argv/env, the kennel
-decides where and how isolated.
+Harness adapters never know which backend runs them; they build argv/env for the paths
+the kennel's ``layout`` gives, and the kennel decides where and how isolated.
 """
 
 from __future__ import annotations
@@ -13,19 +13,27 @@ from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
+class Layout:
+    """Where things are for one repo and harness, from both sides of the sandbox."""
+
+    workdir: Path  # the repository as the CLI sees it
+    state_host: Path  # host folder the harness writes its config files into
+    state_seen: Path  # the same state as the CLI sees it
+    relay_socket: Path  # host path the model relay must listen on
+    relay_port: int  # loopback port the forwarder offers inside the kennel
+    path_env: str  # PATH for the CLI
+
+
+@dataclass(frozen=True, slots=True)
 class ExecSpec:
     argv: tuple[str, ...]
     env: dict[str, str]
-    workdir: Path  # host path of the repository the CLI works in
-    state_dir: Path  # host path for the CLI's own state (HOME, config, sessions)
-    relay_socket: Path | None = None  # host unix socket of the model relay
-    relay_port: int = 0  # loopback port the forwarder offers inside the kennel
+    repo: Path  # host path of the repository
+    layout: Layout
+    relay: bool = True  # False: the CLI needs no model (the demo harness)
 
 
 class KennelProcess(Protocol):
-    @property
-    def pid(self) -> int: ...
-
     def lines(self) -> AsyncIterator[str]:
         """stdout, one decoded line at a time (overlong lines are cut, not fatal)."""
 
@@ -45,4 +53,9 @@ class Kennel(Protocol):
     def isolation(self) -> str:
         """One line a person can read: what this backend protects against."""
 
+    def layout(self, repo: Path, harness: str) -> Layout: ...
+
     async def exec(self, spec: ExecSpec) -> KennelProcess: ...
+
+    async def close(self) -> None:
+        """Release everything started (containers); the app calls it on shutdown."""

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
 import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 
 from kennel import launcher
-from kennel.base import ExecSpec
+from kennel.base import ExecSpec, Layout
+from kennel.paths import run_dir
 from kennel.process import MAX_LINE, GroupProcess
 from orchestrator.errors import KennelError
+
+NETNS_RELAY_PORT = 4100
 
 
 @cache
@@ -45,8 +49,27 @@ def _unshare_argv() -> tuple[str, ...]:
 class LocalKennel:
     name = "local"
 
-    def __init__(self, network_isolation: str = "auto") -> None:
+    def __init__(self, home: Path, network_isolation: str = "auto",
+                 path_env: str = "/usr/local/bin:/usr/bin:/bin") -> None:
+        self._home = home
         self._mode = network_isolation
+        self._path_env = path_env
+
+    def layout(self, repo: Path, harness: str) -> Layout:
+        state = self._home / "kennel" / "local" / repo.name / harness
+        if self.uses_netns():
+            port = NETNS_RELAY_PORT
+        else:
+            # Sharing the host's loopback: take a free port rather than a fixed one.
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+        return Layout(workdir=repo, state_host=state, state_seen=state,
+                      relay_socket=run_dir(self._home) / f"relay-{repo.name}.sock",
+                      relay_port=port, path_env=self._path_env)
+
+    async def close(self) -> None:
+        return None
 
     def uses_netns(self) -> bool:
         if self._mode == "off":
@@ -78,14 +101,15 @@ class LocalKennel:
         argv += [sys.executable, "-I", launcher.__file__]
         if netns:
             argv.append("--netns")
-        if spec.relay_socket is not None and spec.relay_port:
-            argv += ["--port", str(spec.relay_port), "--socket", str(spec.relay_socket)]
+        if spec.relay:
+            argv += ["--port", str(spec.layout.relay_port),
+                     "--socket", str(spec.layout.relay_socket)]
         argv += ["--", *spec.argv]
-        spec.state_dir.mkdir(parents=True, exist_ok=True)
+        spec.layout.state_host.mkdir(parents=True, exist_ok=True)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
-                cwd=str(spec.workdir),
+                cwd=str(spec.repo),
                 env=spec.env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
@@ -97,6 +121,3 @@ class LocalKennel:
             raise KennelError(f"could not start {spec.argv[0]}: {err.strerror}") from err
         return GroupProcess(proc)
 
-
-def state_dir_for(home: Path, repo: Path) -> Path:
-    return home / "kennel" / "local" / repo.name

@@ -47,7 +47,8 @@ def build_kennel(settings: Settings) -> Kennel:
     if settings.kennel.backend == "docker":
         raise ConfigError("kennel.backend", "docker",
                           "the docker backend is not available in this build; use 'local'")
-    return LocalKennel(settings.kennel.network_isolation)
+    return LocalKennel(settings.home_dir, settings.kennel.network_isolation,
+                       os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
 
 
 def build_harnesses() -> HarnessRegistry:
@@ -99,6 +100,7 @@ class App:
         elif not settings.workspace_dir.is_dir():
             raise ConfigError("workspace", str(settings.workspace_dir), "an existing folder")
         kennel = build_kennel(settings)
+        stack.push_async_callback(kennel.close)
 
         store = await stack.enter_async_context(Store(settings.db_path))
         journal = Journal(home / "sessions")

@@ -56,10 +56,24 @@ class HarnessSettings(_Strict):
     max_retries: int = Field(0, ge=0, le=10)
 
 
+class DockerKennelSettings(_Strict):
+    image: str = "auto"  # "auto": the fetch-kennel:<hash> tag of kennel/Dockerfile
+    memory: str = "2g"
+    cpus: float = Field(2.0, gt=0, le=64)
+    pids: int = Field(512, ge=32)
+    tmpfs_size: str = "1g"
+    idle_seconds: float = Field(900.0, ge=5)
+    # The uid:gid the CLIs run as; "auto" = the repo's owner, or 1000:1000 if that is root.
+    user: str = "auto"
+
+
 class KennelSettings(_Strict):
     backend: Literal["local", "docker"] = "local"
     # "auto": a private network namespace when the kernel allows it, else say so in /status.
     network_isolation: Literal["auto", "required", "off"] = "auto"
+    docker: DockerKennelSettings = DockerKennelSettings()
+    # Per-task model budget enforced by the relay (input + output tokens); 0 = no limit.
+    token_budget: int = Field(2_000_000, ge=0)
 
 
 class ApprovalSettings(_Strict):

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from harnesses.base import Availability, Harness, HarnessEvent, HarnessRegistry, HarnessRequest
 from kennel.base import ExecSpec, Kennel, KennelProcess
-from kennel.local import LocalKennel, netns_available
 from kennel.relay import ModelRelay
 from orchestrator.approvals import Approvals
 from orchestrator.config import Settings
@@ -28,7 +25,6 @@ from orchestrator.supervisor import TaskSupervisor
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)
-NETNS_RELAY_PORT = 4100
 
 
 @dataclass
@@ -122,6 +118,11 @@ class TaskRunner:
         except GitError as err:
             await send(key, f"❌ {err}")
             return
+        busy = next((h for h in self._runs.values() if h.repo == repo_name), None)
+        if busy is not None:
+            await send(key, f"⏳ {repo_name} is busy with task #{busy.task_id} from another "
+                            "chat; try again when it is done.")
+            return
         if dirty:
             shown = "\n".join(f"  {line}" for line in dirty[:5])
             await send(key, f"❌ {repo_name} has uncommitted changes:\n{shown}\n"
@@ -195,37 +196,35 @@ class TaskRunner:
         self, session: Session, handle: RunHandle, harness: Harness, repo: Repo
     ) -> None:
         settings = self._settings
-        state_dir = settings.home_dir / "kennel" / self._kennel.name / repo.path.name / harness.name
-        run_dir = settings.home_dir / "run"
-        port = 0
+        layout = await asyncio.to_thread(self._kennel.layout, repo.path, harness.name)
         async with AsyncExitStack() as stack:
-            relay: ModelRelay | None = None
+            needs_model = harness.provider is not None
             if harness.provider is not None:
                 provider = settings.providers[harness.provider]
                 relay = ModelRelay(
-                    socket_path=run_dir / f"relay-{handle.task_id}.sock",
+                    socket_path=layout.relay_socket,
                     upstream=provider.base_url,
                     provider=harness.provider,
                     api_key=provider.api_key,
                     harness=harness.name,
                     task_id=handle.task_id,
                     log_path=settings.home_dir / "relay.jsonl",
+                    token_budget=settings.kennel.token_budget,
                 )
                 await stack.enter_async_context(relay)
-                port = self._relay_port()
             req = HarnessRequest(
                 prompt=handle.prompt,
-                workdir=repo.path,
-                state_dir=state_dir,
-                model_url=f"http://127.0.0.1:{port}" if relay else None,
-                path_env=_host_path(),
+                workdir=layout.workdir,
+                state_dir=layout.state_seen,
+                model_url=f"http://127.0.0.1:{layout.relay_port}" if needs_model else None,
+                path_env=layout.path_env,
                 model=settings.harness.model,
                 max_retries=settings.harness.max_retries,
             )
-            await asyncio.to_thread(harness.prepare, req, state_dir)
+            layout.state_host.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(harness.prepare, req, layout.state_host)
             argv, env = harness.command(req)
-            spec = ExecSpec(tuple(argv), env, repo.path, state_dir,
-                            relay.socket_path if relay else None, port)
+            spec = ExecSpec(tuple(argv), env, repo.path, layout, relay=needs_model)
             proc = await self._kennel.exec(spec)
             handle.proc = proc
             stack.push_async_callback(self._reap, handle)
@@ -257,16 +256,6 @@ class TaskRunner:
         if handle.proc is not None:
             handle.kill_seconds = await handle.proc.terminate(
                 self._settings.harness.stop_grace_seconds)
-
-    def _relay_port(self) -> int:
-        if isinstance(self._kennel, LocalKennel) and not (
-            self._kennel.uses_netns() and netns_available()
-        ):
-            # Sharing the host's loopback: take a free port rather than a fixed one.
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                return int(s.getsockname()[1])
-        return NETNS_RELAY_PORT
 
     # -- outcomes ------------------------------------------------------------------------
     async def _propose(self, session: Session, handle: RunHandle, repo: Repo) -> None:
@@ -326,10 +315,4 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _host_path() -> str:
-    import os
-
-    return os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-
-
-__all__ = ["Path", "RunHandle", "StopResult", "TaskRunner"]
+__all__ = ["RunHandle", "StopResult", "TaskRunner"]

@@ -126,7 +126,7 @@ async def test_garbage_from_the_model(claude: Driver, model: ScriptedModelServer
 
 
 async def test_cli_that_prints_garbage_and_exits_nonzero(
-    claude: Driver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
@@ -135,9 +135,14 @@ async def test_cli_that_prints_garbage_and_exits_nonzero(
                       "echo 'boom: something broke' >&2\nexit 3\n")
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
-    reply = await claude.ask("fix the typo in README.md of demo", "failed", 30)
-    assert "exit code 3" in reply and "boom: something broke" in reply
-    assert "ALERT" in await claude.ask("/status", "Fetch ·")
+    app, claude = await start_driver(make_settings(FETCH_HARNESS="claude-code",
+                                                   ANTHROPIC_API_KEY="sk-x"))
+    try:
+        reply = await claude.ask("fix the typo in README.md of demo", "failed", 30)
+        assert "exit code 3" in reply and "boom: something broke" in reply
+        assert "ALERT" in await claude.ask("/status", "Fetch ·")
+    finally:
+        await app.__aexit__(None, None, None)
 
 
 async def test_denied_edit_is_a_failure_not_success(

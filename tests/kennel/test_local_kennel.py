@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kennel.base import ExecSpec
+from kennel.base import ExecSpec, Layout
 from kennel.local import LocalKennel, netns_available
 
 PROBE = """
@@ -30,6 +30,14 @@ try:
 except OSError:
     print("dns closed")
 """
+
+
+def spec_for(tmp_path: Path, argv: tuple[str, ...], env: dict[str, str],
+             sock: Path | None = None, port: int = 0) -> ExecSpec:
+    layout = Layout(workdir=tmp_path, state_host=tmp_path / "state", state_seen=tmp_path / "state",
+                    relay_socket=sock or tmp_path / "none.sock", relay_port=port,
+                    path_env="/usr/bin")
+    return ExecSpec(argv, env, tmp_path, layout, relay=sock is not None)
 
 
 def _require_netns() -> None:
@@ -61,9 +69,9 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
 
     server = await asyncio.start_unix_server(echo, path=str(sock_path))
     try:
-        spec = ExecSpec((sys.executable, "-c", PROBE, str(host_port), "4100"), {"PATH": "/usr/bin"},
-                        tmp_path, tmp_path / "state", sock_path, 4100)
-        lines = await _collect(LocalKennel("required"), spec)
+        spec = spec_for(tmp_path, (sys.executable, "-c", PROBE, str(host_port), "4100"),
+                        {"PATH": "/usr/bin"}, sock_path, 4100)
+        lines = await _collect(LocalKennel(tmp_path, "required"), spec)
     finally:
         server.close()
         host.close()
@@ -72,9 +80,9 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
 
 async def test_host_env_does_not_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-canary-in-host-env")
-    spec = ExecSpec((sys.executable, "-c", "import os; print(sorted(os.environ))"),
-                    {"PATH": "/usr/bin", "ONLY": "1"}, tmp_path, tmp_path / "state")
-    lines = await _collect(LocalKennel("auto"), spec)
+    spec = spec_for(tmp_path, (sys.executable, "-c", "import os; print(sorted(os.environ))"),
+                    {"PATH": "/usr/bin", "ONLY": "1"})
+    lines = await _collect(LocalKennel(tmp_path, "auto"), spec)
     assert "ANTHROPIC_API_KEY" not in lines[0] and "ONLY" in lines[0]
 
 
@@ -85,9 +93,8 @@ async def test_terminate_kills_the_whole_tree(tmp_path: Path) -> None:
             " start_new_session=True)\n"
             "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
             "print('ready', flush=True); time.sleep(60)\n")
-    spec = ExecSpec((sys.executable, "-c", code), {"PATH": "/usr/bin"}, tmp_path,
-                    tmp_path / "state")
-    proc = await LocalKennel("auto").exec(spec)
+    spec = spec_for(tmp_path, (sys.executable, "-c", code), {"PATH": "/usr/bin"})
+    proc = await LocalKennel(tmp_path, "auto").exec(spec)
     async for line in proc.lines():
         if line == "ready":
             break
@@ -111,5 +118,5 @@ def test_required_isolation_refuses_without_netns(monkeypatch: pytest.MonkeyPatc
     import kennel.local as local
 
     monkeypatch.setattr(local, "netns_available", lambda: False)
-    kennel = LocalKennel("required")
+    kennel = LocalKennel(Path("/tmp"), "required")
     assert "refusing" in kennel.isolation()
