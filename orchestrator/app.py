@@ -45,8 +45,13 @@ def identity_dir(settings: Settings) -> Path:
 
 def build_kennel(settings: Settings) -> Kennel:
     if settings.kennel.backend == "docker":
-        raise ConfigError("kennel.backend", "docker",
-                          "the docker backend is not available in this build; use 'local'")
+        from kennel.build import image_tag
+        from kennel.docker_backend import DockerKennel
+
+        docker = settings.kennel.docker
+        image = image_tag() if docker.image == "auto" else docker.image
+        secrets = tuple(p.api_key for p in settings.providers.values() if p.api_key)
+        return DockerKennel(settings.home_dir, docker, image, secrets)
     return LocalKennel(settings.home_dir, settings.kennel.network_isolation,
                        os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
 

@@ -87,7 +87,9 @@ class Repo:
         full_env = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", **(env or {})}
         try:
             out = self._git.execute(
-                ["git", *HARDENING, *args],
+                # safe.directory: the Docker kennel hands the working tree to its uid;
+                # this repo, and only it, is trusted although another uid owns files.
+                ["git", "-c", f"safe.directory={self.path}", *HARDENING, *args],
                 env=full_env,
                 strip_newline_in_stdout=strip,
             )

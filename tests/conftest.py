@@ -21,7 +21,8 @@ README = "# demo\n\nTeh quick brown fox.\n"
 
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+        ["git", "-c", "safe.directory=*", "-c", "user.name=T", "-c", "user.email=t@t", *args],
+        cwd=repo, check=True,
         capture_output=True, text=True,
     ).stdout.strip()
 

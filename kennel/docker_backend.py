@@ -1,0 +1,434 @@
+"""The Docker kennel: one warm, hardened container per repository.
+
+The container has no network (``--network none``), drops every capability, cannot gain
+privileges, has a read-only root with a tmpfs for /tmp, pids/memory/CPU limits and a
+non-root user. The only writable mount is the repository's working tree; its ``.git`` is
+covered by an empty read-only folder, so nothing the CLI does can plant hooks or config
+that host git would later run. The relay socket folder is mounted read-only. The main
+process is the forwarder (``127.0.0.1:4100`` → ``/relay/relay.sock``); each task is a
+``docker exec`` in it. Before every exec the container is inspected and refused if any
+of that does not hold: there is no silent fallback to the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import logging
+import os
+import re
+import shlex
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from docker.utils.socket import frames_iter
+
+from kennel.base import ExecSpec, Layout
+from kennel.paths import run_dir
+from orchestrator.config import DockerKennelSettings
+from orchestrator.errors import KennelError
+
+log = logging.getLogger(__name__)
+RELAY_PORT = 4100
+WORKDIR = Path("/workspace")
+STATE_ROOT = Path("/tmp/state")
+PATH_ENV = "/opt/node/bin:/usr/local/bin:/usr/bin:/bin"
+LABEL = "fetch.kennel"
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+
+
+@dataclass
+class _Warm:
+    name: str
+    container: Any
+    repo: Path
+    relay_dir: Path
+    last_used: float
+
+
+def _user_for(repo: Path, setting: str) -> str:
+    if setting != "auto":
+        return setting
+    st = repo.stat()
+    return f"{st.st_uid}:{st.st_gid}" if st.st_uid != 0 else "1000:1000"
+
+
+def _hand_over(repo: Path, user: str) -> None:
+    """Make the working tree writable by the kennel's uid; ``.git`` stays the owner's."""
+    uid, gid = (int(x) for x in user.split(":"))
+    for root, dirs, files in os.walk(repo):
+        if Path(root) == repo and ".git" in dirs:
+            dirs.remove(".git")
+        os.chown(root, uid, gid)
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chown(path, uid, gid)
+
+
+class DockerKennel:
+    name = "docker"
+
+    def __init__(
+        self, home: Path, settings: DockerKennelSettings, image: str,
+        secrets: tuple[str, ...] = (), client: Any | None = None,
+    ) -> None:
+        self._home = home
+        self._settings = settings
+        self._image = image
+        self._secrets = tuple(s for s in secrets if s)
+        self._client = client
+        self._warm: dict[Path, _Warm] = {}
+        self._lock = asyncio.Lock()
+        self._reaper: asyncio.Task[None] | None = None
+
+    # -- the port -----------------------------------------------------------------------
+    def isolation(self) -> str:
+        s = self._settings
+        return (f"docker: no network but the model relay, all capabilities dropped, "
+                f"read-only root, non-root user, only the repo writable (.git hidden); "
+                f"limits {s.memory} RAM, {s.cpus:g} CPUs, {s.pids} processes")
+
+    def layout(self, repo: Path, harness: str) -> Layout:
+        return Layout(
+            workdir=WORKDIR,
+            state_host=self._home / "kennel" / "docker" / repo.name / harness,
+            state_seen=STATE_ROOT / harness,
+            relay_socket=self._relay_dir(repo) / "relay.sock",
+            relay_port=RELAY_PORT,
+            path_env=PATH_ENV,
+        )
+
+    async def exec(self, spec: ExecSpec) -> DockerProcess:
+        async with self._lock:
+            warm = await self._ensure(spec.repo)
+            warm.last_used = time.monotonic()
+        await asyncio.to_thread(self._verify, warm)
+        await asyncio.to_thread(self._copy_state, warm, spec.layout)
+        return await DockerProcess.start(self._docker(), warm.container, spec)
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        async with self._lock:
+            for warm in list(self._warm.values()):
+                await asyncio.to_thread(self._remove, warm)
+            self._warm.clear()
+            if self._client is not None:
+                await asyncio.to_thread(self._client.close)
+                self._client = None
+
+    # -- containers ---------------------------------------------------------------------
+    def _docker(self) -> Any:
+        if self._client is None:
+            try:
+                self._client = docker.from_env(timeout=30)
+                self._client.ping()
+            except docker.errors.DockerException as err:
+                self._client = None
+                raise KennelError(f"the Docker engine is not reachable: {err}") from err
+        return self._client
+
+    def _relay_dir(self, repo: Path) -> Path:
+        path = run_dir(self._home) / f"docker-{repo.name}"
+        path.mkdir(mode=0o755, exist_ok=True)
+        os.chmod(path, 0o755)  # the kennel's uid must reach the socket inside
+        return path
+
+    def _container_name(self, repo: Path) -> str:
+        digest = hashlib.sha256(f"{self._home}\0{repo}".encode()).hexdigest()[:10]
+        safe = re.sub(r"[^a-zA-Z0-9_.-]", "-", repo.name)[:40]
+        return f"fetch-kennel-{safe}-{digest}"
+
+    async def _ensure(self, repo: Path) -> _Warm:
+        warm = self._warm.get(repo)
+        if warm is not None:
+            alive = await asyncio.to_thread(self._running, warm)
+            if alive:
+                return warm
+            await asyncio.to_thread(self._remove, warm)
+            del self._warm[repo]
+        warm = await asyncio.to_thread(self._start, repo)
+        self._warm[repo] = warm
+        if self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(
+                self._reap_idle(), name="kennel:docker:reaper")
+        return warm
+
+    def _running(self, warm: _Warm) -> bool:
+        try:
+            warm.container.reload()
+        except docker.errors.NotFound:
+            return False
+        return bool(warm.container.status == "running")
+
+    def _start(self, repo: Path) -> _Warm:
+        client = self._docker()
+        name = self._container_name(repo)
+        with suppress(docker.errors.NotFound):
+            client.containers.get(name).remove(force=True)  # a leftover from a crash
+        s = self._settings
+        user = _user_for(repo, s.user)
+        _hand_over(repo, user)
+        relay_dir = self._relay_dir(repo)
+        empty = self._home / "kennel" / "empty"
+        empty.mkdir(parents=True, exist_ok=True)
+        try:
+            container = client.containers.run(
+                self._image,
+                command=["node", "/opt/kennel/forwarder.js", "--listen",
+                         f"127.0.0.1:{RELAY_PORT}", "--socket", "/relay/relay.sock"],
+                name=name,
+                detach=True,
+                init=True,  # an init reaps whatever the CLIs orphan
+                network_mode="none",
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                read_only=True,
+                tmpfs={"/tmp": f"rw,nosuid,nodev,size={s.tmpfs_size}"},
+                mem_limit=s.memory,
+                memswap_limit=s.memory,
+                nano_cpus=int(s.cpus * 1_000_000_000),
+                pids_limit=s.pids,
+                user=user,
+                environment={},
+                working_dir=str(WORKDIR),
+                volumes={
+                    str(repo): {"bind": str(WORKDIR), "mode": "rw"},
+                    str(empty): {"bind": str(WORKDIR / ".git"), "mode": "ro"},
+                    str(relay_dir): {"bind": "/relay", "mode": "ro"},
+                },
+                labels={LABEL: "1", f"{LABEL}.home": str(self._home),
+                        f"{LABEL}.repo": repo.name},
+            )
+        except docker.errors.ImageNotFound as err:
+            raise KennelError(
+                f"kennel image {self._image} is missing: build it with "
+                "`python -m kennel.build`") from err
+        except docker.errors.APIError as err:
+            raise KennelError(f"could not start the kennel for {repo.name}: {err}") from err
+        return _Warm(name, container, repo, relay_dir, time.monotonic())
+
+    def _remove(self, warm: _Warm) -> None:
+        with suppress(docker.errors.NotFound, docker.errors.APIError):
+            warm.container.remove(force=True)
+
+    async def _reap_idle(self) -> None:
+        while True:
+            await asyncio.sleep(min(60.0, self._settings.idle_seconds / 2))
+            now = time.monotonic()
+            async with self._lock:
+                for repo, warm in list(self._warm.items()):
+                    if now - warm.last_used > self._settings.idle_seconds:
+                        log.info("reaping idle kennel %s", warm.name)
+                        await asyncio.to_thread(self._remove, warm)
+                        del self._warm[repo]
+
+    # -- the promise, checked ------------------------------------------------------------
+    def _verify(self, warm: _Warm) -> None:
+        warm.container.reload()
+        problems = hardening_problems(warm.container.attrs, warm.repo, self._secrets)
+        if problems:
+            raise KennelError(
+                f"refusing to run: kennel {warm.name} is not isolated as promised: "
+                + "; ".join(problems))
+
+    def _copy_state(self, warm: _Warm, layout: Layout) -> None:
+        """Put the harness's config files into the container's tmpfs (exec, no mounts)."""
+        files = [p for p in layout.state_host.rglob("*") if p.is_file()] \
+            if layout.state_host.exists() else []
+        script = [f"mkdir -p {shlex.quote(str(layout.state_seen))}"]
+        for path in files:
+            dest = layout.state_seen / path.relative_to(layout.state_host)
+            data = base64.b64encode(path.read_bytes()).decode()
+            script.append(f"mkdir -p {shlex.quote(str(dest.parent))}")
+            script.append(f"printf %s {data} | base64 -d > {shlex.quote(str(dest))}")
+        result = warm.container.exec_run(["sh", "-c", " && ".join(script)])
+        if result.exit_code != 0:
+            raise KennelError(f"could not prepare the CLI state: {result.output[-300:]!r}")
+
+
+def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ...]) -> list[str]:
+    """Everything about a container that breaks the kennel's promise (empty = fine)."""
+    host = attrs.get("HostConfig") or {}
+    config = attrs.get("Config") or {}
+    problems: list[str] = []
+    if host.get("NetworkMode") != "none":
+        problems.append(f"network is {host.get('NetworkMode')!r}, not 'none'")
+    if "ALL" not in [c.upper() for c in host.get("CapDrop") or []]:
+        problems.append("capabilities are not all dropped")
+    if host.get("CapAdd"):
+        problems.append(f"capabilities added: {host.get('CapAdd')}")
+    if host.get("Privileged"):
+        problems.append("privileged")
+    if not any("no-new-privileges" in o for o in host.get("SecurityOpt") or []):
+        problems.append("no-new-privileges is off")
+    if not host.get("ReadonlyRootfs"):
+        problems.append("root filesystem is writable")
+    if not host.get("PidsLimit") or host.get("PidsLimit", 0) <= 0:
+        problems.append("no pids limit")
+    if not host.get("Memory"):
+        problems.append("no memory limit")
+    if not host.get("NanoCpus"):
+        problems.append("no CPU limit")
+    user = str(config.get("User") or "")
+    if user in {"", "0", "root"} or user.startswith(("0:", "root:")):
+        problems.append("runs as root")
+    for mount in attrs.get("Mounts") or []:
+        source, dest = str(mount.get("Source", "")), str(mount.get("Destination", ""))
+        if "docker.sock" in source or "docker.sock" in dest:
+            problems.append("the Docker socket is mounted")
+        if mount.get("Type") == "bind" and mount.get("RW") and dest != str(WORKDIR):
+            problems.append(f"{dest} is writable")
+        if dest == str(WORKDIR) and Path(source) != repo:
+            problems.append(f"{dest} is {source}, not {repo}")
+    if not any(m.get("Destination") == str(WORKDIR / ".git") and not m.get("RW")
+               for m in attrs.get("Mounts") or []):
+        problems.append(".git is not hidden")
+    for item in config.get("Env") or []:
+        name, _, value = str(item).partition("=")
+        if any(secret in value for secret in secrets):
+            problems.append(f"a real credential is in the environment ({name})")
+        elif SECRET_NAME.search(name):
+            problems.append(f"secret-looking variable {name} in the environment")
+    return problems
+
+
+class DockerProcess:
+    """One ``docker exec``: output streamed from a thread, stopped by signalling inside."""
+
+    def __init__(self, client: Any, container: Any, exec_id: str, tag: str) -> None:
+        self._client = client
+        self._container = container
+        self._exec_id = exec_id
+        self._tag = tag
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._stderr: deque[str] = deque(maxlen=60)
+        self._done = asyncio.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    async def start(cls, client: Any, container: Any, spec: ExecSpec) -> DockerProcess:
+        tag = f"fetch-task-{os.urandom(4).hex()}"
+        # The shell records its pid in a file named by ``tag`` and execs the CLI: the
+        # pid is the root of the tree /stop ends, found from inside the container.
+        wrapped = ["sh", "-c", f'echo $$ > /tmp/{tag}.pid; exec "$@"', "sh", *spec.argv]
+        env = dict(spec.env)
+
+        def create() -> str:
+            created = client.api.exec_create(
+                container.id, wrapped, stdout=True, stderr=True, stdin=False, tty=False,
+                environment=env, workdir=str(spec.layout.workdir))
+            return str(created["Id"])
+
+        try:
+            exec_id = await asyncio.to_thread(create)
+        except docker.errors.APIError as err:
+            raise KennelError(f"could not start {spec.argv[0]} in the kennel: {err}") from err
+        proc = cls(client, container, exec_id, tag)
+        loop = asyncio.get_running_loop()
+        sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
+        proc._thread = threading.Thread(target=proc._pump, args=(sock, loop), daemon=True,
+                                        name=f"kennel-exec-{exec_id[:8]}")
+        proc._thread.start()
+        return proc
+
+    def _pump(self, sock: Any, loop: asyncio.AbstractEventLoop) -> None:
+        partial = {1: b"", 2: b""}
+
+        def emit(stream: int, line: bytes) -> None:
+            text = line.decode("utf-8", "replace").rstrip("\r")
+            if stream == 1:
+                loop.call_soon_threadsafe(self._queue.put_nowait, text)
+            else:
+                self._stderr.append(text[:500])
+
+        try:
+            raw = getattr(sock, "_sock", sock)
+            for stream, data in frames_iter(raw, tty=False):
+                buf = partial.get(stream, b"") + data
+                *lines, rest = buf.split(b"\n")
+                for line in lines:
+                    emit(stream, line)
+                partial[stream] = rest[-4 * 1024 * 1024:]
+        except OSError:
+            pass
+        finally:
+            for stream, rest in partial.items():
+                if rest:
+                    emit(stream, rest)
+            with suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._queue.put_nowait, None)
+            with suppress(OSError):
+                sock.close()
+
+    async def lines(self) -> AsyncIterator[str]:
+        while (line := await self._queue.get()) is not None:
+            yield line
+        self._done.set()
+
+    async def wait(self) -> int:
+        while True:
+            info = await asyncio.to_thread(self._client.api.exec_inspect, self._exec_id)
+            if not info.get("Running"):
+                code = info.get("ExitCode")
+                return int(code) if code is not None else -1
+            await asyncio.sleep(0.1)
+
+    def stderr_tail(self) -> str:
+        return "\n".join(self._stderr)
+
+    def _inside(self, script: str) -> tuple[int, str]:
+        result = self._container.exec_run(["sh", "-c", script])
+        return int(result.exit_code or 0), result.output.decode("utf-8", "replace")
+
+    def _tree_script(self, signal_name: str) -> str:
+        # Every process under the task's shell, found with ps inside the container.
+        return (
+            f"root=$(cat /tmp/{self._tag}.pid 2>/dev/null) || exit 0; "
+            "all=$root; frontier=$root; "
+            "while [ -n \"$frontier\" ]; do next=''; "
+            "for p in $frontier; do for c in $(ps -o pid= --ppid $p); do "
+            "next=\"$next $c\"; done; done; all=\"$all $next\"; frontier=$next; done; "
+            f"kill -{signal_name} $all 2>/dev/null; "
+            "for p in $all; do [ -d /proc/$p ] && "
+            "[ \"$(awk '{print $3}' /proc/$p/stat 2>/dev/null)\" != Z ] && echo $p; done; true"
+        )
+
+    def alive_pids(self) -> list[int]:
+        _code, out = self._inside(self._tree_script("0"))
+        return [int(p) for p in out.split() if p.isdigit()]
+
+    async def terminate(self, grace: float) -> float:
+        started = time.monotonic()
+        await asyncio.to_thread(self._inside, self._tree_script("INT"))
+        deadline = started + grace
+        while time.monotonic() < deadline:
+            info = await asyncio.to_thread(self._client.api.exec_inspect, self._exec_id)
+            if not info.get("Running") and not await asyncio.to_thread(self.alive_pids):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            await asyncio.to_thread(self._inside, self._tree_script("KILL"))
+        # Anything else a CLI left running (double-forked, re-parented to init): the
+        # container serves one task at a time, so all but init and the forwarder go.
+        await asyncio.to_thread(self._inside, (
+            "for p in $(ps -eo pid=); do case $p in 1) continue;; esac; "
+            "cmd=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
+            "case \"$cmd\" in *forwarder.js*|'') continue;; esac; "
+            "[ $p = $$ ] && continue; kill -KILL $p 2>/dev/null; done; true"))
+        with suppress(OSError):
+            await asyncio.to_thread(self._inside, f"rm -f /tmp/{self._tag}.pid")
+        return time.monotonic() - started

@@ -1,0 +1,68 @@
+"""Docker fixtures: the real engine and the real kennel image, or a loud failure in CI."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+
+from orchestrator.config import Settings
+from tests.conftest import Driver, start_driver
+from tests.fakes.model_server import ScriptedModelServer
+
+CANARY = "sk-ant-canary-docker-91b2"
+
+
+def _missing(why: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{why}; CI must provide it (.ci/kennel-image.sh)", pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[Any]:
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except docker.errors.DockerException as err:
+        _missing(f"no Docker engine ({err})")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def kennel_image(docker_client: Any) -> str:
+    import docker.errors
+
+    from kennel.build import image_tag
+
+    tag = image_tag()
+    try:
+        docker_client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        _missing(f"kennel image {tag} is not built")
+    return tag
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[ScriptedModelServer]:
+    async with ScriptedModelServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+async def docker_fetch(
+    kennel_image: str, model: ScriptedModelServer, make_settings: Callable[..., Settings]
+) -> AsyncIterator[Driver]:
+    settings = make_settings(FETCH_KENNEL="docker", FETCH_HARNESS="claude-code",
+                             ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY=CANARY)
+    app, driver = await start_driver(settings)
+    try:
+        yield driver
+    finally:
+        await app.__aexit__(None, None, None)
