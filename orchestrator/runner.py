@@ -247,8 +247,10 @@ class TaskRunner:
             if final is None:
                 tail = proc.stderr_tail().strip().splitlines()[-3:]
                 detail = ("\n" + "\n".join(t[:200] for t in tail)) if tail else ""
+                why = {137: " — killed: it hit the kennel's memory limit",
+                       139: " — it crashed (segfault)"}.get(code, "")
                 raise HarnessFailed(
-                    f"{harness.name} ended (exit code {code}) without a result{detail}")
+                    f"{harness.name} ended (exit code {code}{why}) without a result{detail}")
             if final.kind == "error":
                 raise HarnessFailed(f"{harness.name} reported an error: {final.text[:500]}")
 
