@@ -1,0 +1,105 @@
+"""``python -m bench``: run every benchmark, print a table each, write the JSON.
+
+``--quick`` cuts every N (for a smoke run, not for figures worth quoting);
+``--only`` picks benchmarks. Each benchmark is also runnable alone:
+``python -m bench.roundtrip [--profile]``, ``python -m bench.coldstart``,
+``python -m bench.memory``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import coldstart, memory, roundtrip
+
+RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+
+# name -> (run(n), render(result), full N, quick N)
+Benchmark = tuple[Callable[[int], dict[str, Any]], Callable[[dict[str, Any]], str], int, int]
+BENCHMARKS: dict[str, Benchmark] = {
+    "roundtrip": (roundtrip.run, roundtrip.render, 10_000, 1_000),
+    "coldstart": (coldstart.run, coldstart.render, 10, 3),
+    "memory": (memory.run, memory.render, 1, 1),
+}
+
+
+def _git_head() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _meta(quick: bool) -> dict[str, Any]:
+    # The load average is recorded because these figures are only comparable between
+    # runs on equally quiet machines; the ratios are what survives a noisy one.
+    return {
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "git_head": _git_head(),
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpus, {platform.platform()}",
+        "loadavg_start": os.getloadavg(),
+        "quick": quick,
+        # With this set, Fetch's own modules are compiled on every start, which shows
+        # in the cold-start figures.
+        "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", ""),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """JSON has no inf/nan (a ratio over a zero baseline becomes null); three decimals
+    are already below any unit's noise here (µs, ms, MiB)."""
+    if isinstance(value, float):
+        return None if math.isinf(value) or math.isnan(value) else round(value, 3)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small N everywhere (smoke run)")
+    parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS),
+                        help="run only these benchmarks")
+    parser.add_argument("--json", type=Path, default=RESULTS,
+                        help=f"where to write the figures (default: {RESULTS})")
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    report: dict[str, Any] = {"meta": _meta(args.quick)}
+    for name in args.only:
+        run, render, full_n, quick_n = BENCHMARKS[name]
+        n = quick_n if args.quick else full_n
+        print(f"[running {name}, N={n:,} ...]", file=sys.stderr, flush=True)
+        result = run(n)
+        report[name] = result
+        print(render(result), end="\n\n", flush=True)
+    report["meta"]["loadavg_end"] = os.getloadavg()
+    report["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(_jsonable(report), indent=1, ensure_ascii=False) + "\n",
+                         encoding="utf-8")
+    load = report["meta"]["loadavg_start"][0], report["meta"]["loadavg_end"][0]
+    print(f"wrote {args.json} in {report['meta']['seconds']:.0f} s "
+          f"(1-min load average {load[0]:.2f} -> {load[1]:.2f} on {os.cpu_count()} cpus)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
