@@ -75,6 +75,38 @@ def _hand_over(repo: Path, user: str) -> None:
                 os.chown(path, uid, gid)
 
 
+class HostPaths:
+    """Bind-mount sources must be paths on the Docker host. When Fetch itself runs in a
+    container (Compose), its folders are volumes: translate through its own mounts."""
+
+    def __init__(self, client_factory: Any) -> None:
+        self._factory = client_factory
+        self._mounts: list[tuple[str, str]] | None = None
+
+    def _own_mounts(self) -> list[tuple[str, str]]:
+        if self._mounts is None:
+            self._mounts = []
+            if Path("/.dockerenv").exists():
+                try:
+                    me = self._factory().containers.get(os.uname().nodename)
+                    self._mounts = sorted(
+                        ((str(m["Destination"]), str(m["Source"]))
+                         for m in me.attrs.get("Mounts") or []),
+                        key=lambda pair: -len(pair[0]))
+                except docker.errors.DockerException as err:
+                    # Not a container of this engine (a VM or another runtime): paths are
+                    # host paths already.
+                    log.info("not translating mount paths: %s", err)
+        return self._mounts
+
+    def to_host(self, path: Path) -> str:
+        text = str(path)
+        for dest, source in self._own_mounts():
+            if text == dest or text.startswith(dest.rstrip("/") + "/"):
+                return source + text[len(dest):]
+        return text
+
+
 class DockerKennel:
     name = "docker"
 
@@ -88,6 +120,7 @@ class DockerKennel:
         self._secrets = tuple(s for s in secrets if s)
         self._client = client
         self._warm: dict[Path, _Warm] = {}
+        self._paths = HostPaths(client_factory=self._docker)
         self._lock = asyncio.Lock()
         self._reaper: asyncio.Task[None] | None = None
 
@@ -142,7 +175,7 @@ class DockerKennel:
         return self._client
 
     def _relay_dir(self, repo: Path) -> Path:
-        path = run_dir(self._home) / f"docker-{repo.name}"
+        path = run_dir(self._home, self._settings.run_dir) / f"docker-{repo.name}"
         path.mkdir(mode=0o755, exist_ok=True)
         os.chmod(path, 0o755)  # the kennel's uid must reach the socket inside
         return path
@@ -206,9 +239,9 @@ class DockerKennel:
                 environment={},
                 working_dir=str(WORKDIR),
                 volumes={
-                    str(repo): {"bind": str(WORKDIR), "mode": "rw"},
-                    str(empty): {"bind": str(WORKDIR / ".git"), "mode": "ro"},
-                    str(relay_dir): {"bind": "/relay", "mode": "ro"},
+                    self._paths.to_host(repo): {"bind": str(WORKDIR), "mode": "rw"},
+                    self._paths.to_host(empty): {"bind": str(WORKDIR / ".git"), "mode": "ro"},
+                    self._paths.to_host(relay_dir): {"bind": "/relay", "mode": "ro"},
                 },
                 labels={LABEL: "1", f"{LABEL}.home": str(self._home),
                         f"{LABEL}.repo": repo.name},
@@ -239,7 +272,8 @@ class DockerKennel:
     # -- the promise, checked ------------------------------------------------------------
     def _verify(self, warm: _Warm) -> None:
         warm.container.reload()
-        problems = hardening_problems(warm.container.attrs, warm.repo, self._secrets)
+        problems = hardening_problems(warm.container.attrs, Path(self._paths.to_host(warm.repo)),
+                                      self._secrets)
         if problems:
             raise KennelError(
                 f"refusing to run: kennel {warm.name} is not isolated as promised: "
@@ -371,8 +405,10 @@ class DockerProcess:
                     emit(stream, rest)
             with suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._queue.put_nowait, None)
-            with suppress(OSError):
-                sock.close()
+            # SocketIO.close() leaves the socket under it open: close both.
+            for part in (sock, getattr(sock, "_sock", None)):
+                with suppress(OSError, AttributeError):
+                    part.close()
 
     async def lines(self) -> AsyncIterator[str]:
         while (line := await self._queue.get()) is not None:

@@ -9,9 +9,10 @@ import tempfile
 from pathlib import Path
 
 
-def run_dir(home: Path) -> Path:
+def run_dir(home: Path, base: Path | None = None) -> Path:
+    """``base`` (FETCH_RUN_DIR, e.g. a volume shared with the Docker host) or the tmp dir."""
     digest = hashlib.sha256(str(home).encode()).hexdigest()[:10]
-    path = Path(tempfile.gettempdir()) / f"fetch-{digest}"
+    path = (base or Path(tempfile.gettempdir())) / f"fetch-{digest}"
     path.mkdir(mode=0o711, exist_ok=True)
     os.chmod(path, 0o711)  # others may enter (the kennel's uid) but not list
     return path

@@ -58,6 +58,9 @@ class HarnessSettings(_Strict):
 
 class DockerKennelSettings(_Strict):
     image: str = "auto"  # "auto": the fetch-kennel:<hash> tag of kennel/Dockerfile
+    # Where relay sockets live; must be visible to the Docker host (a volume) when Fetch
+    # itself runs in a container. Unset: the system temp folder.
+    run_dir: Path | None = None
     memory: str = "2g"
     cpus: float = Field(2.0, gt=0, le=64)
     pids: int = Field(512, ge=32)
@@ -172,6 +175,8 @@ _ENV_KEYS: dict[str, str] = {
     "FETCH_MODEL": "model.name",
     "FETCH_HARNESS": "harness.default",
     "FETCH_KENNEL": "kennel.backend",
+    "FETCH_KENNEL_IMAGE": "kennel.docker.image",
+    "FETCH_RUN_DIR": "kennel.docker.run_dir",
     "FETCH_LOG_LEVEL": "log_level",
     "ANTHROPIC_API_KEY": "providers.anthropic.api_key",
     "ANTHROPIC_BASE_URL": "providers.anthropic.base_url",
