@@ -406,8 +406,8 @@ class DockerProcess:
             with suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._queue.put_nowait, None)
             # SocketIO.close() leaves the socket under it open: close both.
-            for part in (sock, getattr(sock, "_sock", None)):
-                with suppress(OSError, AttributeError):
+            for part in (sock, getattr(sock, "_sock", sock)):
+                with suppress(OSError):
                     part.close()
 
     async def lines(self) -> AsyncIterator[str]:

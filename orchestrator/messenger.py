@@ -66,7 +66,10 @@ class Messenger:
         reply_to: str | None = None,
         tokens: tuple[int, int] = (0, 0),
         model: str | None = None,
+        edit_of: str | None = None,
     ) -> SendResult:
+        """Send ``text`` to the chat of ``key``. ``edit_of`` replaces an earlier message in
+        place where the channel can edit (progress), else it is sent as a new message."""
         channel = self.channel(key.channel)
         # Recorded before it is sent: whatever the owner can see is already in the log.
         await self._store.add_message(
@@ -74,7 +77,11 @@ class Messenger:
         )
         self._journal.append(key, "fetch", text,
                              **({"model": model, "tokens": list(tokens)} if model else {}))
+        parts = split_message(text, channel.capabilities.max_message_chars)
+        if edit_of and channel.capabilities.can_edit and len(parts) == 1:
+            return await channel.send(Outbound(key.channel, key.chat, parts[0],
+                                               edit_of=edit_of))
         last = SendResult(message_id="")
-        for part in split_message(text, channel.capabilities.max_message_chars):
+        for part in parts:
             last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=reply_to))
         return last

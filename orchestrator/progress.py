@@ -23,6 +23,7 @@ class Progress:
         self._last = time.monotonic()  # the "On it" message counts as the first
         self._steps = 0
         self._files: list[str] = []
+        self._message_id: str | None = None  # the progress message, edited in place
 
     async def on_event(self, event: HarnessEvent) -> None:
         if event.kind == "tool_use":
@@ -38,5 +39,7 @@ class Progress:
             return
         self._last = now
         files = ", ".join(self._files[-3:]) or "no files yet"
-        await self._messenger.send(
-            self._key, f"⏳ {self._harness}: {self._steps} step(s), edited: {files}")
+        sent = await self._messenger.send(
+            self._key, f"⏳ {self._harness}: {self._steps} step(s), edited: {files}",
+            edit_of=self._message_id)
+        self._message_id = self._message_id or sent.message_id or None
