@@ -1,0 +1,179 @@
+"""OpenAI Codex CLI (``@openai/codex``), headless with ``codex exec --json``.
+
+Facts this relies on (``shared/facts/harness-clis.md`` §4): only a custom
+``[model_providers.X]`` entry reaches a non-default endpoint without WebSocket detours;
+the wire is the Responses API; and a patch refused by the sandbox appears **only on
+stderr** (``ERROR codex_core::tools::router: error=patch rejected: …``), while the turn
+still completes. So stderr is folded into stdout and the parser watches for that line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from kennel.relay import PLACEHOLDER_KEY
+
+DEFAULT_MODEL = "gpt-5.5"  # a slug codex knows: an unknown one gets no apply_patch tool
+# The variable env_key names: one codex gives no other meaning (it holds the placeholder).
+KEY_ENV = "FETCH_RELAY_KEY"
+REJECTED = re.compile(r"error=((?:patch|exec command) rejected.*)")
+
+
+@dataclass
+class _Run:
+    session_id: str = ""
+    answer: str = ""
+    denials: list[str] = field(default_factory=list)
+
+
+# One adapter serves every run and the runner judges by the last done/error event, so a
+# rejection seen mid-stream must survive until ``turn.completed``. Each run is its own
+# asyncio task, hence its own context; ``thread.started`` starts afresh.
+_RUN: ContextVar[_Run | None] = ContextVar("codex_run", default=None)
+
+
+def _run(fresh: bool = False) -> _Run:
+    run = _RUN.get()
+    if run is None or fresh:
+        run = _Run()
+        _RUN.set(run)
+    return run
+
+
+def config_toml(req: HarnessRequest) -> str:
+    if not req.model_url:
+        raise ValueError("codex reaches its model only through the relay: no model_url")
+    retries = req.max_retries
+    # The relay appends the request path to the vendor base (…/v1), so the CLI must ask
+    # for "/responses", not "/v1/responses": base_url is the relay itself.
+    return f"""\
+model = {_toml_str(req.model or DEFAULT_MODEL)}
+model_provider = "fetch"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false  # with analytics off: no lookups at all at startup
+
+[sandbox_workspace_write]
+exclude_slash_tmp = true  # writable: the workspace and $TMPDIR (our state dir) only
+network_access = false
+
+[model_providers.fetch]
+name = "Fetch relay"
+base_url = {_toml_str(req.model_url)}
+env_key = "{KEY_ENV}"
+wire_api = "responses"
+request_max_retries = {retries}
+stream_max_retries = {retries}
+"""
+
+
+def _toml_str(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+class Codex(Harness, name="codex"):
+    provider = "openai"
+    binary = "codex"
+    summary = "OpenAI Codex CLI (Responses API)"
+
+    def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
+        home = host_state_dir / "codex"
+        for folder in (home, host_state_dir / "home", host_state_dir / "tmp"):
+            folder.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text(config_toml(req))
+
+    def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
+        # --sandbox must come before "resume"; exec's approval policy is always "never".
+        flags = ["--json", "--skip-git-repo-check", "--sandbox", "workspace-write"]
+        tail = ["resume", req.resume] if req.resume else []
+        cli = [self.binary, "exec", *flags, *tail, "--", req.prompt]
+        # exec (not a child): the shell is replaced, the pid and process group stay.
+        argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", *cli]
+        env = {
+            "PATH": req.path_env,
+            "HOME": str(req.state_dir / "home"),
+            "CODEX_HOME": str(req.state_dir / "codex"),
+            # Not under /tmp, or codex refuses to make its sandbox helper links and every
+            # sandboxed shell command fails (kennel/README.md).
+            "TMPDIR": str(req.state_dir / "tmp"),
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            KEY_ENV: PLACEHOLDER_KEY,
+        }
+        return argv, env
+
+    def parse(self, line: str) -> list[HarnessEvent]:
+        obj = self.json_line(line)
+        if obj is None:
+            return self._plain(line)
+        try:
+            return self._event(obj)
+        except (AttributeError, TypeError, ValueError):
+            return []  # a JSON line of an unexpected shape is not an event
+
+    def _event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
+        kind = obj.get("type")
+        if kind == "thread.started":
+            run = _run(fresh=True)
+            run.session_id = str(obj.get("thread_id", ""))
+            return [HarnessEvent("session", data={"session_id": run.session_id})]
+        run = _run()
+        if kind == "item.completed":
+            return self._item(obj.get("item") or {}, run)
+        session = {"session_id": run.session_id}
+        if kind == "turn.completed":
+            usage = obj.get("usage") or {}
+            events = [HarnessEvent("usage", data={
+                "tokens_in": int(usage.get("input_tokens") or 0),
+                "tokens_out": int(usage.get("output_tokens") or 0),
+            })]
+            if run.denials:
+                text = "Codex was denied: " + "; ".join(run.denials)[:400]
+                return [*events, HarnessEvent("error", text, session)]
+            return [*events, HarnessEvent("done", run.answer, session)]
+        if kind == "turn.failed":
+            error = obj.get("error") or {}
+            return [HarnessEvent("error", str(error.get("message") or "turn failed"), session)]
+        if kind == "error":  # also retry notices; a later turn.completed outranks them
+            return [HarnessEvent("error", str(obj.get("message") or "error"), session)]
+        return []
+
+    @staticmethod
+    def _item(item: dict[str, Any], run: _Run) -> list[HarnessEvent]:
+        kind = item.get("type")
+        if kind == "agent_message":
+            run.answer = str(item.get("text") or "")
+            return [HarnessEvent("text", run.answer)] if run.answer else []
+        if kind == "file_change" and item.get("status") == "completed":
+            changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
+            return [HarnessEvent("tool_use", "apply_patch", {"input": changes}),
+                    *(HarnessEvent("file_change", str(c.get("path", ""))) for c in changes)]
+        if kind == "command_execution":
+            return [HarnessEvent("tool_use", "shell", {
+                "input": {"command": item.get("command", "")},
+                "exit_code": item.get("exit_code")})]
+        if kind in {"mcp_tool_call", "web_search"}:
+            return [HarnessEvent("tool_use", str(item.get("tool") or kind), {"input": item})]
+        return []
+
+    @staticmethod
+    def _plain(line: str) -> list[HarnessEvent]:
+        """A stderr line (folded into stdout): only a sandbox rejection matters."""
+        found = REJECTED.search(line)
+        if found is not None:
+            _run().denials.append(found.group(1).strip())
+        elif line.startswith("Error") or "panicked at" in line:
+            # Fatal (e.g. "Error loading config.toml: …"): said here, as stderr is folded
+            # in and so no longer reaches the runner's "ended without a result" report.
+            return [HarnessEvent("error", line.strip()[:500])]
+        return []

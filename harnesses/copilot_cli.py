@@ -1,0 +1,165 @@
+"""GitHub Copilot CLI (``@github/copilot``) in BYOK mode, headless with
+``--output-format json``.
+
+Facts this relies on (``shared/facts/harness-clis.md`` §5, ``tests/fakes/cli_recipes.md``):
+BYOK needs no GitHub login and ``COPILOT_OFFLINE`` stops every other connection; the
+node wrapper does not pass signals on (the kennel signals the whole group); and the final
+``result`` says ``exitCode: 0`` even after a denied edit or a cancellation, so both are
+remembered and decide the end.
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from kennel.relay import PLACEHOLDER_KEY
+
+DEFAULT_MODEL = "gpt-5.4"  # BYOK has no model picker: one must be named
+# Where an unpacked copy of copilot's ~235 MB package may already be (the kennel image
+# sets it); passed on so a run does not unpack its own.
+PKG_CACHE_ENV = "COPILOT_PKG_CACHE_HOME"
+
+
+@dataclass
+class _Run:
+    answer: str = ""
+    denials: list[str] = field(default_factory=list)
+    failure: str = ""  # session.error or abort: the run did not finish its work
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+# One adapter serves every run and the runner judges by the last done/error event, so a
+# denial or abort seen mid-stream must survive until ``result``. Each run is its own
+# asyncio task, hence its own context; the prompt's ``user.message`` starts afresh.
+_RUN: ContextVar[_Run | None] = ContextVar("copilot_run", default=None)
+
+
+def _run(fresh: bool = False) -> _Run:
+    run = _RUN.get()
+    if run is None or fresh:
+        run = _Run()
+        _RUN.set(run)
+    return run
+
+
+class CopilotCli(Harness, name="copilot"):
+    provider = "openai"
+    binary = "copilot"
+    summary = "GitHub Copilot CLI (BYOK, OpenAI Chat Completions)"
+
+    def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
+        for sub in ("home", "copilot", "tmp"):
+            (host_state_dir / sub).mkdir(parents=True, exist_ok=True)
+
+    def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
+        argv = [
+            self.binary, f"--prompt={req.prompt}", "--output-format=json",
+            # Edit tools (apply_patch, create, edit) only; the shell stays denied, and so do
+            # paths outside the workspace. /tmp is allowed by default: writing to it did
+            # succeed without --disallow-temp-dir.
+            "--allow-tool=write", "--disallow-temp-dir", "--no-ask-user",
+            "--no-auto-update",
+        ]
+        if req.resume:
+            argv.append(f"--resume={req.resume}")
+        env = {
+            "PATH": req.path_env,
+            "HOME": str(req.state_dir / "home"),
+            "COPILOT_HOME": str(req.state_dir / "copilot"),
+            "TMPDIR": str(req.state_dir / "tmp"),
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "NO_COLOR": "1",
+            "COPILOT_OFFLINE": "true",  # no GitHub auth, telemetry or update check
+            "COPILOT_AUTO_UPDATE": "false",
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_API_KEY": PLACEHOLDER_KEY,
+            "COPILOT_MODEL": req.model or DEFAULT_MODEL,
+            # Shared by the harnesses of this repo: a first run unpacks ~235 MB (6 s) here.
+            "XDG_CACHE_HOME": str(req.state_dir.parent / ".cache"),
+        }
+        if os.environ.get(PKG_CACHE_ENV):
+            env[PKG_CACHE_ENV] = os.environ[PKG_CACHE_ENV]
+        if req.model_url:
+            # The relay appends the path to the vendor base (…/v1): ask for /chat/completions.
+            env["COPILOT_PROVIDER_BASE_URL"] = req.model_url
+        return argv, env
+
+    def parse(self, line: str) -> list[HarnessEvent]:
+        obj = self.json_line(line)
+        if obj is None:
+            return []
+        try:
+            return self._event(obj)
+        except (AttributeError, TypeError, ValueError):
+            return []  # a JSON line of an unexpected shape is not an event
+
+    def _event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
+        kind = obj.get("type")
+        data = obj.get("data") or {}
+        if kind == "user.message":
+            _run(fresh=True)
+            return []
+        run = _run()
+        if kind == "assistant.message":
+            text = str(data.get("content") or "")
+            if text:
+                run.answer = text
+            return [HarnessEvent("text", text)] if text else []
+        if kind == "tool.execution_start":
+            run.answer = ""
+            return [HarnessEvent("tool_use", str(data.get("toolName", "")),
+                                 {"input": data.get("arguments")})]
+        if kind == "tool.execution_complete":
+            return self._tool_done(data, run)
+        if kind == "assistant.usage":
+            run.tokens_in += int(data.get("inputTokens") or 0)
+            run.tokens_out += int(data.get("outputTokens") or 0)
+            return []
+        if kind == "session.error":
+            # Line one says what failed; the rest advises COPILOT_PROVIDER_* variables the
+            # owner never set (Fetch's relay holds the key).
+            message = str(data.get("message") or "").strip()
+            run.failure = message.splitlines()[0] if message else "Copilot reported an error"
+            return [HarnessEvent("error", run.failure, {"detail": message})]
+        if kind == "abort":
+            run.failure = f"Copilot was interrupted ({data.get('reason', 'abort')})"
+            return [HarnessEvent("error", run.failure)]
+        if kind == "result":
+            return self._result(obj, run)
+        return []
+
+    @staticmethod
+    def _tool_done(data: dict[str, Any], run: _Run) -> list[HarnessEvent]:
+        if data.get("success"):
+            edits = [e for e in data.get("fileEdits") or [] if isinstance(e, dict)]
+            return [HarnessEvent("file_change", str(e.get("path", ""))) for e in edits]
+        error = data.get("error") or {}
+        if error.get("code") == "denied":
+            run.denials.append(str(error.get("message", "denied")))
+        return []
+
+    @staticmethod
+    def _result(obj: dict[str, Any], run: _Run) -> list[HarnessEvent]:
+        session = {"session_id": str(obj.get("sessionId", ""))}
+        # BYOK runs print no token counts (assistant.usage stays silent); the relay logs them.
+        events = [HarnessEvent("session", data=session)]
+        if run.tokens_in or run.tokens_out:
+            events.append(HarnessEvent("usage", data={"tokens_in": run.tokens_in,
+                                                      "tokens_out": run.tokens_out}))
+        code = obj.get("exitCode")
+        if code != 0 or run.failure:
+            text = run.failure or f"Copilot exited with code {code}"
+            events.append(HarnessEvent("error", text, session))
+        elif run.denials:
+            text = "Copilot was denied: " + "; ".join(run.denials)[:400]
+            events.append(HarnessEvent("error", text, session))
+        else:
+            events.append(HarnessEvent("done", run.answer, session))
+        return events
