@@ -22,6 +22,7 @@ from orchestrator.messenger import Messenger
 from orchestrator.session import Session
 from orchestrator.store import Store
 from orchestrator.store.sqlite import ApprovalRow
+from orchestrator.validate import UnsafeName, safe_relative_path
 from orchestrator.workspace import Workspace
 
 YES = {"yes", "y", "yep", "yeah", "apply", "ok", "okay", "approve", "approved", "commit",
@@ -79,7 +80,7 @@ class Approvals:
         text = diffview.summary(change, repo)
         if said:
             text = said.strip() + "\n\n" + text
-        sent = await self._messenger.send(session.key, text)
+        sent = await self._messenger.send(session.key, text, approval_nonce=nonce)
         session.data.approval_message_id = sent.message_id
         await session.persist()
         self._pages[approval_id] = diffview.FIRST_HUNK_LINES
@@ -103,6 +104,10 @@ class Approvals:
             inbound.reply_to != session.data.approval_message_id
         ):
             raise ApprovalError("that answers an older diff, not the one waiting")
+        if inbound.reaction and not inbound.reply_to:
+            raise ApprovalError("a reaction counts only on the diff message itself")
+        if inbound.approval_nonce is not None and inbound.approval_nonce != row.nonce:
+            raise ApprovalError("that button belongs to another diff")
         return row
 
     async def answer(self, session: Session, inbound: Inbound, text: str) -> None:
@@ -138,6 +143,12 @@ class Approvals:
             self._pages[row.id] = offset
             await self._messenger.send(key, text_page)
         elif answer.kind == "show":
+            try:
+                path = safe_relative_path(answer.path)
+            except UnsafeName as err:
+                await self._messenger.send(key, f"⚠️ {err}.")
+                return
+            answer = Answer("show", path)
             change = await asyncio.to_thread(repo.change)
             patch = await asyncio.to_thread(repo.file_patch, change, answer.path)
             await self._messenger.send(key, diffview.file_view(patch, answer.path))

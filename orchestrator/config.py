@@ -8,14 +8,20 @@ generic ``FETCH__SECTION__KEY=value`` overrides. Any bad value stops start-up wi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.errors import ConfigError
+
+ALLOW_ENTRY = re.compile(
+    r"^(?:whatsapp:\d{6,15}|telegram:-?\d{1,20}|webhook:[A-Za-z0-9_.-]{1,64}"
+    r"|terminal:[A-Za-z0-9_.-]{1,64})$"
+)
 
 
 class _Strict(BaseModel):
@@ -136,7 +142,8 @@ class Settings(_Strict):
     home: Path = Path("~/.fetch")
     workspace: Path | None = None  # default: {home}/workspace with a demo repo
     owner: str = "owner"
-    # Senders besides the owner who may use Fetch (channel-specific ids). Empty = owner only.
+    # Senders besides the owner who may use Fetch, as "channel:id" (e.g. whatsapp:4915112345,
+    # telegram:123456). Empty = the owner only. No wildcards, ever.
     allowlist: tuple[str, ...] = ()
     model: ModelSettings = ModelSettings()
     providers: dict[str, ProviderSettings] = Field(default_factory=_default_providers)
@@ -150,6 +157,37 @@ class Settings(_Strict):
     webhook: WebhookSettings = WebhookSettings()
     http: HttpSettings = HttpSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+
+    @field_validator("allowlist")
+    @classmethod
+    def _allowlist_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if any(c in entry for c in "*?[]"):
+                raise ValueError(f"{entry!r}: wildcards are refused; list each sender")
+            if not ALLOW_ENTRY.match(entry):
+                raise ValueError(
+                    f"{entry!r} is not 'channel:id' (whatsapp:<digits>, telegram:<user id>,"
+                    " webhook:<name>, terminal:<name>)")
+        return value
+
+    @model_validator(mode="after")
+    def _channels_have_owners(self) -> Settings:
+        wa, tg, hook = self.whatsapp, self.telegram, self.webhook
+        if wa.enabled and not (wa.owner and re.fullmatch(r"\d{6,15}", wa.owner)):
+            raise ValueError("whatsapp.owner must be the owner's number in digits with country"
+                             " code (e.g. 4915112345678) when WhatsApp is enabled")
+        if tg.enabled and not (tg.token and tg.owner_id and re.fullmatch(r"-?\d{1,20}",
+                                                                          tg.owner_id)):
+            raise ValueError("telegram.token and telegram.owner_id (numeric) are required "
+                             "when Telegram is enabled")
+        if tg.enabled and tg.mode == "webhook" and not (tg.webhook_secret
+                                                        and len(tg.webhook_secret) >= 16):
+            raise ValueError("telegram.webhook_secret (16+ characters) is required in webhook "
+                             "mode")
+        if hook.enabled and not (hook.secret and len(hook.secret) >= 16):
+            raise ValueError("webhook.secret (16+ characters) is required when the webhook "
+                             "channel is enabled")
+        return self
 
     @property
     def home_dir(self) -> Path:
@@ -264,7 +302,7 @@ def load_settings(
         return Settings.model_validate(tree)
     except ValidationError as err:
         first = err.errors()[0]
-        dotted = ".".join(str(p) for p in first["loc"])
+        dotted = ".".join(str(p) for p in first["loc"]) or "(settings)"
         source = origin.get(dotted, str(path))
         got = first.get("input")
         shown = "" if isinstance(got, dict) else f" (got {got!r})"

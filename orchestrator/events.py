@@ -41,6 +41,8 @@ class Inbound:
     from_owner: bool = False
     reply_to: str | None = None
     reaction: str | None = None  # set when the event is a reaction to ``reply_to``
+    # Set by channels whose approval buttons carry the approval's nonce (Telegram).
+    approval_nonce: str | None = None
     attachments: tuple[Attachment, ...] = ()
 
     @property
@@ -55,6 +57,8 @@ class Outbound:
     text: str
     reply_to: str | None = None
     edit_of: str | None = None  # message id to edit in place, where the channel can
+    # Set on the diff message: channels with buttons bind them to this approval.
+    approval_nonce: str | None = None
 
     @property
     def key(self) -> SessionKey:

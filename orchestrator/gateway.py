@@ -65,7 +65,17 @@ class Gateway:
         self._in_flight = 0  # accepted but not yet fully handled
 
     def allowed(self, inbound: Inbound) -> bool:
-        return inbound.from_owner or inbound.sender in self._s.settings.allowlist
+        if inbound.from_owner:
+            return True
+        return f"{inbound.channel}:{inbound.sender}" in self._s.settings.allowlist
+
+    def addressed(self, inbound: Inbound) -> bool:
+        """In groups only messages that start with the trigger are for Fetch (reactions to
+        Fetch's own messages are addressed by what they react to)."""
+        if not inbound.is_group or inbound.reaction:
+            return True
+        trigger = self._s.settings.gateway.trigger.lower()
+        return inbound.text.lstrip().lower().startswith(trigger)
 
     async def receive(self, inbound: Inbound) -> None:
         """The sink every channel delivers to."""
@@ -75,6 +85,9 @@ class Gateway:
             # No reply, no model, no tool: strangers only reach the log.
             log.info("dropped message from non-allowed sender %s on %s", inbound.sender,
                      inbound.channel)
+            return
+        if not self.addressed(inbound):
+            log.debug("group message without %s ignored", self._s.settings.gateway.trigger)
             return
         if not inbound.from_owner:
             limiter = self._limiters.setdefault(

@@ -67,6 +67,7 @@ class Messenger:
         tokens: tuple[int, int] = (0, 0),
         model: str | None = None,
         edit_of: str | None = None,
+        approval_nonce: str | None = None,
     ) -> SendResult:
         """Send ``text`` to the chat of ``key``. ``edit_of`` replaces an earlier message in
         place where the channel can edit (progress), else it is sent as a new message."""
@@ -82,6 +83,8 @@ class Messenger:
             return await channel.send(Outbound(key.channel, key.chat, parts[0],
                                                edit_of=edit_of))
         last = SendResult(message_id="")
-        for part in parts:
-            last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=reply_to))
+        for i, part in enumerate(parts):
+            nonce = approval_nonce if i == len(parts) - 1 else None  # buttons on the last
+            last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=reply_to,
+                                               approval_nonce=nonce))
         return last

@@ -89,7 +89,7 @@ class TaskRunner:
         wanted = self._settings.harness.default
         if wanted != "auto":
             return wanted
-        for name in ("claude-code",):
+        for name in ("claude-code", "codex", "gemini-cli", "copilot"):
             if name in self._harnesses.names() and self.availability(
                 self._harnesses.get(name)
             ).usable:
@@ -199,6 +199,7 @@ class TaskRunner:
         layout = await asyncio.to_thread(self._kennel.layout, repo.path, harness.name)
         async with AsyncExitStack() as stack:
             needs_model = harness.provider is not None
+            relay: ModelRelay | None = None
             if harness.provider is not None:
                 provider = settings.providers[harness.provider]
                 relay = ModelRelay(
@@ -238,12 +239,14 @@ class TaskRunner:
             final = next((e for e in reversed(handle.events) if e.kind in {"done", "error"}),
                          None)
             usage = next((e for e in reversed(handle.events) if e.kind == "usage"), None)
-            if usage is not None:
-                await self._store.finish_task(
-                    handle.task_id, "running",
-                    tokens_in=int(usage.data.get("tokens_in", 0)),
-                    tokens_out=int(usage.data.get("tokens_out", 0)),
-                    cost_usd=float(usage.data.get("cost_usd", 0.0)))
+            tokens = (int(usage.data.get("tokens_in", 0)), int(usage.data.get("tokens_out", 0))
+                      ) if usage else (0, 0)
+            if tokens == (0, 0) and relay is not None:
+                # Some CLIs (copilot BYOK) report no usage; the relay saw every call.
+                tokens = (relay.stats.tokens_in, relay.stats.tokens_out)
+            await self._store.finish_task(
+                handle.task_id, "running", tokens_in=tokens[0], tokens_out=tokens[1],
+                cost_usd=float(usage.data.get("cost_usd", 0.0)) if usage else 0.0)
             if final is None:
                 tail = proc.stderr_tail().strip().splitlines()[-3:]
                 detail = ("\n" + "\n".join(t[:200] for t in tail)) if tail else ""

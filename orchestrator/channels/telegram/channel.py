@@ -1,0 +1,368 @@
+"""The Telegram channel: Bot API over aiohttp, by long polling or by webhook.
+
+Polling (the default) needs nothing but the token and works behind NAT. Webhook mode
+registers ``public_url`` with Telegram (``setWebhook`` with the secret token) and
+receives updates on the shared ``HttpServer``; a request without the exact secret in
+``X-Telegram-Bot-Api-Secret-Token`` gets 401. Stopping never deletes the webhook:
+Telegram keeps what arrives meanwhile and delivers it when Fetch is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import re
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any
+
+from aiohttp import web
+
+from orchestrator.channels.base import Capabilities, InboundSink
+from orchestrator.channels.telegram.api import BotApi, TelegramApiError
+from orchestrator.channels.telegram.format import (
+    LIMIT,
+    approval_keyboard,
+    split_text,
+    to_html,
+    wants_buttons,
+)
+from orchestrator.channels.telegram.updates import (
+    SeenUpdates,
+    message_ref,
+    parse_ref,
+    to_inbound,
+)
+from orchestrator.config import TelegramSettings
+from orchestrator.errors import ConfigError, SendFailed
+from orchestrator.events import Inbound, Outbound, SendResult
+from orchestrator.web import HttpServer
+
+log = logging.getLogger(__name__)
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+ALLOWED_UPDATES = ["message", "callback_query"]
+_SECRET_CHARS = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what setWebhook accepts
+
+
+class Backoff:
+    """1, 2, 4 ... ``ceiling`` seconds between failed attempts; reset on success."""
+
+    def __init__(self, first: float = 1.0, ceiling: float = 60.0) -> None:
+        self._first, self._ceiling, self._next = first, ceiling, first
+
+    def next(self) -> float:
+        delay, self._next = self._next, min(self._next * 2, self._ceiling)
+        return delay
+
+    def reset(self) -> None:
+        self._next = self._first
+
+
+def _chat_id(chat: str) -> int | str:
+    return int(chat) if chat.lstrip("-").isdigit() else chat
+
+
+class TelegramChannel:
+    name = "telegram"
+    # markup: the core writes Markdown (``` fences, `code`); this adapter renders it.
+    capabilities = Capabilities(max_message_chars=LIMIT, can_edit=True, markup="markdown",
+                                can_react=True, typing=True)
+
+    def __init__(
+        self,
+        settings: TelegramSettings,
+        *,
+        http: HttpServer | None = None,
+        public_url: str | None = None,
+        webhook_path: str = "/telegram/webhook",
+        poll_timeout: int = 25,
+        typing_every: float = 4.5,
+        typing_max: float = 600.0,
+        backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not settings.token:
+            raise ConfigError("telegram.token", "", "the bot token from @BotFather")
+        self._settings = settings
+        self._owner = settings.owner_id
+        self._mode = settings.mode
+        self._public_url = public_url
+        self._secret = settings.webhook_secret or ""
+        if self._mode == "webhook":
+            if http is None or not public_url:
+                raise ConfigError("telegram.mode", "webhook",
+                                  "the HTTP listener and a public https URL for Telegram")
+            if not _SECRET_CHARS.match(self._secret):
+                raise ConfigError("telegram.webhook_secret", "",
+                                  "1-256 characters of A-Z a-z 0-9 _ - (required in webhook "
+                                  "mode: it is how Fetch knows a request came from Telegram)")
+            http.add_route("POST", webhook_path, self._on_webhook)
+        self._api = BotApi(settings.token, settings.api_base)
+        self._poll_timeout = poll_timeout
+        self._typing_every = typing_every
+        self._typing_max = typing_max
+        self._backoff = backoff or Backoff()
+        self._clock = clock
+        self._seen = SeenUpdates()
+        self._offset = 0
+        self._sink: InboundSink | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._typing: dict[str, asyncio.Task[None]] = {}
+        self._problem: str | None = None
+        self._ready = False  # polling started / webhook registered
+        self._last_update: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self, sink: InboundSink) -> None:
+        if self._sink is not None:
+            raise RuntimeError("telegram channel already started")
+        await self._api.open()
+        self._sink = sink
+        # Network work happens in the background task: Telegram being unreachable at
+        # boot must not keep the rest of Fetch (terminal, webhook) from starting.
+        body = self._poll() if self._mode == "polling" else self._register_webhook()
+        self._task = asyncio.get_running_loop().create_task(
+            body, name=f"channel:telegram:{self._mode}")
+
+    async def stop(self) -> None:
+        self._sink = None  # webhook requests from here on get 503, Telegram retries later
+        for chat in list(self._typing):
+            await self._stop_typing(chat)
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+        if self._mode == "polling" and self._offset:
+            # Confirm what was handed over, so a restart does not fetch it again (the
+            # gateway would drop it anyway; this just saves the round trip).
+            with suppress(TelegramApiError):
+                await self._api.call("getUpdates", {"offset": self._offset, "timeout": 0,
+                                                    "limit": 1}, request_seconds=5)
+        await self._api.close()
+        self._ready = False
+
+    def health(self) -> str:
+        if self._task is None:
+            return "telegram: stopped"
+        state = "polling" if self._mode == "polling" else "webhook"
+        if self._problem and not self._ready:
+            return f"telegram: {state} not ready: {self._problem}"
+        if self._problem:
+            return f"telegram: {state}, last error: {self._problem}"
+        if self._last_update is None:
+            return f"telegram: {state}, no updates yet"
+        ago = int(self._clock() - self._last_update)
+        return f"telegram: {state}, last update {ago}s ago"
+
+    # -- inbound ---------------------------------------------------------------------
+
+    async def _poll(self) -> None:
+        # getUpdates refuses to work while a webhook is set (409): clear any old one.
+        await self._until_ok("deleteWebhook", {"drop_pending_updates": False})
+        self._ready = True
+        while True:
+            params = {"offset": self._offset, "timeout": self._poll_timeout,
+                      "allowed_updates": ALLOWED_UPDATES}
+            try:
+                batch = await self._api.call("getUpdates", params,
+                                             request_seconds=self._poll_timeout + 15)
+                if not isinstance(batch, list):
+                    raise TelegramApiError("getUpdates", "result is not a list")
+            except TelegramApiError as err:
+                await self._failed(err)
+                continue
+            self._backoff.reset()
+            self._problem = None
+            for update in batch:
+                if isinstance(update, dict):
+                    await self._handle_update(update)
+                    if isinstance(update.get("update_id"), int):
+                        # Advanced per update: a stop mid-batch confirms only what was
+                        # really handed to the gateway.
+                        self._offset = update["update_id"] + 1
+
+    async def _register_webhook(self) -> None:
+        await self._until_ok("setWebhook", {
+            "url": self._public_url, "secret_token": self._secret,
+            "allowed_updates": ALLOWED_UPDATES, "drop_pending_updates": False,
+        })
+        self._ready = True
+        self._problem = None
+
+    async def _until_ok(self, method: str, params: dict[str, Any]) -> Any:
+        while True:
+            try:
+                result = await self._api.call(method, params)
+            except TelegramApiError as err:
+                await self._failed(err)
+                continue
+            self._backoff.reset()
+            return result
+
+    async def _failed(self, err: TelegramApiError) -> None:
+        self._problem = str(err)
+        delay = self._backoff.next()
+        log.warning("%s; retrying in %.0fs", err, delay)
+        await asyncio.sleep(delay)
+
+    async def _on_webhook(self, request: web.Request) -> web.StreamResponse:
+        got = request.headers.get(SECRET_HEADER, "")
+        if not hmac.compare_digest(got.encode(), self._secret.encode()):
+            return web.json_response({"ok": False, "error": "bad secret token"}, status=401)
+        if self._sink is None:
+            return web.json_response({"ok": False, "error": "not running"}, status=503)
+        try:
+            update = await request.json()
+        except ValueError:
+            return web.json_response({"ok": False, "error": "body is not JSON"}, status=400)
+        if not isinstance(update, dict):
+            return web.json_response({"ok": False, "error": "body is not an update"},
+                                     status=400)
+        await self._handle_update(update)
+        self._ready, self._problem = True, None
+        return web.json_response({"ok": True})
+
+    async def _handle_update(self, update: dict[str, Any]) -> None:
+        update_id = update.get("update_id")
+        if not isinstance(update_id, int) or not self._seen.first_time(update_id):
+            log.debug("telegram update %r skipped (duplicate or no id)", update_id)
+            return
+        self._last_update = self._clock()
+        inbound = to_inbound(update, self._owner, self._clock())
+        query = update.get("callback_query")
+        if isinstance(query, dict):
+            await self._answer_button(query, inbound)
+        sink = self._sink
+        if inbound is None or sink is None:
+            return
+        try:
+            await sink(inbound)
+        except Exception:  # one bad message must not stop the channel
+            log.exception("telegram: delivering %s failed", inbound.message_id)
+
+    async def _answer_button(self, query: dict[str, Any], inbound: Inbound | None) -> None:
+        # Until answered, Telegram shows a spinner on the button.
+        note = f"Got it: {inbound.text}" if inbound is not None else "That button is not active"
+        await self._quiet("answerCallbackQuery", {"callback_query_id": query.get("id"),
+                                                  "text": note})
+        target = parse_ref(inbound.reply_to) if inbound and inbound.reply_to else None
+        if inbound is not None and inbound.from_owner and target is not None:
+            # Answered once: the buttons go, so a second tap cannot answer a later diff.
+            await self._quiet("editMessageReplyMarkup", {
+                "chat_id": _chat_id(target[0]), "message_id": target[1],
+                "reply_markup": {"inline_keyboard": []}})
+
+    async def _quiet(self, method: str, params: dict[str, Any]) -> None:
+        """A call whose failure costs only cosmetics: logged, never raised."""
+        try:
+            await self._api.call(method, params, request_seconds=10)
+        except TelegramApiError as err:
+            log.warning("%s", err)
+
+    # -- outbound --------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> SendResult:
+        if self._task is None:
+            raise SendFailed("telegram channel is not started")
+        chunks = split_text(message.text)
+        # The buttons go under the chunk that asks; the prompt ends a message, so that
+        # is the last chunk unless a cut landed inside the prompt itself.
+        asks = [i for i, c in enumerate(chunks) if wants_buttons(c)]
+        buttons_at = asks[-1] if asks else (len(chunks) - 1 if wants_buttons(message.text)
+                                            else -1)
+        chat = _chat_id(message.chat)
+        last = ""
+        for i, chunk in enumerate(chunks):
+            params: dict[str, Any] = {"chat_id": chat, "text": to_html(chunk),
+                                      "parse_mode": "HTML",
+                                      "link_preview_options": {"is_disabled": True}}
+            if i == buttons_at:
+                params["reply_markup"] = approval_keyboard()
+            try:
+                edited = await self._edit(message, params) if i == 0 else None
+                if edited is None:
+                    if i == 0:
+                        self._reply_params(message, params)
+                    edited = await self._send_one(params, chunk)
+            except TelegramApiError as err:
+                raise SendFailed(str(err)) from err
+            last = message_ref(message.chat, edited)
+        return SendResult(message_id=last)
+
+    def _reply_params(self, message: Outbound, params: dict[str, Any]) -> None:
+        target = parse_ref(message.reply_to) if message.reply_to else None
+        if target is not None and target[0] == message.chat:
+            params["reply_parameters"] = {"message_id": target[1],
+                                          "allow_sending_without_reply": True}
+
+    async def _send_one(self, params: dict[str, Any], source: str) -> int:
+        try:
+            result = await self._api.call("sendMessage", params)
+        except TelegramApiError as err:
+            if err.code != 400 or "parse entities" not in err.description:
+                raise
+            # A safety net, not the plan: to_html only emits balanced tags, but if
+            # Telegram ever disagrees, the owner still gets the words.
+            log.warning("telegram refused the HTML (%s); sending plain text", err.description)
+            plain = {k: v for k, v in params.items() if k != "parse_mode"}
+            result = await self._api.call("sendMessage", {**plain, "text": source})
+        return self._message_id(result, "sendMessage")
+
+    async def _edit(self, message: Outbound, params: dict[str, Any]) -> int | None:
+        """Edit ``message.edit_of`` in place; None means "send a new message instead"."""
+        target = parse_ref(message.edit_of) if message.edit_of else None
+        if target is None or target[0] != message.chat:
+            return None
+        try:
+            result = await self._api.call("editMessageText",
+                                          {**params, "message_id": target[1]})
+        except TelegramApiError as err:
+            if "message is not modified" in err.description:
+                return target[1]  # the same text again: already what the owner sees
+            if err.code == 400:
+                # Too old, deleted, or not ours to edit: the words still have to arrive.
+                log.info("telegram: cannot edit %s (%s); sending anew", message.edit_of,
+                         err.description)
+                return None
+            raise
+        return target[1] if result is True else self._message_id(result, "editMessageText")
+
+    @staticmethod
+    def _message_id(result: Any, method: str) -> int:
+        if isinstance(result, dict) and isinstance(result.get("message_id"), int):
+            return int(result["message_id"])
+        raise TelegramApiError(method, "answer carries no message_id")
+
+    # -- typing ----------------------------------------------------------------------
+
+    async def set_typing(self, chat: str, typing: bool) -> None:
+        await self._stop_typing(chat)
+        if typing and self._task is not None:
+            self._typing[chat] = asyncio.get_running_loop().create_task(
+                self._keep_typing(chat), name=f"channel:telegram:typing:{chat}")
+
+    async def _stop_typing(self, chat: str) -> None:
+        task = self._typing.pop(chat, None)
+        if task is not None:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+
+    async def _keep_typing(self, chat: str) -> None:
+        # Telegram shows "typing…" for 5 s per call: repeat until cleared, but never
+        # forever if whoever set it forgets to clear it.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._typing_max
+        try:
+            while loop.time() < deadline:
+                await self._quiet("sendChatAction", {"chat_id": _chat_id(chat),
+                                                     "action": "typing"})
+                await asyncio.sleep(self._typing_every)
+        finally:
+            if self._typing.get(chat) is asyncio.current_task():
+                del self._typing[chat]

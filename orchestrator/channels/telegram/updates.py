@@ -1,0 +1,131 @@
+"""Telegram updates in, ``Inbound`` out, each update at most once.
+
+Message ids are ``"{chat_id}:{message_id}"``: Telegram numbers messages per chat, so the
+pair is stable across redeliveries (the gateway's persistent dedupe then drops a replay)
+and it is the same id ``send`` returns, so ``reply_to`` and approvals line up. A button
+press has no message of its own; it gets ``"cb:{callback_query.id}"``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from orchestrator.channels.telegram.format import CALLBACK_NO, CALLBACK_YES
+from orchestrator.events import Inbound
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "telegram"
+GROUP_TYPES = {"group", "supergroup"}
+ANSWERS = {CALLBACK_YES: ("yes", "👍"), CALLBACK_NO: ("no", "👎")}
+
+
+def message_ref(chat_id: object, message_id: object) -> str:
+    return f"{chat_id}:{message_id}"
+
+
+def parse_ref(ref: str) -> tuple[str, int] | None:
+    """``"chat:message"`` back into its parts; None for anything else."""
+    chat, sep, mid = ref.rpartition(":")
+    if not sep or not chat or not mid.isdigit():
+        return None
+    return chat, int(mid)
+
+
+def _sender(user: Any, owner_id: str | None) -> tuple[str, bool] | None:
+    if not isinstance(user, dict) or "id" not in user:
+        return None
+    sender = str(user["id"])
+    return sender, owner_id is not None and sender == owner_id
+
+
+def _from_message(message: Mapping[str, Any], owner_id: str | None) -> Inbound | None:
+    chat = message.get("chat")
+    who = _sender(message.get("from"), owner_id)
+    text = message.get("text") or message.get("caption")
+    if not isinstance(chat, dict) or who is None or not isinstance(text, str):
+        return None  # stickers, joins, channel posts: nothing to answer
+    reply = message.get("reply_to_message")
+    reply_to = (message_ref(chat["id"], reply["message_id"])
+                if isinstance(reply, dict) and "message_id" in reply else None)
+    date = message.get("date")
+    return Inbound(
+        channel=CHANNEL,
+        chat=str(chat["id"]),
+        sender=who[0],
+        message_id=message_ref(chat["id"], message["message_id"]),
+        text=text,
+        timestamp=float(date) if isinstance(date, int | float) else 0.0,
+        is_group=chat.get("type") in GROUP_TYPES,
+        from_owner=who[1],
+        reply_to=reply_to,
+    )
+
+
+def _from_callback(query: Mapping[str, Any], owner_id: str | None, now: float) -> Inbound | None:
+    message = query.get("message")
+    who = _sender(query.get("from"), owner_id)
+    answer = ANSWERS.get(str(query.get("data")))
+    if not isinstance(message, dict) or who is None or answer is None:
+        return None
+    chat = message.get("chat")
+    if not isinstance(chat, dict):
+        return None
+    return Inbound(
+        channel=CHANNEL,
+        chat=str(chat["id"]),
+        sender=who[0],
+        message_id=f"cb:{query['id']}",
+        text=answer[0],
+        timestamp=now,
+        is_group=chat.get("type") in GROUP_TYPES,
+        from_owner=who[1],
+        # The buttons sit on the diff message itself: this is what approvals compare.
+        reply_to=message_ref(chat["id"], message["message_id"]),
+        reaction=answer[1],
+    )
+
+
+def to_inbound(update: Mapping[str, Any], owner_id: str | None, now: float) -> Inbound | None:
+    """The ``Inbound`` for one update, or None when there is nothing a person said."""
+    try:
+        message = update.get("message")
+        if isinstance(message, dict):
+            return _from_message(message, owner_id)
+        query = update.get("callback_query")
+        if isinstance(query, dict):
+            return _from_callback(query, owner_id, now)
+    except (KeyError, TypeError, ValueError) as err:
+        # A malformed update is logged and skipped: it must never stop the poller.
+        log.warning("skipped malformed telegram update %s: %r", update.get("update_id"), err)
+    return None
+
+
+class SeenUpdates:
+    """A bounded window of update ids already handed over: Telegram redelivers a webhook
+    update it got no 200 for, and a poll repeats what a crash left unconfirmed.
+
+    Only the window lives here, in memory; the poll offset is deliberately not persisted.
+    Telegram forgets updates once a poll confirms them, so a restart that polls from 0
+    gets only what was never confirmed, and the gateway's persistent (channel, message id)
+    dedupe drops any of those it already accepted. A stored offset would be worse than
+    none: after a week without updates Telegram restarts ids at random, and polling from a
+    stale, higher offset would skip real messages.
+    """
+
+    def __init__(self, window: int = 2048) -> None:
+        self._seen: set[int] = set()
+        self._order: deque[int] = deque()
+        self._window = window
+
+    def first_time(self, update_id: int) -> bool:
+        if update_id in self._seen:
+            return False
+        self._seen.add(update_id)
+        self._order.append(update_id)
+        if len(self._order) > self._window:
+            self._seen.discard(self._order.popleft())
+        return True

@@ -1,0 +1,443 @@
+"""The WhatsApp channel: neonize events in, paced WhatsApp messages out.
+
+Inbound: neonize calls back from its own threads; ``_post`` only hands each event to
+this channel's loop (``call_soon_threadsafe`` into a queue), and one owned task, the
+pump, handles them in order: normalise (``normalize.py``), drop what is not addressed
+to Fetch (``trigger.py``, logged only), download media, remember the chat wrote, deliver
+to the gateway, send a read receipt. Outbound: reply-only, WhatsApp markup, chunks,
+pacing, quote the message replied to, edit in place. A second owned task, the monitor,
+probes the connection and reconnects with backoff; alerts (logged out, banned, session
+replaced) stop it and go to ``on_alert`` and ``health()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Coroutine
+from contextlib import suppress
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from orchestrator.channels.base import Capabilities, InboundSink
+from orchestrator.channels.whatsapp import _neonize as nz
+from orchestrator.channels.whatsapp import media
+from orchestrator.channels.whatsapp.client import NeonizeClient, WhatsAppClient
+from orchestrator.channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
+from orchestrator.channels.whatsapp.format import SAFE_CHARS, split_for_whatsapp, to_whatsapp
+from orchestrator.channels.whatsapp.health import Backoff, ConnectionHealth
+from orchestrator.channels.whatsapp.jids import jid_str, parse_jid, participant, phone_digits
+from orchestrator.channels.whatsapp.ledger import Ledger
+from orchestrator.channels.whatsapp.normalize import MediaRef, NormalizeContext
+from orchestrator.channels.whatsapp.pacing import Pacer
+from orchestrator.channels.whatsapp.trigger import TriggerRules, route
+from orchestrator.config import WhatsAppSettings
+from orchestrator.errors import SendFailed
+from orchestrator.events import Attachment, Inbound, Outbound, SendResult
+
+log = logging.getLogger(__name__)
+AlertHandler = Callable[[str], None]
+SEEN_KEEP = 500  # recent inbound messages kept for quoting and read receipts
+DOWNLOAD_TIMEOUT = 120.0
+ECHO_WAIT = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """A recent inbound message: enough to quote it in a reply and to mark it read."""
+
+    chat: Any  # JID
+    sender: Any  # JID
+    participant: str  # the sender as a quote names them (phone-number JID when known)
+    text: str
+
+
+def _enum_name(message: Any, field: str) -> str:
+    enum = message.DESCRIPTOR.fields_by_name[field].enum_type
+    value = enum.values_by_number.get(getattr(message, field))
+    return value.name if value is not None else str(getattr(message, field))
+
+
+def _duration(seconds: int) -> str:
+    hours, rest = divmod(max(seconds, 0), 3600)
+    return f"{hours}h {rest // 60}m" if hours else f"{rest // 60}m"
+
+
+# Reasons a connection attempt fails that reconnecting cannot fix.
+_FATAL_CONNECT = {"LOGGED_OUT", "MAIN_DEVICE_GONE", "UNKNOWN_LOGOUT", "TEMP_BANNED",
+                  "CLIENT_OUTDATED", "BAD_USER_AGENT"}
+PAIR_HINT = "run `fetch whatsapp pair`, then restart Fetch"
+
+
+class WhatsAppChannel:
+    name = "whatsapp"
+
+    def __init__(
+        self,
+        settings: WhatsAppSettings,
+        home: Path,
+        *,
+        client: WhatsAppClient | None = None,
+        trigger: str = "@fetch",
+        allowlist: Collection[str] = (),
+        on_alert: AlertHandler | None = None,
+        backoff: Backoff | None = None,
+        probe_interval: float = 60.0,
+        pacer: Pacer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.capabilities = Capabilities(
+            max_message_chars=SAFE_CHARS, can_edit=True, markup="whatsapp", can_react=True,
+            typing=True, min_send_interval=settings.min_send_interval_seconds,
+            sends_per_minute=settings.sends_per_minute, reply_only=True,
+        )
+        self.on_alert = on_alert
+        self._settings = settings
+        self._store_dir = home / "whatsapp"
+        self._sessions_root = home / "sessions"
+        self._client: WhatsAppClient = client or NeonizeClient(self._store_dir / "device.db")
+        self._rules = TriggerRules.from_settings(settings, trigger)
+        self._owner = phone_digits(settings.owner) or None
+        self._allowlist = frozenset(allowlist)
+        self._backoff = backoff or Backoff()
+        self._probe_interval = probe_interval
+        self._pacer = pacer or Pacer(settings.min_send_interval_seconds,
+                                     settings.sends_per_minute)
+        self._health = ConnectionHealth(clock)
+        self._ledger = Ledger(self._store_dir / "ledger.json")
+        self._seen: OrderedDict[str, _Seen] = OrderedDict()
+        self._sink: InboundSink | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._new_loop_state()
+
+    def _new_loop_state(self) -> None:
+        self._events: asyncio.Queue[Any] = asyncio.Queue()
+        self._restored = asyncio.Event()  # set while connected
+        self._trouble = asyncio.Event()  # wakes the monitor
+        self._sending = 0  # client sends in flight
+        self._sends_idle = asyncio.Event()
+        self._sends_idle.set()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self, sink: InboundSink) -> None:
+        if self._sink is not None:
+            raise RuntimeError("whatsapp channel already started")
+        self._sink = sink
+        self._loop = asyncio.get_running_loop()
+        self._new_loop_state()
+        self._store_dir.mkdir(parents=True, exist_ok=True)
+        self._store_dir.chmod(0o700)  # the device store holds the session keys
+        self._client.set_event_sink(self._post)
+        self._spawn(self._pump(), "channel:whatsapp:events")
+        if not await self._client.paired():
+            # Not fatal for Fetch: other channels keep working; /status says what to do.
+            self._raise_alert(f"not paired with a phone: {PAIR_HINT}")
+            return
+        self._health.set("connecting")
+        try:
+            await self._client.connect()
+        except Exception as err:
+            log.warning("whatsapp: connect failed: %s", err)
+            self._dropped(f"connect failed: {err}")
+        self._spawn(self._monitor(), "channel:whatsapp:monitor")
+
+    async def stop(self) -> None:
+        if self._sink is None:
+            return
+        self._client.set_event_sink(None)
+        try:
+            await asyncio.wait_for(self._client.disconnect(), timeout=15)
+        except Exception as err:  # stopping must finish even if WhatsApp does not answer
+            log.warning("whatsapp: disconnect failed: %s", err)
+        tasks, self._tasks = set(self._tasks), set()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with suppress(asyncio.CancelledError):
+                await task
+        self._health.set("stopped")
+        self._restored.clear()
+        self._sink = None
+        self._loop = None
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("whatsapp: task %s failed", task.get_name(), exc_info=task.exception())
+
+    def health(self) -> str:
+        return self._health.line()
+
+    # -- inbound ---------------------------------------------------------------------
+
+    def _post(self, event: Any) -> None:
+        """Called by neonize from any thread: hand over to the loop, touch nothing else."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        with suppress(RuntimeError):  # the loop closed between the check and the call
+            loop.call_soon_threadsafe(self._events.put_nowait, event)
+
+    async def _pump(self) -> None:
+        while True:
+            event = await self._events.get()
+            try:
+                await self._dispatch(event)
+            except Exception:  # one bad event must not stop the channel
+                log.exception("whatsapp: failed to handle %s", type(event).__name__)
+
+    async def _dispatch(self, event: Any) -> None:
+        if isinstance(event, nz.MessageEv):
+            await self._on_message(event)
+        elif isinstance(event, (nz.ConnectedEv, nz.KeepAliveRestoredEv)):
+            if not self._health.alert:
+                self._health.set("connected")
+                self._restored.set()
+                log.info("whatsapp: connected")
+        elif isinstance(event, nz.DisconnectedEv):
+            self._dropped("disconnected")
+        elif isinstance(event, nz.KeepAliveTimeoutEv):
+            self._dropped(f"keepalive timeout ({event.ErrorCount} missed)", degraded=True)
+        elif isinstance(event, (nz.LoggedOutEv, nz.TemporaryBanEv, nz.StreamReplacedEv,
+                                nz.ClientOutdatedEv, nz.ConnectFailureEv, nz.QREv)):
+            self._on_account_event(event)
+        elif isinstance(event, nz.OfflineSyncCompletedEv):
+            log.info("whatsapp: offline sync done (%d messages)", event.Count)
+        elif isinstance(event, nz.UndecryptableMessageEv):
+            log.warning("whatsapp: could not decrypt message %s in %s (WhatsApp retries)",
+                        event.Info.ID, jid_str(event.Info.MessageSource.Chat))
+        else:  # receipts, pair status: nothing to do in a running Fetch
+            log.debug("whatsapp: %s", type(event).__name__)
+
+    def _on_account_event(self, event: Any) -> None:
+        if isinstance(event, nz.LoggedOutEv):
+            self._raise_alert(f"WhatsApp logged Fetch out ({_enum_name(event, 'Reason')}): "
+                              + PAIR_HINT)
+        elif isinstance(event, nz.TemporaryBanEv):
+            self._raise_alert(
+                f"WhatsApp temporarily banned this number ({_enum_name(event, 'Code')}), "
+                f"lifted in about {_duration(int(event.Expire))}. Fetch sends nothing on "
+                "WhatsApp until it is restarted after that.")
+        elif isinstance(event, nz.StreamReplacedEv):
+            self._raise_alert(
+                "another client took over Fetch's WhatsApp session (stream replaced); "
+                "Fetch let go so the two do not fight. Close the other one and restart Fetch.")
+        elif isinstance(event, nz.ClientOutdatedEv):
+            self._raise_alert("WhatsApp says this client is outdated: upgrade neonize "
+                              "(pip install -U neonize) and restart Fetch")
+        elif isinstance(event, nz.QREv):
+            self._raise_alert(f"WhatsApp asks to pair again (QR shown): {PAIR_HINT}")
+        else:
+            reason = _enum_name(event, "Reason")
+            if reason in _FATAL_CONNECT:
+                self._raise_alert(f"WhatsApp refused the connection ({reason}): {PAIR_HINT}")
+            else:
+                self._dropped(f"connect failure {reason} {event.Message}".strip())
+
+    async def _on_message(self, event: Any) -> None:
+        self._health.inbound()  # any traffic proves the connection works
+        message_id = str(event.Info.ID)
+        if event.Info.MessageSource.IsFromMe and self._sending:
+            # Our own send may echo back before send() has recorded its id.
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._sends_idle.wait(), ECHO_WAIT)
+        ctx = NormalizeContext(self._owner, self._settings.max_media_bytes,
+                               self._client.own_users())
+        decision = route(event, ctx, self._rules, self._ledger)
+        if decision.message is None or not decision.deliver:
+            log.info("whatsapp: %s not for Fetch: %s", message_id, decision.reason)
+            return
+        result = decision.message
+        inbound = result.inbound
+        if result.media is not None:
+            inbound = await self._fetch_media(inbound, result.media)
+        self._ledger.record_wrote(inbound.chat)
+        source = event.Info.MessageSource
+        self._remember(message_id, _Seen(source.Chat, source.Sender, participant(source),
+                                         inbound.text))
+        assert self._sink is not None
+        await self._sink(inbound)
+        if inbound.from_owner or inbound.sender in self._allowlist:
+            await self._mark_read(message_id)
+
+    async def _fetch_media(self, inbound: Inbound, ref: MediaRef) -> Inbound:
+        def refused(reason: str) -> Inbound:
+            note = f"[{ref.label} not received: {reason}]"
+            return replace(inbound, text=f"{inbound.text}\n{note}" if ref.captioned else note)
+
+        try:
+            data = await asyncio.wait_for(self._client.download(ref.message), DOWNLOAD_TIMEOUT)
+        except Exception as err:
+            log.warning("whatsapp: download of %s failed: %s", inbound.message_id, err)
+            return refused("the download failed")
+        limit = self._settings.max_media_bytes
+        if len(data) > limit:  # the declared size can lie
+            return refused(f"{media.megabytes(len(data))} is over the "
+                           f"{media.megabytes(limit)} limit")
+        folder = media.media_dir(self._sessions_root, inbound.key)
+        path = await asyncio.to_thread(media.save, folder, inbound.message_id, ref.mime,
+                                       ref.kind, data)
+        return replace(inbound, attachments=(Attachment(ref.kind, str(path), ref.mime),))
+
+    def _remember(self, message_id: str, seen: _Seen) -> None:
+        self._seen[message_id] = seen
+        while len(self._seen) > SEEN_KEEP:
+            self._seen.popitem(last=False)
+
+    async def _mark_read(self, message_id: str) -> None:
+        seen = self._seen.get(message_id)
+        if seen is None:
+            return
+        try:
+            await self._client.mark_read(message_id, seen.chat, seen.sender)
+        except Exception as err:  # a missing blue tick is not worth failing over
+            log.debug("whatsapp: mark_read %s failed: %s", message_id, err)
+
+    # -- outbound --------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> SendResult:
+        if self._health.alert:
+            raise WhatsAppUnavailable(f"WhatsApp is unavailable: {self._health.alert}")
+        if not self._ledger.wrote(message.chat):
+            error = RecipientNotAllowed(message.chat)
+            log.warning("whatsapp: %s", error)
+            raise error
+        parts = split_for_whatsapp(to_whatsapp(message.text), self.capabilities.max_message_chars)
+        jid = parse_jid(message.chat)
+        last = ""
+        for index, part in enumerate(parts):
+            await self._pacer.acquire()
+            if index == 0 and message.edit_of:
+                last = await self._edit(jid, message.chat, message.edit_of, part,
+                                        message.reply_to)
+            else:
+                last = await self._send_text(jid, message.chat, part,
+                                             message.reply_to if index == 0 else None)
+        return SendResult(message_id=last)
+
+    async def _in_flight(self, call: Coroutine[Any, Any, str]) -> str:
+        """Run one client send, counted so an echo arriving meanwhile waits for its id."""
+        self._sending += 1
+        self._sends_idle.clear()
+        try:
+            return await call
+        finally:
+            self._sending -= 1
+            if not self._sending:
+                self._sends_idle.set()
+
+    async def _edit(self, jid: Any, chat: str, edit_of: str, text: str,
+                    reply_to: str | None) -> str:
+        if not self._ledger.sent_by_fetch(edit_of):
+            log.info("whatsapp: %s is not Fetch's message; sending instead of editing", edit_of)
+            return await self._send_text(jid, chat, text, reply_to)
+        try:
+            edit_id = await self._in_flight(
+                self._client.edit_message(jid, edit_of, nz.Message(conversation=text)))
+        except Exception as err:  # too old to edit (15 min), or deleted: send it new
+            log.info("whatsapp: edit of %s failed (%s); sending as a new message", edit_of, err)
+            return await self._send_text(jid, chat, text, reply_to)
+        self._ledger.record_sent(edit_id, chat)  # the edit is a message too, and may echo
+        self._health.outbound()
+        return edit_of  # the edited message keeps its id: later edits target it again
+
+    async def _send_text(self, jid: Any, chat: str, text: str, reply_to: str | None) -> str:
+        seen = self._seen.get(reply_to) if reply_to else None
+        if seen is not None:
+            quote = nz.ContextInfo(stanzaID=reply_to, participant=seen.participant,
+                                   quotedMessage=nz.Message(conversation=seen.text))
+            payload = nz.Message(extendedTextMessage=nz.ExtendedTextMessage(
+                text=text, contextInfo=quote))
+        else:
+            payload = nz.Message(conversation=text)
+        try:
+            message_id = await self._in_flight(self._client.send_message(jid, payload))
+        except Exception as err:
+            raise SendFailed(f"WhatsApp send to {chat} failed: {err}") from err
+        self._ledger.record_sent(message_id, chat)
+        self._health.outbound()
+        return message_id
+
+    async def set_typing(self, chat: str, typing: bool) -> None:
+        # Presence is traffic too: only to chats that wrote, only while connected.
+        if self._health.alert or not self._health.connected or not self._ledger.wrote(chat):
+            return
+        try:
+            await self._client.send_chat_presence(parse_jid(chat), typing)
+        except Exception as err:  # a typing indicator must never break a reply
+            log.debug("whatsapp: typing indicator for %s failed: %s", chat, err)
+
+    # -- connection ------------------------------------------------------------------
+
+    def _dropped(self, reason: str, *, degraded: bool = False) -> None:
+        if self._health.alert:
+            return
+        log.warning("whatsapp: %s", reason)
+        self._health.set("degraded" if degraded else "disconnected", reason)
+        self._restored.clear()
+        self._trouble.set()
+
+    def _raise_alert(self, text: str) -> None:
+        if self._health.alert == text:
+            return
+        if self._health.alert is None:  # the first alert names the cause; keep it
+            self._health.alert = text
+        self._restored.clear()
+        self._trouble.set()
+        log.error("whatsapp: %s", text)
+        if self.on_alert is not None:
+            try:
+                self.on_alert(f"WhatsApp: {text}")
+            except Exception:
+                log.exception("whatsapp: alert handler failed")
+
+    @staticmethod
+    async def _wait(event: asyncio.Event, seconds: float) -> bool:
+        try:
+            await asyncio.wait_for(event.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _monitor(self) -> None:
+        """Probe the connection now and then; after a drop, reconnect with backoff."""
+        while not self._health.alert:
+            woke = await self._wait(self._trouble, self._probe_interval)
+            self._trouble.clear()
+            if self._health.alert:
+                return  # every alert needs the owner; reconnecting would not help
+            if not woke and self._health.connected and not await self._probe():
+                self._dropped("connection lost (probe)")
+            if not self._restored.is_set():
+                await self._recover()
+
+    async def _probe(self) -> bool:
+        try:
+            return await asyncio.wait_for(self._client.is_connected(), 10)
+        except Exception:
+            return False
+
+    async def _recover(self) -> None:
+        for delay in self._backoff.delays():
+            # First give the connection (whatsmeow reconnects by itself) a chance.
+            if await self._wait(self._restored, delay) or self._health.alert:
+                return
+            self._health.attempt += 1
+            self._health.set("reconnecting")
+            log.warning("whatsapp: reconnecting (attempt %d)", self._health.attempt)
+            try:
+                await self._client.reconnect()
+            except Exception as err:
+                log.warning("whatsapp: reconnect attempt %d failed: %s",
+                            self._health.attempt, err)
+                self._health.set("reconnecting", str(err))
