@@ -23,7 +23,7 @@ from typing import Any
 
 from bench import coldstart, memory, roundtrip
 
-RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+RESULTS = Path(__file__).resolve().parent / "results"
 
 # name -> (run(n), render(result), full N, quick N)
 Benchmark = tuple[Callable[[int], dict[str, Any]], Callable[[dict[str, Any]], str], int, int]
@@ -77,9 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small N everywhere (smoke run)")
     parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS),
                         help="run only these benchmarks")
-    parser.add_argument("--json", type=Path, default=RESULTS,
-                        help=f"where to write the figures (default: {RESULTS})")
+    parser.add_argument("--json", type=Path, default=None,
+                        help=f"where to write the figures (default: {RESULTS}/latest.json, "
+                             "or latest-quick.json with --quick, so a smoke run never "
+                             "overwrites real figures)")
     args = parser.parse_args(argv)
+    if args.json is None:
+        args.json = RESULTS / ("latest-quick.json" if args.quick else "latest.json")
 
     started = time.perf_counter()
     report: dict[str, Any] = {"meta": _meta(args.quick)}
