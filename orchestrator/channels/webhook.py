@@ -9,14 +9,15 @@ Two routes on the shared ``HttpServer``, both ``POST``, both signed the same way
     POST /webhook/replies  {"chat": "...", "wait": 20}
       -> 200 {"chat": "...", "replies": [...]}
 
-Only ``text`` is required; ``chat`` defaults to ``"webhook"`` and is the conversation
-(one session per chat); ``message_id`` defaults to one derived from the signature, so a
-replayed request is dropped by the gateway's dedupe. Replies are asynchronous: each chat
-has a mailbox, and ``wait`` (0-60 s, default 0) holds the answer open until a reply
-arrives and then a second passes with no further one, or until ``wait`` runs out. A long
-task answers "on it" first and its diff minutes later: fetch the rest from
-``/webhook/replies`` (a long poll: same ``wait``). A reply is
-``{"id", "text", "reply_to", "edit_of", "time"}`` and is handed out once.
+Only ``text`` is required. ``chat`` (default ``"webhook"``) is the conversation, one
+session per chat; ``chat`` and ``sender`` are 1-64 of ``A-Z a-z 0-9 _ . -``.
+``message_id`` defaults to one derived from the signature, so a replayed request is
+dropped by the gateway's dedupe. Replies are asynchronous: each chat has a mailbox, and
+``wait`` (0-60 s, default 0) holds the answer open until a reply arrives and then a
+second passes with no further one, or until ``wait`` runs out. A long task answers "on
+it" first and its diff minutes later: fetch the rest from ``/webhook/replies`` (a long
+poll: same ``wait``). A reply is ``{"id", "text", "reply_to", "edit_of", "time"}`` and
+is handed out once.
 
 Signing (HMAC-SHA256 with the secret, hex)::
 
@@ -42,6 +43,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -63,6 +65,8 @@ TIMESTAMP_HEADER = "X-Fetch-Timestamp"
 MAX_SKEW_SECONDS = 300
 MAX_WAIT_SECONDS = 60.0
 SETTLE_SECONDS = 1.0  # after a reply, how long a quiet spell ends a wait
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # the allowlist's webhook:<name> shape
+_NAMES = {"chat": _NAME, "sender": _NAME, "message_id": re.compile(r"^[\x21-\x7e]{1,128}$")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,18 +121,25 @@ class WebhookChannel:
         self._last_request: float | None = None
         http.add_route("POST", path, self._on_message)
         http.add_route("POST", path.rstrip("/") + "/replies", self._on_replies)
-        http.on_shutdown(self._wake_all)
+        self._closing = False
+        http.on_shutdown(self._end_polls)
 
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self, sink: InboundSink) -> None:
         if self._sink is not None:
             raise RuntimeError("webhook channel already started")
-        self._sink = sink
+        self._sink, self._closing = sink, False
 
     async def stop(self) -> None:
         self._sink = None
-        await self._wake_all()  # long polls answer now with what they have
+        await self._end_polls()
+
+    async def _end_polls(self) -> None:
+        """Long polls answer now with what they have (the listener is going away, or the
+        channel is), instead of holding the shutdown for their whole ``wait``."""
+        self._closing = True
+        await self._wake_all()
 
     def health(self) -> str:
         if self._sink is None:
@@ -242,7 +253,7 @@ class WebhookChannel:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         async with self._changed:
-            while self._sink is not None:
+            while self._sink is not None and not self._closing:
                 pending = bool(self._boxes.get(chat))
                 left = deadline - loop.time()
                 if left <= 0:
@@ -264,6 +275,9 @@ def _field(payload: dict[str, Any], key: str, *, required: bool = False) -> str:
     if not isinstance(value, str) or (required and not value.strip()):
         need = "a non-empty string" if required else "a string"
         raise _Refused(400, f"field {key!r} must be {need}")
+    # Names become session folders and log keys: short and plain, or refused.
+    if key in _NAMES and not _NAMES[key].match(value):
+        raise _Refused(400, f"field {key!r} must be 1-64 of A-Z a-z 0-9 _ . - (got {value!r:.80})")
     return value
 
 

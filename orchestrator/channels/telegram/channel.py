@@ -1,10 +1,14 @@
 """The Telegram channel: Bot API over aiohttp, by long polling or by webhook.
 
 Polling (the default) needs nothing but the token and works behind NAT. Webhook mode
-registers ``public_url`` with Telegram (``setWebhook`` with the secret token) and
-receives updates on the shared ``HttpServer``; a request without the exact secret in
-``X-Telegram-Bot-Api-Secret-Token`` gets 401. Stopping never deletes the webhook:
-Telegram keeps what arrives meanwhile and delivers it when Fetch is back.
+registers ``public_url`` (the https address at which your reverse proxy reaches
+``webhook_path`` on the shared ``HttpServer``) with ``setWebhook`` and the secret token;
+a request without the exact secret in ``X-Telegram-Bot-Api-Secret-Token`` gets 401.
+Stopping never deletes the webhook: Telegram keeps what arrives meanwhile and delivers
+it when Fetch is back.
+
+Replies are sent as Telegram HTML (see ``format``); a message carrying an approval nonce
+gets 👍/👎 buttons whose tap comes back as a yes/no reaction to that message.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from orchestrator.channels.telegram.format import (
     approval_keyboard,
     split_text,
     to_html,
-    wants_buttons,
 )
 from orchestrator.channels.telegram.updates import (
     SeenUpdates,
@@ -86,7 +89,6 @@ class TelegramChannel:
     ) -> None:
         if not settings.token:
             raise ConfigError("telegram.token", "", "the bot token from @BotFather")
-        self._settings = settings
         self._owner = settings.owner_id
         self._mode = settings.mode
         self._public_url = public_url
@@ -127,16 +129,26 @@ class TelegramChannel:
         body = self._poll() if self._mode == "polling" else self._register_webhook()
         self._task = asyncio.get_running_loop().create_task(
             body, name=f"channel:telegram:{self._mode}")
+        self._task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        # Both loops retry every API error; anything else is a bug worth a traceback,
+        # and health() must not keep claiming all is well.
+        if not task.cancelled() and task.exception() is not None:
+            self._problem, self._ready = f"stopped by {task.exception()!r}", False
+            log.error("telegram %s task failed", self._mode, exc_info=task.exception())
 
     async def stop(self) -> None:
-        self._sink = None  # webhook requests from here on get 503, Telegram retries later
-        for chat in list(self._typing):
-            await self._stop_typing(chat)
+        # The poller goes first: nothing it takes from here on could reach the gateway,
+        # and it must not move the offset past an update it did not hand over.
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with suppress(asyncio.CancelledError):
+            with suppress(asyncio.CancelledError, Exception):  # Exception: logged when done
                 await task
+        self._sink = None  # webhook requests from here on get 503, Telegram retries later
+        for chat in list(self._typing):
+            await self._stop_typing(chat)
         if self._mode == "polling" and self._offset:
             # Confirm what was handed over, so a restart does not fetch it again (the
             # gateway would drop it anyway; this just saves the round trip).
@@ -233,17 +245,15 @@ class TelegramChannel:
             log.debug("telegram update %r skipped (duplicate or no id)", update_id)
             return
         self._last_update = self._clock()
-        inbound = to_inbound(update, self._owner, self._clock())
-        query = update.get("callback_query")
-        if isinstance(query, dict):
-            await self._answer_button(query, inbound)
-        sink = self._sink
-        if inbound is None or sink is None:
-            return
         try:
-            await sink(inbound)
-        except Exception:  # one bad message must not stop the channel
-            log.exception("telegram: delivering %s failed", inbound.message_id)
+            inbound = to_inbound(update, self._owner, self._clock())
+            query = update.get("callback_query")
+            if isinstance(query, dict):
+                await self._answer_button(query, inbound)
+            if inbound is not None and self._sink is not None:
+                await self._sink(inbound)
+        except Exception:  # one bad update (or a failing gateway) must not stop the channel
+            log.exception("telegram: update %s could not be handled", update_id)
 
     async def _answer_button(self, query: dict[str, Any], inbound: Inbound | None) -> None:
         # Until answered, Telegram shows a spinner on the button.
@@ -270,19 +280,18 @@ class TelegramChannel:
         if self._task is None:
             raise SendFailed("telegram channel is not started")
         chunks = split_text(message.text)
-        # The buttons go under the chunk that asks; the prompt ends a message, so that
-        # is the last chunk unless a cut landed inside the prompt itself.
-        asks = [i for i, c in enumerate(chunks) if wants_buttons(c)]
-        buttons_at = asks[-1] if asks else (len(chunks) - 1 if wants_buttons(message.text)
-                                            else -1)
         chat = _chat_id(message.chat)
         last = ""
         for i, chunk in enumerate(chunks):
             params: dict[str, Any] = {"chat_id": chat, "text": to_html(chunk),
                                       "parse_mode": "HTML",
                                       "link_preview_options": {"is_disabled": True}}
-            if i == buttons_at:
-                params["reply_markup"] = approval_keyboard()
+            if message.approval_nonce and i == len(chunks) - 1:
+                # Under the last chunk: its id is what send returns, so it is the message
+                # approvals compare a tap's reply_to with. Only diffs carry a nonce; a
+                # "more" page also ends in "Apply? (yes/no)" but a tap there would answer
+                # a message approvals do not know, so pages get no buttons.
+                params["reply_markup"] = approval_keyboard(message.approval_nonce)
             try:
                 edited = await self._edit(message, params) if i == 0 else None
                 if edited is None:

@@ -1,5 +1,5 @@
 """Text for Telegram: the core's Markdown-ish replies rendered as Telegram HTML, cut into
-messages Telegram accepts, and the yes/no keyboard for approval prompts.
+messages Telegram accepts, and the 👍/👎 keyboard under a diff that awaits approval.
 
 HTML rather than MarkdownV2: it needs three characters escaped (``& < >``) instead of
 eighteen, so a diff or a stack trace can never break the parse. Telegram's limit (4096)
@@ -14,7 +14,6 @@ import re
 from typing import Any
 
 LIMIT = 4096
-APPROVAL_PROMPT = "Apply? (yes/no)"
 CALLBACK_YES = "fetch:yes"
 CALLBACK_NO = "fetch:no"
 FENCE = "```"
@@ -131,12 +130,10 @@ def to_html(text: str) -> str:
     return "\n".join(out)
 
 
-def approval_keyboard() -> dict[str, Any]:
+def approval_keyboard(nonce: str) -> dict[str, Any]:
+    """👍/👎 under a diff. The data carries the approval's nonce, so a tap can only ever
+    answer the diff it was shown under (callback data is at most 64 bytes)."""
     return {"inline_keyboard": [[
-        {"text": "👍 Apply", "callback_data": CALLBACK_YES},
-        {"text": "👎 Discard", "callback_data": CALLBACK_NO},
+        {"text": "👍 Apply", "callback_data": f"{CALLBACK_YES}:{nonce}"[:64]},
+        {"text": "👎 Discard", "callback_data": f"{CALLBACK_NO}:{nonce}"[:64]},
     ]]}
-
-
-def wants_buttons(text: str) -> bool:
-    return APPROVAL_PROMPT in text

@@ -3,7 +3,8 @@
 Message ids are ``"{chat_id}:{message_id}"``: Telegram numbers messages per chat, so the
 pair is stable across redeliveries (the gateway's persistent dedupe then drops a replay)
 and it is the same id ``send`` returns, so ``reply_to`` and approvals line up. A button
-press has no message of its own; it gets ``"cb:{callback_query.id}"``.
+press has no message of its own; it gets ``"cb:{callback_query.id}"``, answers yes/no as
+a 👍/👎 reaction to the message the buttons are on, and carries the approval's nonce.
 """
 
 from __future__ import annotations
@@ -21,6 +22,18 @@ log = logging.getLogger(__name__)
 CHANNEL = "telegram"
 GROUP_TYPES = {"group", "supergroup"}
 ANSWERS = {CALLBACK_YES: ("yes", "👍"), CALLBACK_NO: ("no", "👎")}
+
+
+def parse_button(data: object) -> tuple[str, str, str | None] | None:
+    """``"fetch:yes:<nonce>"`` -> (text, reaction, nonce); None for foreign data."""
+    if not isinstance(data, str):
+        return None
+    for prefix, (text, reaction) in ANSWERS.items():
+        if data == prefix:
+            return text, reaction, None
+        if data.startswith(prefix + ":") and len(data) > len(prefix) + 1:
+            return text, reaction, data[len(prefix) + 1:]
+    return None
 
 
 def message_ref(chat_id: object, message_id: object) -> str:
@@ -68,7 +81,7 @@ def _from_message(message: Mapping[str, Any], owner_id: str | None) -> Inbound |
 def _from_callback(query: Mapping[str, Any], owner_id: str | None, now: float) -> Inbound | None:
     message = query.get("message")
     who = _sender(query.get("from"), owner_id)
-    answer = ANSWERS.get(str(query.get("data")))
+    answer = parse_button(query.get("data"))
     if not isinstance(message, dict) or who is None or answer is None:
         return None
     chat = message.get("chat")
@@ -86,6 +99,7 @@ def _from_callback(query: Mapping[str, Any], owner_id: str | None, now: float) -
         # The buttons sit on the diff message itself: this is what approvals compare.
         reply_to=message_ref(chat["id"], message["message_id"]),
         reaction=answer[1],
+        approval_nonce=answer[2],
     )
 
 
