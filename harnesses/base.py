@@ -36,6 +36,7 @@ class HarnessRequest:
     model: str | None = None
     resume: str | None = None
     max_retries: int = 0
+    confined: bool = False  # see kennel.base.Layout.confined
 
 
 @dataclass(frozen=True, slots=True)

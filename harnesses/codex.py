@@ -94,7 +94,10 @@ class Codex(Harness, name="codex"):
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         # --sandbox must come before "resume"; exec's approval policy is always "never".
-        flags = ["--json", "--skip-git-repo-check", "--sandbox", "workspace-write"]
+        # In the Docker kennel codex's own sandbox (bubblewrap/landlock) cannot start and
+        # every write fails; there the container is the sandbox (only /workspace writable).
+        mode = "danger-full-access" if req.confined else "workspace-write"
+        flags = ["--json", "--skip-git-repo-check", "--sandbox", mode]
         tail = ["resume", req.resume] if req.resume else []
         cli = [self.binary, "exec", *flags, *tail, "--", req.prompt]
         # exec (not a child): the shell is replaced, the pid and process group stay.
@@ -154,6 +157,11 @@ class Codex(Harness, name="codex"):
         if kind == "agent_message":
             run.answer = str(item.get("text") or "")
             return [HarnessEvent("text", run.answer)] if run.answer else []
+        if kind == "file_change" and item.get("status") == "failed":
+            paths = ", ".join(str(c.get("path", "?")) for c in item.get("changes") or []
+                              if isinstance(c, dict))
+            run.denials.append(f"could not write {paths or 'a file'}")
+            return []
         if kind == "file_change" and item.get("status") == "completed":
             changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
             return [HarnessEvent("tool_use", "apply_patch", {"input": changes}),

@@ -22,6 +22,10 @@ class Layout:
     relay_socket: Path  # host path the model relay must listen on
     relay_port: int  # loopback port the forwarder offers inside the kennel
     path_env: str  # PATH for the CLI
+    # The kennel itself confines writes to the repo and has no network, so a CLI's own
+    # sandbox (which needs namespaces an unprivileged container cannot create) may step
+    # aside. False on the local backend, where the CLI's own sandbox is what confines it.
+    confined: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,7 +117,8 @@ class DockerKennel:
         self._home = home
         self._settings = settings
         self._image = image
-        self._secrets = tuple(s for s in secrets if s)
+        # Short values would match by accident; real keys are long.
+        self._secrets = tuple(s for s in secrets if len(s) >= 12)
         self._client = client
         self._warm: dict[Path, _Warm] = {}
         self._paths = HostPaths(client_factory=self._docker)
@@ -139,6 +140,7 @@ class DockerKennel:
             relay_socket=self._relay_dir(repo) / "relay.sock",
             relay_port=RELAY_PORT,
             path_env=PATH_ENV,
+            confined=True,
         )
 
     async def exec(self, spec: ExecSpec) -> DockerProcess:

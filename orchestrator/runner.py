@@ -221,6 +221,7 @@ class TaskRunner:
                 path_env=layout.path_env,
                 model=settings.harness.model,
                 max_retries=settings.harness.max_retries,
+                confined=layout.confined,
             )
             layout.state_host.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(harness.prepare, req, layout.state_host)
