@@ -8,7 +8,6 @@ import logging
 import os
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TextIO
 
 from harnesses import builtin_harnesses
 from harnesses.base import HarnessRegistry
@@ -31,6 +30,7 @@ from orchestrator.session import Sessions
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.tools import build_tools
+from orchestrator.web import HttpServer
 from orchestrator.workspace import Workspace
 from skills import discover
 
@@ -63,10 +63,34 @@ def build_harnesses() -> HarnessRegistry:
     return registry
 
 
+def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
+    """The phone-facing channels the settings enable (the terminal is added by the CLI)."""
+    channels: list[Channel] = []
+    if settings.whatsapp.enabled:
+        from orchestrator.channels.whatsapp import WhatsAppChannel
+
+        channels.append(WhatsAppChannel(settings.whatsapp, settings.home_dir,
+                                        trigger=settings.gateway.trigger,
+                                        allowlist=settings.allowlist))
+    if settings.telegram.enabled:
+        from orchestrator.channels.telegram import TelegramChannel
+
+        channels.append(TelegramChannel(settings.telegram, http=http,
+                                        public_url=settings.telegram.webhook_url))
+    if settings.webhook.enabled:
+        from orchestrator.channels.webhook import WebhookChannel
+
+        channels.append(WebhookChannel(settings.webhook, http))
+    return channels
+
+
 class App:
-    def __init__(self, settings: Settings, channels: list[Channel]) -> None:
+    def __init__(
+        self, settings: Settings, channels: list[Channel], http: HttpServer | None = None
+    ) -> None:
         self.settings = settings
-        self._channels = channels
+        self.channels = channels
+        self.http = http
         self._stack: AsyncExitStack | None = None
         self.services: Services | None = None
         self.gateway: Gateway | None = None
@@ -129,14 +153,17 @@ class App:
         )
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway
-        for channel in self._channels:
+        for channel in self.channels:
             messenger.add_channel(channel)
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
         for row in await store.sessions_in((State.WORKING.value,)):
             await runner.recover(await sessions.get(row.key))
-        for channel in self._channels:
+        for channel in self.channels:
             await channel.start(gateway.receive)
             stack.push_async_callback(channel.stop)
+        if self.http is not None and self.http.routes:  # polling-only: no listener at all
+            await self.http.start()
+            stack.push_async_callback(self.http.stop)
         stack.callback(gateway.close)
         replayed = await gateway.replay_unfinished()
         if replayed:
@@ -151,10 +178,15 @@ class App:
 
 
 def build_app(
-    settings: Settings, *, terminal_out: TextIO | None = None, read_stdin: bool = False,
-    channels: list[Channel] | None = None,
+    settings: Settings, *, channels: list[Channel] | None = None,
+    terminal: TerminalChannel | None = None,
 ) -> App:
-    if channels is None:
-        channels = [TerminalChannel(settings.terminal.chat, out=terminal_out,
-                                    read_stdin=read_stdin)]
-    return App(settings, channels)
+    """``channels`` given: exactly those (tests). Otherwise the enabled phone channels,
+    plus ``terminal`` when the CLI runs interactively."""
+    if channels is not None:
+        return App(settings, channels)
+    http = HttpServer(settings.http)
+    built = build_channels(settings, http)
+    if terminal is not None:
+        built.insert(0, terminal)
+    return App(settings, built, http)

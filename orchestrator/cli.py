@@ -32,7 +32,7 @@ def _logging(settings: Settings) -> None:
     root.setLevel(settings.log_level)
 
 
-async def _run(settings: Settings) -> int:
+async def _run(settings: Settings, *, interactive: bool = True) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     presses = 0
@@ -49,14 +49,17 @@ async def _run(settings: Settings) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     terminal = TerminalChannel(settings.terminal.chat, out=sys.stdout, read_stdin=True,
-                               on_eof=eof)
+                               on_eof=eof) if interactive else None
     try:
-        async with build_app(settings, channels=[terminal]) as app:
+        async with build_app(settings, terminal=terminal) as app:
             assert app.services is not None
             s = app.services
+            channels = ", ".join(c.name for c in app.channels) or "none"
+            listen = f" · http {app.http.url}" if app.http is not None and app.http.routes else ""
             print(f"🐕 Fetch is ready. workspace: {s.workspace.root} "
                   f"({', '.join(s.workspace.repos()) or 'no repos'})\n"
-                  f"   harness: {s.runner.default_harness()} · type /help · Ctrl-C quits",
+                  f"   harness: {s.runner.default_harness()} · channels: {channels}{listen}"
+                  + (" · type /help · Ctrl-C quits" if interactive else ""),
                   flush=True)
             # End of input (a pipe) finishes what was asked before stopping.
             eof_wait = asyncio.ensure_future(eof.wait())
@@ -107,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="fetch", description="Fetch, from your phone.")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("run", help="run Fetch with the terminal channel (default)")
+    sub.add_parser("serve", help="run Fetch without a terminal (Docker, services)")
     sub.add_parser("doctor", help="check configuration, sandbox and harnesses")
     args = parser.parse_args(argv)
     settings = _settings()
@@ -115,5 +119,5 @@ def main(argv: list[str] | None = None) -> None:
     _logging(settings)
     code = 0
     with suppress(KeyboardInterrupt):
-        code = asyncio.run(_run(settings))
+        code = asyncio.run(_run(settings, interactive=args.command != "serve"))
     raise SystemExit(code)

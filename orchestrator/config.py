@@ -120,6 +120,7 @@ class TelegramSettings(_Strict):
     owner_id: str | None = None  # numeric Telegram user id of the owner
     mode: Literal["polling", "webhook"] = "polling"
     webhook_secret: str | None = None  # X-Telegram-Bot-Api-Secret-Token
+    webhook_url: str | None = None  # public https URL your proxy maps to /telegram/webhook
     api_base: str = "https://api.telegram.org"
 
 
@@ -180,10 +181,12 @@ class Settings(_Strict):
                                                                           tg.owner_id)):
             raise ValueError("telegram.token and telegram.owner_id (numeric) are required "
                              "when Telegram is enabled")
-        if tg.enabled and tg.mode == "webhook" and not (tg.webhook_secret
-                                                        and len(tg.webhook_secret) >= 16):
-            raise ValueError("telegram.webhook_secret (16+ characters) is required in webhook "
-                             "mode")
+        if tg.enabled and tg.mode == "webhook" and not (
+            tg.webhook_secret and re.fullmatch(r"[A-Za-z0-9_-]{16,256}", tg.webhook_secret)
+            and tg.webhook_url
+        ):
+            raise ValueError("telegram webhook mode needs telegram.webhook_url and a "
+                             "telegram.webhook_secret of 16+ characters from A-Z a-z 0-9 _ -")
         if hook.enabled and not (hook.secret and len(hook.secret) >= 16):
             raise ValueError("webhook.secret (16+ characters) is required when the webhook "
                              "channel is enabled")
@@ -222,6 +225,7 @@ _ENV_KEYS: dict[str, str] = {
     "GEMINI_API_KEY": "providers.gemini.api_key",
     "FETCH_WHATSAPP_OWNER": "whatsapp.owner",
     "TELEGRAM_BOT_TOKEN": "telegram.token",
+    "FETCH_TELEGRAM_WEBHOOK_URL": "telegram.webhook_url",
     "FETCH_TELEGRAM_OWNER_ID": "telegram.owner_id",
     "FETCH_WEBHOOK_SECRET": "webhook.secret",
 }

@@ -131,9 +131,14 @@ class Gateway:
     async def _worker(self, key: SessionKey, queue: asyncio.Queue[tuple[Inbound, str]]) -> None:
         while True:
             inbound, text = await queue.get()
-            session = await self._s.sessions.get(key)
-            async with session.lock:
-                await self._handle(inbound, text)
+            try:
+                session = await self._s.sessions.get(key)
+                async with session.lock:
+                    await self._handle(inbound, text)
+            except Exception:
+                # Even a failed error reply (channel down) must not end this chat's
+                # worker: the next message still has to be served.
+                log.exception("message %s in %s failed", inbound.message_id, key)
 
     async def _handle(self, inbound: Inbound, text: str) -> None:
         session = await self._s.sessions.get(inbound.key)
