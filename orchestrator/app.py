@@ -133,6 +133,7 @@ class App:
 
         store = await stack.enter_async_context(Store(settings.db_path))
         journal = Journal(home / "sessions")
+        stack.callback(journal.close)
         messenger = Messenger(store, journal)
         supervisor = TaskSupervisor()
         # Runs and queues are cancelled before the store closes (exit runs in reverse).

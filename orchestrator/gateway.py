@@ -13,7 +13,7 @@ import asyncio
 import logging
 import re
 import unicodedata
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from aiolimiter import AsyncLimiter
@@ -48,7 +48,11 @@ def clean_text(raw: str, trigger: str, limit: int) -> Cleaned:
 
 
 def to_payload(inbound: Inbound) -> dict[str, Any]:
-    return asdict(inbound)
+    # Not dataclasses.asdict: its deep copy cost more than the rest of the gateway.
+    payload = {f.name: getattr(inbound, f.name) for f in fields(Inbound)}
+    payload["attachments"] = [
+        {"kind": a.kind, "path": a.path, "mime": a.mime} for a in inbound.attachments]
+    return payload
 
 
 def from_payload(payload: dict[str, Any]) -> Inbound:
@@ -104,7 +108,7 @@ class Gateway:
         settings = self._s.settings.gateway
         cleaned = clean_text(inbound.text, settings.trigger, settings.max_message_chars)
         logged = cleaned.text or inbound.text[:200]
-        await self._s.store.add_message(inbound.key, "in", logged)
+        self._s.store.log_message(inbound.key, "in", logged)
         self._s.journal.append(inbound.key, "owner" if inbound.from_owner else inbound.sender,
                                logged, message_id=inbound.message_id)
         if cleaned.problem is not None:

@@ -73,7 +73,7 @@ class Messenger:
         place where the channel can edit (progress), else it is sent as a new message."""
         channel = self.channel(key.channel)
         # Recorded before it is sent: whatever the owner can see is already in the log.
-        await self._store.add_message(
+        self._store.log_message(
             key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]
         )
         self._journal.append(key, "fetch", text,

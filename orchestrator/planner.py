@@ -11,15 +11,15 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-import openai
-from openai import AsyncOpenAI
-
 from identity import PromptContext, build_system_prompt
 from orchestrator.config import ModelSettings
 from orchestrator.errors import FetchError
 from orchestrator.tools import ToolArgumentError, ToolRegistry, check_args
 
 if TYPE_CHECKING:
+    import openai
+    from openai import AsyncOpenAI
+
     from orchestrator.context import Context
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,10 @@ class Planner:
         self._tools = tools
         self._client: AsyncOpenAI | None = None
         if settings.base_url:
+            # Imported only when a model is configured: the SDK is most of Fetch's start-up
+            # time and memory, and a no-model install never needs it.
+            from openai import AsyncOpenAI
+
             self._client = AsyncOpenAI(
                 base_url=settings.base_url,
                 api_key=settings.api_key or "not-needed",  # Ollama/vLLM accept anything
@@ -79,8 +83,12 @@ class Planner:
                     messages=messages,  # type: ignore[arg-type]
                     tools=self._tools.schemas(),  # type: ignore[arg-type]
                 )
-            except openai.APIError as err:
-                raise PlannerUnavailable(_describe(err)) from err
+            except Exception as err:
+                import openai
+
+                if isinstance(err, openai.APIError):
+                    raise PlannerUnavailable(_describe(err)) from err
+                raise
             if response.usage is not None:
                 tokens_in += response.usage.prompt_tokens or 0
                 tokens_out += response.usage.completion_tokens or 0
@@ -103,7 +111,7 @@ class Planner:
                 final = final or ended
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             if final:
-                await ctx.services.store.add_message(
+                ctx.services.store.log_message(
                     ctx.session.key, "model", "(planned: tool call ended the turn)",
                     model=self._settings.name, tokens_in=tokens_in, tokens_out=tokens_out)
                 return
@@ -134,6 +142,8 @@ class Planner:
 
 
 def _describe(err: openai.APIError) -> str:
+    import openai
+
     if isinstance(err, openai.APIConnectionError):
         return "the orchestrator model endpoint could not be reached"
     if isinstance(err, openai.APIStatusError):

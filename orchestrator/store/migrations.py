@@ -79,4 +79,8 @@ MIGRATIONS: tuple[str, ...] = (
         undone_by   TEXT
     );
     """,
+    # 2: /status sums tokens per session; only rows that carry tokens are indexed.
+    """
+    CREATE INDEX messages_tokens ON messages(session) WHERE tokens_in > 0 OR tokens_out > 0;
+    """,
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -78,6 +79,12 @@ class Store:
         self.path = path
         self._db: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        # Conversation log rows are written behind the reply, in batches: each trip to
+        # aiosqlite's thread costs ~0.1-0.2 ms, and a command must answer in under 1 ms.
+        self._log_rows: list[tuple[Any, ...]] = []
+        self._log_wake = asyncio.Event()
+        self._log_task: asyncio.Task[None] | None = None
+        self._totals: dict[str, list[int]] = {}  # session -> [in, out], once read
 
     # -- lifecycle -----------------------------------------------------------------
     async def __aenter__(self) -> Store:
@@ -107,8 +114,17 @@ class Store:
         except Exception:
             await self.close()
             raise
+        self._log_task = asyncio.get_running_loop().create_task(
+            self._log_writer(), name="store:message-log")
 
     async def close(self) -> None:
+        if self._log_task is not None:
+            self._log_task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._log_task
+            self._log_task = None
+            with suppress(Exception):  # the last rows still go in before the file closes
+                await self.flush_log()
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
@@ -150,6 +166,12 @@ class Store:
             else:
                 await db.execute("COMMIT")
 
+    async def _write(self, sql: str, params: tuple[Any, ...] = ()) -> aiosqlite.Cursor:
+        """One statement is its own transaction (autocommit): a single write cannot
+        deadlock, and skipping BEGIN/COMMIT saves two trips to aiosqlite's thread."""
+        async with self._write_lock:
+            return await self.db.execute(sql, params)
+
     async def schema_version(self) -> int:
         async with self.db.execute("PRAGMA user_version") as cur:
             row = await cur.fetchone()
@@ -160,20 +182,17 @@ class Store:
         self, channel: str, message_id: str, key: SessionKey, payload: dict[str, Any]
     ) -> bool:
         """Record an inbound message; False if this (channel, id) was seen before."""
-        async with self.transaction() as db:
-            cur = await db.execute(
-                "INSERT OR IGNORE INTO inbound(channel, message_id, session, payload, status,"
-                " received) VALUES (?,?,?,?, 'queued', ?)",
-                (channel, message_id, _key_str(key), json.dumps(payload), time.time()),
-            )
-            return cur.rowcount == 1
+        cur = await self._write(
+            "INSERT OR IGNORE INTO inbound(channel, message_id, session, payload, status,"
+            " received) VALUES (?,?,?,?, 'queued', ?)",
+            (channel, message_id, _key_str(key), json.dumps(payload), time.time()),)
+        return cur.rowcount == 1
 
     async def finish_inbound(self, channel: str, message_id: str) -> None:
-        async with self.transaction() as db:
-            await db.execute(
-                "UPDATE inbound SET status='done' WHERE channel=? AND message_id=?",
-                (channel, message_id),
-            )
+        await self._write(
+            "UPDATE inbound SET status='done' WHERE channel=? AND message_id=?",
+            (channel, message_id),
+        )
 
     async def queued_inbound(self) -> list[dict[str, Any]]:
         async with self.db.execute(
@@ -192,13 +211,12 @@ class Store:
         return SessionRow(key, str(row[0]), json.loads(row[1]))
 
     async def save_session(self, key: SessionKey, state: str, data: dict[str, Any]) -> None:
-        async with self.transaction() as db:
-            await db.execute(
-                "INSERT INTO sessions(key, channel, chat, state, data, updated) VALUES"
-                " (?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET state=excluded.state,"
-                " data=excluded.data, updated=excluded.updated",
-                (_key_str(key), key.channel, key.chat, state, json.dumps(data), time.time()),
-            )
+        await self._write(
+            "INSERT INTO sessions(key, channel, chat, state, data, updated) VALUES"
+            " (?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET state=excluded.state,"
+            " data=excluded.data, updated=excluded.updated",
+            (_key_str(key), key.channel, key.chat, state, json.dumps(data), time.time()),
+        )
 
     async def sessions_in(self, states: tuple[str, ...]) -> list[SessionRow]:
         marks = ",".join("?" * len(states))
@@ -220,32 +238,69 @@ class Store:
         tokens_in: int = 0,
         tokens_out: int = 0,
     ) -> int:
-        async with self.transaction() as db:
-            cur = await db.execute(
+        cur = await self._write(
+            "INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
+            " tokens_out) VALUES (?,?,?,?,?,?,?)",
+            (_key_str(key), direction, text, time.time(), model, tokens_in, tokens_out),
+        )
+        return int(cur.lastrowid or 0)
+
+    def log_message(
+        self, key: SessionKey, direction: str, text: str, *, model: str | None = None,
+        tokens_in: int = 0, tokens_out: int = 0,
+    ) -> None:
+        """Queue a conversation log row; it is written shortly after, in a batch."""
+        session = _key_str(key)
+        self._log_rows.append(
+            (session, direction, text, time.time(), model, tokens_in, tokens_out))
+        totals = self._totals.get(session)
+        if totals is not None:
+            totals[0] += tokens_in
+            totals[1] += tokens_out
+        self._log_wake.set()
+
+    async def flush_log(self) -> None:
+        rows, self._log_rows = self._log_rows, []
+        if not rows:
+            return
+        async with self._write_lock:
+            await self.db.executemany(
                 "INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
-                " tokens_out) VALUES (?,?,?,?,?,?,?)",
-                (_key_str(key), direction, text, time.time(), model, tokens_in, tokens_out),
-            )
-            return int(cur.lastrowid or 0)
+                " tokens_out) VALUES (?,?,?,?,?,?,?)", rows)
+
+    async def _log_writer(self) -> None:
+        while True:
+            await self._log_wake.wait()
+            self._log_wake.clear()
+            await asyncio.sleep(0.005)  # gather what arrives with the same message
+            try:
+                await self.flush_log()
+            except sqlite3.Error:
+                logging.getLogger(__name__).exception("message log write failed")
 
     async def token_totals(self, key: SessionKey) -> tuple[int, int]:
-        async with self.db.execute(
+        """Tokens the orchestrator model used in this chat; read once, then kept current."""
+        cached = self._totals.get(_key_str(key))
+        if cached is not None:
+            return cached[0], cached[1]
+        await self.flush_log()
+        rows = list(await self.db.execute_fetchall(
             "SELECT COALESCE(SUM(tokens_in),0), COALESCE(SUM(tokens_out),0) FROM messages"
-            " WHERE session=?",
+            " WHERE session=? AND (tokens_in > 0 OR tokens_out > 0)",
             (_key_str(key),),
-        ) as cur:
-            row = await cur.fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+        ))
+        totals = [int(rows[0][0]), int(rows[0][1])] if rows else [0, 0]
+        self._totals.setdefault(_key_str(key), totals)
+        return totals[0], totals[1]
 
     # -- tasks -----------------------------------------------------------------------
     async def create_task(self, key: SessionKey, repo: str, prompt: str, harness: str) -> int:
-        async with self.transaction() as db:
-            cur = await db.execute(
-                "INSERT INTO tasks(session, repo, prompt, harness, status, created)"
-                " VALUES (?,?,?,?, 'running', ?)",
-                (_key_str(key), repo, prompt, harness, time.time()),
-            )
-            return int(cur.lastrowid or 0)
+        cur = await self._write(
+            "INSERT INTO tasks(session, repo, prompt, harness, status, created)"
+            " VALUES (?,?,?,?, 'running', ?)",
+            (_key_str(key), repo, prompt, harness, time.time()),
+        )
+        return int(cur.lastrowid or 0)
 
     async def finish_task(
         self,
@@ -257,16 +312,14 @@ class Store:
         tokens_out: int = 0,
         cost_usd: float = 0.0,
     ) -> None:
-        async with self.transaction() as db:
-            await db.execute(
-                "UPDATE tasks SET status=?, result=?, finished=?, tokens_in=tokens_in+?,"
-                " tokens_out=tokens_out+?, cost_usd=cost_usd+? WHERE id=?",
-                (status, result, time.time(), tokens_in, tokens_out, cost_usd, task_id),
-            )
+        await self._write(
+            "UPDATE tasks SET status=?, result=?, finished=?, tokens_in=tokens_in+?,"
+            " tokens_out=tokens_out+?, cost_usd=cost_usd+? WHERE id=?",
+            (status, result, time.time(), tokens_in, tokens_out, cost_usd, task_id),
+        )
 
     async def set_task_status(self, task_id: int, status: str) -> None:
-        async with self.transaction() as db:
-            await db.execute("UPDATE tasks SET status=? WHERE id=?", (status, task_id))
+        await self._write("UPDATE tasks SET status=? WHERE id=?", (status, task_id))
 
     async def get_task(self, task_id: int) -> TaskRow | None:
         async with self.db.execute(
@@ -319,24 +372,22 @@ class Store:
 
     async def decide_approval(self, approval_id: int, status: str) -> bool:
         """Move a pending approval to ``status``; False if it was no longer pending."""
-        async with self.transaction() as db:
-            cur = await db.execute(
-                "UPDATE approvals SET status=?, decided=? WHERE id=? AND status='pending'",
-                (status, time.time(), approval_id),
-            )
-            return cur.rowcount == 1
+        cur = await self._write(
+            "UPDATE approvals SET status=?, decided=? WHERE id=? AND status='pending'",
+            (status, time.time(), approval_id),
+        )
+        return cur.rowcount == 1
 
     # -- commits (for /undo) -----------------------------------------------------------
     async def record_commit(
         self, key: SessionKey, repo: str, sha: str, parent: str, task_id: int | None,
         summary: str,
     ) -> None:
-        async with self.transaction() as db:
-            await db.execute(
-                "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created)"
-                " VALUES (?,?,?,?,?,?,?)",
-                (_key_str(key), repo, sha, parent, task_id, summary, time.time()),
-            )
+        await self._write(
+            "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (_key_str(key), repo, sha, parent, task_id, summary, time.time()),
+        )
 
     async def last_commit(self, key: SessionKey) -> CommitRow | None:
         async with self.db.execute(
@@ -350,5 +401,4 @@ class Store:
         return CommitRow(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6])
 
     async def mark_undone(self, commit_id: int, by_sha: str) -> None:
-        async with self.transaction() as db:
-            await db.execute("UPDATE commits SET undone_by=? WHERE id=?", (by_sha, commit_id))
+        await self._write("UPDATE commits SET undone_by=? WHERE id=?", (by_sha, commit_id))

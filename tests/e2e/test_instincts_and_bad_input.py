@@ -87,6 +87,7 @@ async def test_messages_are_journaled_and_stored(fetch: Driver) -> None:
     assert any('"role": "owner"' in line and "/help" in line for line in lines)
     assert any('"role": "fetch"' in line for line in lines)
     assert journal.parent.name == "terminal_owner"
+    await fetch.services.store.flush_log()
     rows = await fetch.services.store.db.execute_fetchall(
         "SELECT direction FROM messages ORDER BY id")
     assert [r[0] for r in rows][:2] == ["in", "out"]

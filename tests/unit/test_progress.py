@@ -26,7 +26,8 @@ class EditingChannel:
 
 async def test_throttled_and_edited_in_place(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
-        messenger = Messenger(store, Journal(tmp_path))
+        journal = Journal(tmp_path)
+        messenger = Messenger(store, journal)
         channel = EditingChannel()
         messenger.add_channel(channel)  # type: ignore[arg-type]
         progress = Progress(messenger, SessionKey("edit", "c"), "claude-code", interval=0.0)
@@ -40,3 +41,4 @@ async def test_throttled_and_edited_in_place(tmp_path: Path) -> None:
         for _ in range(50):
             await slow.on_event(HarnessEvent("tool_use", "Bash"))
         assert len(channel.sent) == 2  # nothing within the 20 s (here 1 h) window
+        journal.close()

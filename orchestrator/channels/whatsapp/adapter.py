@@ -43,6 +43,7 @@ AlertHandler = Callable[[str], None]
 SEEN_KEEP = 500  # recent inbound messages kept for quoting and read receipts
 DOWNLOAD_TIMEOUT = 120.0
 ECHO_WAIT = 5.0
+STOP_GRACE = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,23 +148,35 @@ class WhatsAppChannel:
         self._spawn(self._monitor(), "channel:whatsapp:monitor")
 
     async def stop(self) -> None:
+        """Reverse of start: no more reconnects, no more events, then finish the queue."""
         if self._sink is None:
             return
+        await self._cancel("channel:whatsapp:monitor")
         self._client.set_event_sink(None)
         try:
-            await asyncio.wait_for(self._client.disconnect(), timeout=15)
+            async with asyncio.timeout(15):
+                await self._client.disconnect()
         except Exception as err:  # stopping must finish even if WhatsApp does not answer
             log.warning("whatsapp: disconnect failed: %s", err)
-        tasks, self._tasks = set(self._tasks), set()
+        # Events already received are handed to the gateway if that is quick.
+        with suppress(TimeoutError):
+            async with asyncio.timeout(STOP_GRACE):
+                while not self._events.empty():
+                    await asyncio.sleep(0.01)
+        await self._cancel("")
+        self._health.set("stopped")
+        self._restored.clear()
+        self._sink = None
+        self._loop = None
+
+    async def _cancel(self, prefix: str) -> None:
+        tasks = {t for t in self._tasks if t.get_name().startswith(prefix)}
         for task in tasks:
             task.cancel()
         for task in tasks:
             with suppress(asyncio.CancelledError):
                 await task
-        self._health.set("stopped")
-        self._restored.clear()
-        self._sink = None
-        self._loop = None
+        self._tasks -= tasks
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)
@@ -249,8 +262,7 @@ class WhatsAppChannel:
         message_id = str(event.Info.ID)
         if event.Info.MessageSource.IsFromMe and self._sending:
             # Our own send may echo back before send() has recorded its id.
-            with suppress(TimeoutError):
-                await asyncio.wait_for(self._sends_idle.wait(), ECHO_WAIT)
+            await self._wait(self._sends_idle, ECHO_WAIT)
         ctx = NormalizeContext(self._owner, self._settings.max_media_bytes,
                                self._client.own_users())
         decision = route(event, ctx, self._rules, self._ledger)
@@ -276,7 +288,8 @@ class WhatsAppChannel:
             return replace(inbound, text=f"{inbound.text}\n{note}" if ref.captioned else note)
 
         try:
-            data = await asyncio.wait_for(self._client.download(ref.message), DOWNLOAD_TIMEOUT)
+            async with asyncio.timeout(DOWNLOAD_TIMEOUT):
+                data = await self._client.download(ref.message)
         except Exception as err:
             log.warning("whatsapp: download of %s failed: %s", inbound.message_id, err)
             return refused("the download failed")
@@ -403,8 +416,11 @@ class WhatsAppChannel:
 
     @staticmethod
     async def _wait(event: asyncio.Event, seconds: float) -> bool:
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+        # lands as the event fires, and stop() would then wait for the monitor forever.
         try:
-            await asyncio.wait_for(event.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await event.wait()
         except TimeoutError:
             return False
         return True
@@ -423,7 +439,8 @@ class WhatsAppChannel:
 
     async def _probe(self) -> bool:
         try:
-            return await asyncio.wait_for(self._client.is_connected(), 10)
+            async with asyncio.timeout(10):
+                return await self._client.is_connected()
         except Exception:
             return False
 

@@ -130,8 +130,9 @@ class NeonizeClient:
         if task is None:
             return
         await self._client.stop()  # Go: disconnect, forget the client, end the call
-        with suppress(Exception, asyncio.CancelledError):
-            await asyncio.wait_for(task, timeout=10)
+        with suppress(Exception):  # its error, or TimeoutError: either way it is over
+            async with asyncio.timeout(10):
+                await task
 
     async def reconnect(self) -> None:
         await self._stop()

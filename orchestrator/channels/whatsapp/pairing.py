@@ -112,7 +112,8 @@ async def pair(
     out.flush()
     try:
         await client.connect()
-        return await asyncio.wait_for(_session(client, events, digits, out), give_up_after)
+        async with asyncio.timeout(give_up_after):
+            return await _session(client, events, digits, out)
     except TimeoutError:
         out.write(f"Pairing timed out after {int(give_up_after)} s; run it again.\n")
         return 1
