@@ -106,4 +106,5 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(bad, timeout=10)
     assert info.value.code == 401
+    info.value.close()
     _run(compose, "down", "-v")
