@@ -106,7 +106,9 @@ class Gateway:
 
     async def _admit(self, inbound: Inbound) -> None:
         settings = self._s.settings.gateway
-        cleaned = clean_text(inbound.text, settings.trigger, settings.max_message_chars)
+        # A reaction carries no text: the emoji is what it says (👍 answers a diff).
+        raw = inbound.text if inbound.text.strip() or not inbound.reaction else inbound.reaction
+        cleaned = clean_text(raw, settings.trigger, settings.max_message_chars)
         logged = cleaned.text or inbound.text[:200]
         self._s.store.log_message(inbound.key, "in", logged)
         self._s.journal.append(inbound.key, "owner" if inbound.from_owner else inbound.sender,
