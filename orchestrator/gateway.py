@@ -47,6 +47,13 @@ def clean_text(raw: str, trigger: str, limit: int) -> Cleaned:
     return Cleaned(text, None)
 
 
+def said(inbound: Inbound) -> str:
+    """A reaction carries no text: the emoji is what it says (👍 answers a diff)."""
+    if inbound.reaction and not inbound.text.strip():
+        return inbound.reaction
+    return inbound.text
+
+
 def to_payload(inbound: Inbound) -> dict[str, Any]:
     # Not dataclasses.asdict: its deep copy cost more than the rest of the gateway.
     payload = {f.name: getattr(inbound, f.name) for f in fields(Inbound)}
@@ -106,9 +113,7 @@ class Gateway:
 
     async def _admit(self, inbound: Inbound) -> None:
         settings = self._s.settings.gateway
-        # A reaction carries no text: the emoji is what it says (👍 answers a diff).
-        raw = inbound.text if inbound.text.strip() or not inbound.reaction else inbound.reaction
-        cleaned = clean_text(raw, settings.trigger, settings.max_message_chars)
+        cleaned = clean_text(said(inbound), settings.trigger, settings.max_message_chars)
         logged = cleaned.text or inbound.text[:200]
         self._s.store.log_message(inbound.key, "in", logged)
         self._s.journal.append(inbound.key, "owner" if inbound.from_owner else inbound.sender,
@@ -160,7 +165,7 @@ class Gateway:
         count = 0
         for payload in await self._s.store.queued_inbound():
             inbound = from_payload(payload)
-            cleaned = clean_text(inbound.text, self._s.settings.gateway.trigger,
+            cleaned = clean_text(said(inbound), self._s.settings.gateway.trigger,
                                  self._s.settings.gateway.max_message_chars)
             if cleaned.problem is None:
                 self._in_flight += 1

@@ -121,17 +121,17 @@ class ScriptedModelServer:
         self._key = key
 
     # The timeout parameter is the agreed public API; callers should not need asyncio.timeout.
-    async def wait_for_requests(self, n: int, timeout: float = 10) -> list[Recorded]:  # noqa: ASYNC109
+    async def wait_for_requests(self, n: int, timeout: float = 10) -> list[Recorded]:
         """Wait until at least ``n`` requests (of any kind) were received; return them all."""
         await self._wait(lambda: len(self.requests) >= n, timeout, f"{n} requests")
         return list(self.requests)
 
-    async def wait_for_disconnects(self, n: int = 1, timeout: float = 10) -> list[int]:  # noqa: ASYNC109
+    async def wait_for_disconnects(self, n: int = 1, timeout: float = 10) -> list[int]:
         """Wait until clients gave up on ``n`` Hang-ed requests (e.g. a cancelled CLI run)."""
         await self._wait(lambda: len(self.disconnected) >= n, timeout, f"{n} disconnects")
         return list(self.disconnected)
 
-    async def _wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:  # noqa: ASYNC109
+    async def _wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
         try:
             async with asyncio.timeout(timeout):
                 while not done():

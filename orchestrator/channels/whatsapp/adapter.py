@@ -35,7 +35,7 @@ from orchestrator.channels.whatsapp.normalize import MediaRef, NormalizeContext
 from orchestrator.channels.whatsapp.pacing import Pacer
 from orchestrator.channels.whatsapp.trigger import TriggerRules, route
 from orchestrator.config import WhatsAppSettings
-from orchestrator.errors import SendFailed
+from orchestrator.errors import ChannelError, SendFailed
 from orchestrator.events import Attachment, Inbound, Outbound, SendResult
 
 log = logging.getLogger(__name__)
@@ -131,11 +131,24 @@ class WhatsAppChannel:
         self._sink = sink
         self._loop = asyncio.get_running_loop()
         self._new_loop_state()
+        self._health.alert = None
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()  # a failed start leaves nothing running
+            raise
+
+    async def _start(self) -> None:
         self._store_dir.mkdir(parents=True, exist_ok=True)
         self._store_dir.chmod(0o700)  # the device store holds the session keys
         self._client.set_event_sink(self._post)
         self._spawn(self._pump(), "channel:whatsapp:events")
-        if not await self._client.paired():
+        try:
+            paired = await self._client.paired()
+        except ChannelError as err:  # e.g. an unreadable device store
+            self._raise_alert(f"{err}: {PAIR_HINT}")
+            return
+        if not paired:
             # Not fatal for Fetch: other channels keep working; /status says what to do.
             self._raise_alert(f"not paired with a phone: {PAIR_HINT}")
             return
@@ -161,8 +174,7 @@ class WhatsAppChannel:
         # Events already received are handed to the gateway if that is quick.
         with suppress(TimeoutError):
             async with asyncio.timeout(STOP_GRACE):
-                while not self._events.empty():
-                    await asyncio.sleep(0.01)
+                await self._events.join()
         await self._cancel("")
         self._health.set("stopped")
         self._restored.clear()
@@ -208,6 +220,8 @@ class WhatsAppChannel:
                 await self._dispatch(event)
             except Exception:  # one bad event must not stop the channel
                 log.exception("whatsapp: failed to handle %s", type(event).__name__)
+            finally:
+                self._events.task_done()
 
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, nz.MessageEv):
