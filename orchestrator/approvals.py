@@ -181,10 +181,14 @@ class Approvals:
                                         message.splitlines()[0])
         await self._store.set_task_status(row.task_id, "committed")
         await self._close(session)
-        files = ", ".join(f.path for f in change.files[:5])
+        files = "\n".join(f"• {f.path} +{f.added} −{f.removed}" for f in change.files[:6])
+        more = f"\n• …and {len(change.files) - 6} more" if len(change.files) > 6 else ""
+        checks = await self._store.task_checks(row.task_id)
+        tests = ("tests run:\n" + "\n".join(f"• {c}" for c in checks[:4])) if checks \
+            else "tests run: none reported by the harness"
         await self._messenger.send(
-            key, f"✅ Committed {sha[:7]} to {row.repo}: {message.splitlines()[0]}\n"
-                 f"files: {files}\nSay /undo to revert.")
+            key, f"✅ Committed {sha[:7]} to {row.repo}\n{message.splitlines()[0]}\n\n"
+                 f"files:\n{files}{more}\n{tests}\n\nSay undo to revert.")
 
     async def _reject(self, session: Session, row: ApprovalRow) -> None:
         repo = self._workspace.repo(row.repo)

@@ -14,7 +14,14 @@ log = logging.getLogger(__name__)
 COMMAND = re.compile(r"^/([A-Za-z][\w-]{0,31})(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
 
 
+# Words people type on a phone without the slash; alone in a message they are commands.
+BARE_COMMANDS = {"undo", "stop", "status", "help", "commands", "cancel"}
+
+
 def parse_command(text: str) -> tuple[str, str] | None:
+    bare = text.strip().lower().rstrip("!.")
+    if bare in BARE_COMMANDS:
+        return bare, ""
     m = COMMAND.match(text.strip())
     if not m:
         return None

@@ -4,6 +4,7 @@ split to the channel's size, recorded in SQLite and the session journal."""
 from __future__ import annotations
 
 import logging
+import textwrap
 
 from orchestrator.channels.base import Channel
 from orchestrator.errors import ChannelError
@@ -11,6 +12,30 @@ from orchestrator.events import Outbound, SendResult, SessionKey
 from orchestrator.store import Journal, Store
 
 log = logging.getLogger(__name__)
+
+
+PHONE_WIDTH = 60  # what a 6-inch screen shows without ugly wraps
+
+
+def phone_wrap(text: str, width: int = PHONE_WIDTH) -> str:
+    """Wrap prose lines at ``width``; code blocks are left alone (the diff view already
+    cuts them). Bullets and indents keep their hanging indent."""
+    out: list[str] = []
+    in_code = False
+    for line in text.split("\n"):
+        if line.strip().startswith("```"):
+            in_code = not in_code
+            out.append(line)
+            continue
+        if in_code or len(line) <= width:
+            out.append(line)
+            continue
+        stripped = line.lstrip()
+        indent = line[: len(line) - len(stripped)]
+        hang = indent + ("  " if stripped[:2] in {"• ", "- ", "* "} else "")
+        out.extend(textwrap.wrap(line, width=width, subsequent_indent=hang,
+                                 break_long_words=True, break_on_hyphens=False))
+    return "\n".join(out)
 
 
 def split_message(text: str, limit: int) -> list[str]:
@@ -72,6 +97,8 @@ class Messenger:
         """Send ``text`` to the chat of ``key``. ``edit_of`` replaces an earlier message in
         place where the channel can edit (progress), else it is sent as a new message."""
         channel = self.channel(key.channel)
+        if channel.capabilities.markup != "json":
+            text = phone_wrap(text)
         # Recorded before it is sent: whatever the owner can see is already in the log.
         self._store.log_message(
             key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]

@@ -39,6 +39,7 @@ class RunHandle:
     stop_requested: bool = False
     kill_seconds: float = 0.0
     events: list[HarnessEvent] = field(default_factory=list)
+    progress: Progress | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +135,11 @@ class TaskRunner:
         await session.fire("start_task")
         handle = RunHandle(task_id, harness.name, repo_name, prompt)
         self._runs[key] = handle
-        await send(key, f"⏳ On it (task #{task_id}): {_short(prompt)}\n"
-                        f"repo: {repo_name} · harness: {harness.name}\n/stop to cancel")
+        handle.progress = Progress(self._messenger, key, harness.name,
+                                   title=f"Task #{task_id} · {repo_name} · {harness.name}")
+        first = await send(key, f"⏳ On it (task #{task_id}): {_short(prompt)}\n\n"
+                                + handle.progress.render("coding"))
+        handle.progress.attach(first.message_id)
         handle.task = self._supervisor.spawn(
             self._run(session, handle, harness, repo), name=f"run:{key.slug}:{task_id}"
         )
@@ -230,7 +234,8 @@ class TaskRunner:
             proc = await self._kennel.exec(spec)
             handle.proc = proc
             stack.push_async_callback(self._reap, handle)
-            progress = Progress(self._messenger, session.key, handle.harness)
+            progress = handle.progress or Progress(self._messenger, session.key,
+                                                   handle.harness)
             async with asyncio.timeout(settings.harness.timeout_seconds):
                 async for line in proc.lines():
                     for event in harness.parse(line):
@@ -275,12 +280,17 @@ class TaskRunner:
                 session.key, f"✅ {handle.harness} finished without changing any file.{said}")
             return
         await self._store.finish_task(handle.task_id, "proposed", final.text if final else "")
+        if handle.progress is not None:
+            await self._store.set_task_checks(handle.task_id, handle.progress.tests)
+            await handle.progress.finish("review")
         await self._approvals.propose(session, handle.task_id, handle.repo, change, said)
 
     async def _fail(self, session: Session, handle: RunHandle, repo: Repo, why: str) -> None:
         with suppress(GitError):
             await asyncio.to_thread(repo.discard)
         await self._store.finish_task(handle.task_id, "failed", why)
+        if handle.progress is not None:
+            await handle.progress.finish("failed")
         await self._end(session)
         await self._messenger.send(
             session.key, f"❌ Task #{handle.task_id} failed: {why}\n"

@@ -83,4 +83,8 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX messages_tokens ON messages(session) WHERE tokens_in > 0 OR tokens_out > 0;
     """,
+    # 3: the test commands a harness ran, for the completion message.
+    """
+    ALTER TABLE tasks ADD COLUMN checks TEXT NOT NULL DEFAULT '[]';
+    """,
 )

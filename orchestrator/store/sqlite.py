@@ -318,6 +318,14 @@ class Store:
             (status, result, time.time(), tokens_in, tokens_out, cost_usd, task_id),
         )
 
+    async def set_task_checks(self, task_id: int, checks: list[str]) -> None:
+        await self._write("UPDATE tasks SET checks=? WHERE id=?", (json.dumps(checks), task_id))
+
+    async def task_checks(self, task_id: int) -> list[str]:
+        rows = list(await self.db.execute_fetchall(
+            "SELECT checks FROM tasks WHERE id=?", (task_id,)))
+        return [str(c) for c in json.loads(rows[0][0])] if rows else []
+
     async def set_task_status(self, task_id: int, status: str) -> None:
         await self._write("UPDATE tasks SET status=? WHERE id=?", (status, task_id))
 

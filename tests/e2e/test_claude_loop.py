@@ -150,5 +150,5 @@ async def test_denied_edit_is_a_failure_not_success(
 ) -> None:
     """A write outside the workspace is denied; the CLI exits 0, Fetch still says no."""
     model.script(EditFile("/etc/hostname", "x", "y"), Text("done"))
-    reply = await claude.ask("fix the typo in README.md of demo", "Task #1", 90)
+    reply = await claude.ask("fix the typo in README.md of demo", "Task #1 failed", 90)
     assert "Apply?" not in reply

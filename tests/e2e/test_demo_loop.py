@@ -119,3 +119,34 @@ async def test_more_and_show_file(fetch: Driver) -> None:
     assert "not part of this change" in missing
     await fetch.ask("more", "Apply?")
     await fetch.ask("no", "Discarded")
+
+
+async def test_checklist_completion_and_bare_undo(fetch: Driver) -> None:
+    repo = fetch.services.workspace.path("demo")
+    start = await fetch.ask("fix the typo in README.md of demo", "On it")
+    assert "✅ started" in start and "⬚ your review" in start and "⬚ commit" in start
+    await fetch.expect("Apply?")
+    done = await fetch.ask("yes", "Committed")
+    assert "• README.md +1 −1" in done and "tests run:" in done
+    assert "Say undo to revert" in done
+    assert "Reverted" in await fetch.ask("undo", "Reverted")
+    assert "Teh quick" in (repo / "README.md").read_text()
+
+
+async def test_every_message_fits_a_phone_screen(fetch: Driver) -> None:
+    """No tables, no long lines outside the (already cut) diff blocks."""
+    await fetch.ask("/help", "Fetch")
+    await fetch.ask("/commands", "Commands")
+    await fetch.ask("/status", "Fetch ·")
+    await fetch.ask("/harness", "Harnesses")
+    await fetch.ask("banana", "not sure")
+    await fetch.ask("fix the typo in README.md of demo", "Apply?")
+    await fetch.ask("yes", "Committed")
+    await fetch.ask("/undo", "Reverted")
+    for text in fetch.seen:
+        in_code = False
+        for line in text.splitlines():
+            if line.strip().startswith("```"):
+                in_code = not in_code
+            assert len(line) <= 61, f"too wide for a phone: {line!r}"
+            assert not (line.count("|") >= 2 and not in_code), f"a table: {line!r}"

@@ -157,7 +157,7 @@ async def test_edit_outside_the_workspace_is_denied(
     _, fetch = fetch_cli
     outside = tmp_path / "outside.txt"
     model.script(WriteFile(str(outside), "pwned\n"), Text("All done."))
-    reply = await fetch.ask(PROMPT, "Task #1", 90)
+    reply = await fetch.ask(PROMPT, "Task #1 failed", 90)
     assert "failed" in reply and "denied" in reply, reply
     assert "Apply?" not in reply
     assert not outside.exists()

@@ -5,9 +5,9 @@ this channel's loop (``call_soon_threadsafe`` into a queue), and one owned task,
 pump, handles them in order: normalise (``normalize.py``), drop what is not addressed
 to Fetch (``trigger.py``, logged only), download media, remember the chat wrote, deliver
 to the gateway, send a read receipt. Outbound: reply-only, WhatsApp markup, chunks,
-pacing, quote the message replied to, edit in place. A second owned task, the monitor,
-probes the connection and reconnects with backoff; alerts (logged out, banned, session
-replaced) stop it and go to ``on_alert`` and ``health()``.
+pacing, quote the message replied to, edit in place. A second owned task, the monitor
+(``connection.py``), probes the connection and reconnects with backoff; alerts (logged
+out, banned, session replaced) stop it and go to ``on_alert`` and ``health()``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,11 @@ from orchestrator.channels.base import Capabilities, InboundSink
 from orchestrator.channels.whatsapp import _neonize as nz
 from orchestrator.channels.whatsapp import media
 from orchestrator.channels.whatsapp.client import NeonizeClient, WhatsAppClient
+from orchestrator.channels.whatsapp.connection import (
+    PAIR_HINT,
+    ConnectionSupervisor,
+    wait_for_event,
+)
 from orchestrator.channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
 from orchestrator.channels.whatsapp.format import SAFE_CHARS, split_for_whatsapp, to_whatsapp
 from orchestrator.channels.whatsapp.health import Backoff, ConnectionHealth
@@ -54,23 +59,6 @@ class _Seen:
     sender: Any  # JID
     participant: str  # the sender as a quote names them (phone-number JID when known)
     text: str
-
-
-def _enum_name(message: Any, field: str) -> str:
-    enum = message.DESCRIPTOR.fields_by_name[field].enum_type
-    value = enum.values_by_number.get(getattr(message, field))
-    return value.name if value is not None else str(getattr(message, field))
-
-
-def _duration(seconds: int) -> str:
-    hours, rest = divmod(max(seconds, 0), 3600)
-    return f"{hours}h {rest // 60}m" if hours else f"{rest // 60}m"
-
-
-# Reasons a connection attempt fails that reconnecting cannot fix.
-_FATAL_CONNECT = {"LOGGED_OUT", "MAIN_DEVICE_GONE", "UNKNOWN_LOGOUT", "TEMP_BANNED",
-                  "CLIENT_OUTDATED", "BAD_USER_AGENT"}
-PAIR_HINT = "run `fetch whatsapp pair`, then restart Fetch"
 
 
 class WhatsAppChannel:
@@ -102,12 +90,15 @@ class WhatsAppChannel:
         self._client: WhatsAppClient = client or NeonizeClient(self._store_dir / "device.db")
         self._rules = TriggerRules.from_settings(settings, trigger)
         self._owner = phone_digits(settings.owner) or None
-        self._allowlist = frozenset(allowlist)
-        self._backoff = backoff or Backoff()
-        self._probe_interval = probe_interval
+        # Settings.allowlist holds "channel:id" entries; ours are "whatsapp:<digits>".
+        self._allowlist = frozenset(entry.split(":", 1)[1] for entry in allowlist
+                                    if entry.startswith(f"{self.name}:"))
         self._pacer = pacer or Pacer(settings.min_send_interval_seconds,
                                      settings.sends_per_minute)
         self._health = ConnectionHealth(clock)
+        self._conn = ConnectionSupervisor(self._client, self._health, self._alert,
+                                          backoff=backoff or Backoff(),
+                                          probe_interval=probe_interval)
         self._ledger = Ledger(self._store_dir / "ledger.json")
         self._seen: OrderedDict[str, _Seen] = OrderedDict()
         self._sink: InboundSink | None = None
@@ -117,8 +108,6 @@ class WhatsAppChannel:
 
     def _new_loop_state(self) -> None:
         self._events: asyncio.Queue[Any] = asyncio.Queue()
-        self._restored = asyncio.Event()  # set while connected
-        self._trouble = asyncio.Event()  # wakes the monitor
         self._sending = 0  # client sends in flight
         self._sends_idle = asyncio.Event()
         self._sends_idle.set()
@@ -131,7 +120,7 @@ class WhatsAppChannel:
         self._sink = sink
         self._loop = asyncio.get_running_loop()
         self._new_loop_state()
-        self._health.alert = None
+        self._conn.reset()
         try:
             await self._start()
         except BaseException:
@@ -146,19 +135,19 @@ class WhatsAppChannel:
         try:
             paired = await self._client.paired()
         except ChannelError as err:  # e.g. an unreadable device store
-            self._raise_alert(f"{err}: {PAIR_HINT}")
+            self._conn.alert(f"{err}: {PAIR_HINT}")
             return
         if not paired:
             # Not fatal for Fetch: other channels keep working; /status says what to do.
-            self._raise_alert(f"not paired with a phone: {PAIR_HINT}")
+            self._conn.alert(f"not paired with a phone: {PAIR_HINT}")
             return
         self._health.set("connecting")
         try:
             await self._client.connect()
         except Exception as err:
             log.warning("whatsapp: connect failed: %s", err)
-            self._dropped(f"connect failed: {err}")
-        self._spawn(self._monitor(), "channel:whatsapp:monitor")
+            self._conn.dropped(f"connect failed: {err}")
+        self._spawn(self._conn.run(), "channel:whatsapp:monitor")
 
     async def stop(self) -> None:
         """Reverse of start: no more reconnects, no more events, then finish the queue."""
@@ -177,7 +166,6 @@ class WhatsAppChannel:
                 await self._events.join()
         await self._cancel("")
         self._health.set("stopped")
-        self._restored.clear()
         self._sink = None
         self._loop = None
 
@@ -203,6 +191,10 @@ class WhatsAppChannel:
     def health(self) -> str:
         return self._health.line()
 
+    def _alert(self, text: str) -> None:
+        if self.on_alert is not None:
+            self.on_alert(text)
+
     # -- inbound ---------------------------------------------------------------------
 
     def _post(self, event: Any) -> None:
@@ -226,18 +218,8 @@ class WhatsAppChannel:
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, nz.MessageEv):
             await self._on_message(event)
-        elif isinstance(event, (nz.ConnectedEv, nz.KeepAliveRestoredEv)):
-            if not self._health.alert:
-                self._health.set("connected")
-                self._restored.set()
-                log.info("whatsapp: connected")
-        elif isinstance(event, nz.DisconnectedEv):
-            self._dropped("disconnected")
-        elif isinstance(event, nz.KeepAliveTimeoutEv):
-            self._dropped(f"keepalive timeout ({event.ErrorCount} missed)", degraded=True)
-        elif isinstance(event, (nz.LoggedOutEv, nz.TemporaryBanEv, nz.StreamReplacedEv,
-                                nz.ClientOutdatedEv, nz.ConnectFailureEv, nz.QREv)):
-            self._on_account_event(event)
+        elif self._conn.handle(event):
+            pass
         elif isinstance(event, nz.OfflineSyncCompletedEv):
             log.info("whatsapp: offline sync done (%d messages)", event.Count)
         elif isinstance(event, nz.UndecryptableMessageEv):
@@ -246,37 +228,12 @@ class WhatsAppChannel:
         else:  # receipts, pair status: nothing to do in a running Fetch
             log.debug("whatsapp: %s", type(event).__name__)
 
-    def _on_account_event(self, event: Any) -> None:
-        if isinstance(event, nz.LoggedOutEv):
-            self._raise_alert(f"WhatsApp logged Fetch out ({_enum_name(event, 'Reason')}): "
-                              + PAIR_HINT)
-        elif isinstance(event, nz.TemporaryBanEv):
-            self._raise_alert(
-                f"WhatsApp temporarily banned this number ({_enum_name(event, 'Code')}), "
-                f"lifted in about {_duration(int(event.Expire))}. Fetch sends nothing on "
-                "WhatsApp until it is restarted after that.")
-        elif isinstance(event, nz.StreamReplacedEv):
-            self._raise_alert(
-                "another client took over Fetch's WhatsApp session (stream replaced); "
-                "Fetch let go so the two do not fight. Close the other one and restart Fetch.")
-        elif isinstance(event, nz.ClientOutdatedEv):
-            self._raise_alert("WhatsApp says this client is outdated: upgrade neonize "
-                              "(pip install -U neonize) and restart Fetch")
-        elif isinstance(event, nz.QREv):
-            self._raise_alert(f"WhatsApp asks to pair again (QR shown): {PAIR_HINT}")
-        else:
-            reason = _enum_name(event, "Reason")
-            if reason in _FATAL_CONNECT:
-                self._raise_alert(f"WhatsApp refused the connection ({reason}): {PAIR_HINT}")
-            else:
-                self._dropped(f"connect failure {reason} {event.Message}".strip())
-
     async def _on_message(self, event: Any) -> None:
         self._health.inbound()  # any traffic proves the connection works
         message_id = str(event.Info.ID)
         if event.Info.MessageSource.IsFromMe and self._sending:
             # Our own send may echo back before send() has recorded its id.
-            await self._wait(self._sends_idle, ECHO_WAIT)
+            await wait_for_event(self._sends_idle, ECHO_WAIT)
         ctx = NormalizeContext(self._owner, self._settings.max_media_bytes,
                                self._client.own_users())
         decision = route(event, ctx, self._rules, self._ledger)
@@ -403,72 +360,3 @@ class WhatsAppChannel:
             await self._client.send_chat_presence(parse_jid(chat), typing)
         except Exception as err:  # a typing indicator must never break a reply
             log.debug("whatsapp: typing indicator for %s failed: %s", chat, err)
-
-    # -- connection ------------------------------------------------------------------
-
-    def _dropped(self, reason: str, *, degraded: bool = False) -> None:
-        if self._health.alert:
-            return
-        log.warning("whatsapp: %s", reason)
-        self._health.set("degraded" if degraded else "disconnected", reason)
-        self._restored.clear()
-        self._trouble.set()
-
-    def _raise_alert(self, text: str) -> None:
-        if self._health.alert == text:
-            return
-        if self._health.alert is None:  # the first alert names the cause; keep it
-            self._health.alert = text
-        self._restored.clear()
-        self._trouble.set()
-        log.error("whatsapp: %s", text)
-        if self.on_alert is not None:
-            try:
-                self.on_alert(f"WhatsApp: {text}")
-            except Exception:
-                log.exception("whatsapp: alert handler failed")
-
-    @staticmethod
-    async def _wait(event: asyncio.Event, seconds: float) -> bool:
-        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
-        # lands as the event fires, and stop() would then wait for the monitor forever.
-        try:
-            async with asyncio.timeout(seconds):
-                await event.wait()
-        except TimeoutError:
-            return False
-        return True
-
-    async def _monitor(self) -> None:
-        """Probe the connection now and then; after a drop, reconnect with backoff."""
-        while not self._health.alert:
-            woke = await self._wait(self._trouble, self._probe_interval)
-            self._trouble.clear()
-            if self._health.alert:
-                return  # every alert needs the owner; reconnecting would not help
-            if not woke and self._health.connected and not await self._probe():
-                self._dropped("connection lost (probe)")
-            if not self._restored.is_set():
-                await self._recover()
-
-    async def _probe(self) -> bool:
-        try:
-            async with asyncio.timeout(10):
-                return await self._client.is_connected()
-        except Exception:
-            return False
-
-    async def _recover(self) -> None:
-        for delay in self._backoff.delays():
-            # First give the connection (whatsmeow reconnects by itself) a chance.
-            if await self._wait(self._restored, delay) or self._health.alert:
-                return
-            self._health.attempt += 1
-            self._health.set("reconnecting")
-            log.warning("whatsapp: reconnecting (attempt %d)", self._health.attempt)
-            try:
-                await self._client.reconnect()
-            except Exception as err:
-                log.warning("whatsapp: reconnect attempt %d failed: %s",
-                            self._health.attempt, err)
-                self._health.set("reconnecting", str(err))
