@@ -1,0 +1,6 @@
+"""neonize must be imported through ``_neonize`` first (it undoes neonize's import-time
+side effects); loading it here makes that true for every test module below."""
+
+from __future__ import annotations
+
+import orchestrator.channels.whatsapp._neonize  # noqa: F401  (import for its side effect)
