@@ -33,6 +33,9 @@ async def status(ctx: Context, args: str) -> None:
         lines.append("⏸ a diff waits for your yes/no")
     if session.data.question:
         lines.append(f"❓ waiting for: {session.data.question}")
+    for channel in s.messenger.channels():
+        lines.append(f"channel {channel.health()}")
+    lines += s.alerts.lines()
     tin, tout = await s.store.token_totals(session.key)
     lines.append(f"tokens (orchestrator): {tin} in / {tout} out")
     up = time.time() - s.started_at

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
 
 from harnesses import builtin_harnesses
@@ -15,6 +16,7 @@ from identity import load_identity
 from instincts import build_registry
 from kennel.base import Kennel
 from kennel.local import LocalKennel
+from orchestrator.alerts import Alerts
 from orchestrator.approvals import Approvals
 from orchestrator.channels.base import Channel
 from orchestrator.channels.terminal import TerminalChannel
@@ -84,6 +86,14 @@ def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
     return channels
 
 
+def owner_chats(settings: Settings, channels: list[Channel]) -> dict[str, str]:
+    """Where the owner can be reached on each channel (for alerts), in channel order."""
+    wa_owner = settings.whatsapp.owner
+    known = {"terminal": settings.terminal.chat, "telegram": settings.telegram.owner_id,
+             "whatsapp": f"{wa_owner}@s.whatsapp.net" if wa_owner else None}
+    return {c.name: str(known[c.name]) for c in channels if known.get(c.name)}
+
+
 class App:
     def __init__(
         self, settings: Settings, channels: list[Channel], http: HttpServer | None = None
@@ -146,11 +156,16 @@ class App:
         )
         planner = Planner(settings.model, build_tools())
         stack.push_async_callback(planner.close)
+        alerts = Alerts(messenger, supervisor, owner_chats(settings, self.channels))
+        for channel in self.channels:
+            if hasattr(channel, "on_alert"):
+                channel.on_alert = partial(alerts.raise_, channel.name)
         services = Services(
             settings=settings, store=store, journal=journal, messenger=messenger,
             sessions=sessions, workspace=workspace, harnesses=harnesses, kennel=kennel,
             instincts=build_registry(), identity=identity, skills=skills,
             supervisor=supervisor, runner=runner, approvals=approvals, planner=planner,
+            alerts=alerts,
         )
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway

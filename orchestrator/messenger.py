@@ -77,6 +77,9 @@ class Messenger:
             raise ValueError(f"channel {channel.name!r} registered twice")
         self._channels[channel.name] = channel
 
+    def channels(self) -> list[Channel]:
+        return list(self._channels.values())
+
     def channel(self, name: str) -> Channel:
         try:
             return self._channels[name]

@@ -19,6 +19,7 @@ from orchestrator.workspace import Workspace
 from skills import Skill
 
 if TYPE_CHECKING:
+    from orchestrator.alerts import Alerts
     from orchestrator.approvals import Approvals
     from orchestrator.planner import Planner
     from orchestrator.runner import TaskRunner
@@ -41,4 +42,5 @@ class Services:
     runner: TaskRunner
     approvals: Approvals
     planner: Planner
+    alerts: Alerts
     started_at: float = field(default_factory=time.time)
