@@ -112,10 +112,18 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("run", help="run Fetch with the terminal channel (default)")
     sub.add_parser("serve", help="run Fetch without a terminal (Docker, services)")
     sub.add_parser("doctor", help="check configuration, sandbox and harnesses")
+    whatsapp = sub.add_parser("whatsapp", help="WhatsApp: link your phone")
+    wa_sub = whatsapp.add_subparsers(dest="whatsapp_command", required=True)
+    pair = wa_sub.add_parser("pair", help="link by QR code, or by pairing code with --phone")
+    pair.add_argument("--phone", help="your number with country code, digits only")
     args = parser.parse_args(argv)
     settings = _settings()
     if args.command == "doctor":
         raise SystemExit(_doctor(settings))
+    if args.command == "whatsapp":
+        from orchestrator.channels.whatsapp.pairing import run_pair
+
+        raise SystemExit(run_pair(settings, args.phone))
     _logging(settings)
     code = 0
     with suppress(KeyboardInterrupt):

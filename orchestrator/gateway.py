@@ -81,9 +81,12 @@ class Gateway:
         return f"{inbound.channel}:{inbound.sender}" in self._s.settings.allowlist
 
     def addressed(self, inbound: Inbound) -> bool:
-        """In groups only messages that start with the trigger are for Fetch (reactions to
-        Fetch's own messages are addressed by what they react to)."""
+        """In groups only messages that start with the trigger, or quote one of Fetch's
+        messages, are for Fetch (a reaction is addressed by what it reacts to)."""
         if not inbound.is_group or inbound.reaction:
+            return True
+        if inbound.reply_to and self._s.messenger.sent_by_fetch(inbound.channel,
+                                                                 inbound.reply_to):
             return True
         trigger = self._s.settings.gateway.trigger.lower()
         return inbound.text.lstrip().lower().startswith(trigger)

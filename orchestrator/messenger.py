@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import textwrap
+from collections import OrderedDict
 
 from orchestrator.channels.base import Channel
 from orchestrator.errors import ChannelError
@@ -71,11 +72,25 @@ class Messenger:
         self._store = store
         self._journal = journal
         self._channels: dict[str, Channel] = {}
+        # Recent ids of messages Fetch sent, per channel: a quote-reply to one of them is
+        # addressed to Fetch even in a group without the trigger.
+        self._sent: dict[str, OrderedDict[str, None]] = {}
 
     def add_channel(self, channel: Channel) -> None:
         if channel.name in self._channels:
             raise ValueError(f"channel {channel.name!r} registered twice")
         self._channels[channel.name] = channel
+
+    def sent_by_fetch(self, channel: str, message_id: str) -> bool:
+        return message_id in self._sent.get(channel, {})
+
+    def _remember(self, channel: str, message_id: str) -> None:
+        if not message_id:
+            return
+        ids = self._sent.setdefault(channel, OrderedDict())
+        ids[message_id] = None
+        if len(ids) > 2000:
+            ids.popitem(last=False)
 
     def channels(self) -> list[Channel]:
         return list(self._channels.values())
@@ -110,11 +125,14 @@ class Messenger:
                              **({"model": model, "tokens": list(tokens)} if model else {}))
         parts = split_message(text, channel.capabilities.max_message_chars)
         if edit_of and channel.capabilities.can_edit and len(parts) == 1:
-            return await channel.send(Outbound(key.channel, key.chat, parts[0],
-                                               edit_of=edit_of))
+            edited = await channel.send(Outbound(key.channel, key.chat, parts[0],
+                                                 edit_of=edit_of))
+            self._remember(key.channel, edited.message_id)
+            return edited
         last = SendResult(message_id="")
         for i, part in enumerate(parts):
             nonce = approval_nonce if i == len(parts) - 1 else None  # buttons on the last
             last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=reply_to,
                                                approval_nonce=nonce))
+            self._remember(key.channel, last.message_id)
         return last

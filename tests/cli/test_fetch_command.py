@@ -172,7 +172,7 @@ def test_demo_flow_help_fix_commit_undo_ctrl_c(tmp_path: Path, home: Path) -> No
 
         fetch.type("yes")
         sha = fetch.expect_re(r"Committed ([0-9a-f]{7,40}) to demo").group(1)
-        fetch.expect("Say /undo to revert.")
+        fetch.expect("Say undo to revert.")
         head = _git(repo, "rev-parse", "HEAD")
         assert head.startswith(sha)
         assert _git(repo, "rev-parse", "HEAD^") == original
