@@ -66,6 +66,7 @@ async def test_message_diff_thumbs_up_commit(
     # The owner's 👍 on the diff commits exactly that diff.
     client.emit(reaction(OWNER, diff_id, "👍", id="3EBREACT1"))
     _, done = await wait_for(client, "Committed", after=index)
+    assert "README.md" in done
     assert git(repo, "rev-parse", "HEAD^") == base
     assert "The quick" in (repo / "README.md").read_text()
     # Replayed after a reconnect: the same ids never run twice.
