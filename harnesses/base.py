@@ -37,6 +37,9 @@ class HarnessRequest:
     resume: str | None = None
     max_retries: int = 0
     confined: bool = False  # see kennel.base.Layout.confined
+    # Fetch's memory as an MCP server, reached through the relay's socket route
+    # (e.g. http://127.0.0.1:4100/mcp); None when memory is off.
+    mcp_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

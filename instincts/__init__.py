@@ -4,11 +4,22 @@ from instincts.router import InstinctRegistry
 
 
 def build_registry() -> InstinctRegistry:
-    from instincts import control, harness, help, session, status, undo, workspace
+    from instincts import (
+        control,
+        harness,
+        help,
+        memory,
+        schedule,
+        session,
+        status,
+        undo,
+        workspace,
+    )
 
     registry = InstinctRegistry()
     for router in (help.router, status.router, control.router, session.router,
-                   undo.router, workspace.router, harness.router):
+                   undo.router, workspace.router, harness.router, schedule.router,
+                   memory.router):
         registry.include(router)
     return registry
 

@@ -33,6 +33,9 @@ async def status(ctx: Context, args: str) -> None:
         lines.append("⏸ a diff waits for your yes/no")
     if session.data.question:
         lines.append(f"❓ waiting for: {session.data.question}")
+    lines.append(s.memory.status_line())
+    if s.scheduler is not None:
+        lines.append(s.scheduler.status_line())
     for channel in s.messenger.channels():
         lines.append(f"channel {channel.health()}")
     lines += s.alerts.lines()

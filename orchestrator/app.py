@@ -20,13 +20,16 @@ from orchestrator.alerts import Alerts
 from orchestrator.approvals import Approvals
 from orchestrator.channels.base import Channel
 from orchestrator.channels.terminal import TerminalChannel
+from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError
 from orchestrator.fsm import State
 from orchestrator.gateway import Gateway
+from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
 from orchestrator.planner import Planner
 from orchestrator.runner import TaskRunner
+from orchestrator.scheduler import Scheduler
 from orchestrator.services import Services
 from orchestrator.session import Sessions
 from orchestrator.store import Journal, Store
@@ -96,8 +99,10 @@ def owner_chats(settings: Settings, channels: list[Channel]) -> dict[str, str]:
 
 class App:
     def __init__(
-        self, settings: Settings, channels: list[Channel], http: HttpServer | None = None
+        self, settings: Settings, channels: list[Channel], http: HttpServer | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        self.clock: Clock = clock or SystemClock()
         self.settings = settings
         self.channels = channels
         self.http = http
@@ -150,9 +155,13 @@ class App:
         stack.push_async_callback(supervisor.stop, 0.0)
         sessions = Sessions(store)
         approvals = Approvals(settings, store, messenger, workspace)
+        memory = Memory(settings, supervisor)
+        await memory.start()
+        stack.push_async_callback(memory.stop)
         runner = TaskRunner(
             settings=settings, store=store, messenger=messenger, workspace=workspace,
             harnesses=harnesses, kennel=kennel, supervisor=supervisor, approvals=approvals,
+            memory=memory,
         )
         planner = Planner(settings.model, build_tools())
         stack.push_async_callback(planner.close)
@@ -165,10 +174,14 @@ class App:
             sessions=sessions, workspace=workspace, harnesses=harnesses, kennel=kennel,
             instincts=build_registry(), identity=identity, skills=skills,
             supervisor=supervisor, runner=runner, approvals=approvals, planner=planner,
-            alerts=alerts,
+            alerts=alerts, memory=memory, scheduler=None,
         )
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway
+        if settings.scheduler.enabled:
+            scheduler = Scheduler(settings, store, gateway.receive, messenger, supervisor,
+                                  self.clock)
+            services.scheduler = scheduler
         for channel in self.channels:
             messenger.add_channel(channel)
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
@@ -181,6 +194,10 @@ class App:
             await self.http.start()
             stack.push_async_callback(self.http.stop)
         stack.callback(gateway.close)
+        if services.scheduler is not None:
+            # Started last and stopped first: a fired job needs every other part running.
+            await services.scheduler.start()
+            stack.push_async_callback(services.scheduler.stop)
         replayed = await gateway.replay_unfinished()
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
@@ -195,14 +212,14 @@ class App:
 
 def build_app(
     settings: Settings, *, channels: list[Channel] | None = None,
-    terminal: TerminalChannel | None = None,
+    terminal: TerminalChannel | None = None, clock: Clock | None = None,
 ) -> App:
     """``channels`` given: exactly those (tests). Otherwise the enabled phone channels,
     plus ``terminal`` when the CLI runs interactively."""
     if channels is not None:
-        return App(settings, channels)
+        return App(settings, channels, clock=clock)
     http = HttpServer(settings.http)
     built = build_channels(settings, http)
     if terminal is not None:
         built.insert(0, terminal)
-    return App(settings, built, http)
+    return App(settings, built, http, clock=clock)

@@ -132,6 +132,33 @@ class WebhookSettings(_Strict):
     max_body_bytes: int = Field(64 * 1024, ge=1024)
 
 
+class SchedulerSettings(_Strict):
+    """Reminders and recurring jobs (see orchestrator/scheduler/)."""
+
+    enabled: bool = True
+    tick_seconds: float = Field(1.0, gt=0, le=60)
+    lease_seconds: float = Field(300.0, ge=5)
+    max_attempts: int = Field(3, ge=1, le=20)
+    retry_base_seconds: float = Field(30.0, ge=0)
+    ntfy_url: str | None = None  # e.g. https://ntfy.sh/my-topic: push for fired jobs
+
+
+class MemorySettings(_Strict):
+    """Memory (see orchestrator/memory/): embeddings and summaries via any
+    OpenAI-compatible endpoint; without one, search is keyword-only (FTS5)."""
+
+    enabled: bool = True
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    embedding_model: str = "text-embedding-3-small"
+    embedding_dimensions: int = Field(1536, ge=8, le=8192)
+    summary_model: str | None = None  # default: the orchestrator model
+    dedup_threshold: float = Field(0.95, gt=0, le=1)
+    archive_tokens: int = Field(25_000, ge=500)
+    vector_weight: float = Field(0.7, ge=0, le=1)
+    min_score: float = Field(0.1, ge=0, le=1)
+
+
 class HttpSettings(_Strict):
     """The one HTTP listener (webhooks, dashboard). Loopback unless said otherwise."""
 
@@ -157,6 +184,10 @@ class Settings(_Strict):
     telegram: TelegramSettings = TelegramSettings()
     webhook: WebhookSettings = WebhookSettings()
     http: HttpSettings = HttpSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
+    memory: MemorySettings = MemorySettings()
+    # The owner's timezone (IANA name): reminders and cron run in it, DST-correct.
+    timezone: str = "UTC"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
 
     @field_validator("allowlist")
@@ -169,6 +200,18 @@ class Settings(_Strict):
                 raise ValueError(
                     f"{entry!r} is not 'channel:id' (whatsapp:<digits>, telegram:<user id>,"
                     " webhook:<name>, terminal:<name>)")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not an IANA timezone (e.g. Europe/Berlin)") \
+                from None
         return value
 
     @model_validator(mode="after")
@@ -219,6 +262,10 @@ _ENV_KEYS: dict[str, str] = {
     "FETCH_KENNEL_IMAGE": "kennel.docker.image",
     "FETCH_RUN_DIR": "kennel.docker.run_dir",
     "FETCH_LOG_LEVEL": "log_level",
+    "FETCH_TIMEZONE": "timezone",
+    "FETCH_EMBEDDING_BASE_URL": "memory.embedding_base_url",
+    "FETCH_EMBEDDING_API_KEY": "memory.embedding_api_key",
+    "FETCH_NTFY_URL": "scheduler.ntfy_url",
     "ANTHROPIC_API_KEY": "providers.anthropic.api_key",
     "ANTHROPIC_BASE_URL": "providers.anthropic.base_url",
     "OPENAI_API_KEY": "providers.openai.api_key",

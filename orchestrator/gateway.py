@@ -159,6 +159,7 @@ class Gateway:
         ctx = Context(inbound=inbound, session=session, services=self._s, text=text)
         try:
             await dispatch(ctx)
+            self._s.memory.observe(inbound.key)
         finally:
             self._in_flight -= 1
             await self._s.store.finish_inbound(inbound.channel, inbound.message_id)

@@ -75,11 +75,20 @@ class Messenger:
         # Recent ids of messages Fetch sent, per channel: a quote-reply to one of them is
         # addressed to Fetch even in a group without the trigger.
         self._sent: dict[str, OrderedDict[str, None]] = {}
+        self._routes: dict[SessionKey, SessionKey] = {}
 
     def add_channel(self, channel: Channel) -> None:
         if channel.name in self._channels:
             raise ValueError(f"channel {channel.name!r} registered twice")
         self._channels[channel.name] = channel
+
+    def route(self, session: SessionKey, deliver_to: SessionKey) -> None:
+        """Replies of ``session`` go to ``deliver_to`` (a scheduled job runs in a fresh
+        session of its own; its output belongs in the owner's chat)."""
+        self._routes[session] = deliver_to
+
+    def unroute(self, session: SessionKey) -> None:
+        self._routes.pop(session, None)
 
     def sent_by_fetch(self, channel: str, message_id: str) -> bool:
         return message_id in self._sent.get(channel, {})
@@ -114,14 +123,16 @@ class Messenger:
     ) -> SendResult:
         """Send ``text`` to the chat of ``key``. ``edit_of`` replaces an earlier message in
         place where the channel can edit (progress), else it is sent as a new message."""
+        log_key = key
+        key = self._routes.get(key, key)
         channel = self.channel(key.channel)
         if channel.capabilities.markup != "json":
             text = phone_wrap(text)
         # Recorded before it is sent: whatever the owner can see is already in the log.
         self._store.log_message(
-            key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]
+            log_key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]
         )
-        self._journal.append(key, "fetch", text,
+        self._journal.append(log_key, "fetch", text,
                              **({"model": model, "tokens": list(tokens)} if model else {}))
         parts = split_message(text, channel.capabilities.max_message_chars)
         if edit_of and channel.capabilities.can_edit and len(parts) == 1:

@@ -17,6 +17,7 @@ from orchestrator.config import Settings
 from orchestrator.errors import FetchError, GitError, HarnessFailed
 from orchestrator.events import SessionKey
 from orchestrator.gitops import Repo, guard_repo_config
+from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
 from orchestrator.progress import Progress
 from orchestrator.session import Session
@@ -62,7 +63,9 @@ class TaskRunner:
         kennel: Kennel,
         supervisor: TaskSupervisor,
         approvals: Approvals,
+        memory: Memory | None = None,
     ) -> None:
+        self._memory = memory
         self._settings = settings
         self._store = store
         self._messenger = messenger
@@ -217,8 +220,9 @@ class TaskRunner:
                     token_budget=settings.kennel.token_budget,
                 )
                 await stack.enter_async_context(relay)
+            remembered = await self._memory.context_for(handle.prompt) if self._memory else ""
             req = HarnessRequest(
-                prompt=handle.prompt,
+                prompt=f"{handle.prompt}\n\n{remembered}" if remembered else handle.prompt,
                 workdir=layout.workdir,
                 state_dir=layout.state_seen,
                 model_url=f"http://127.0.0.1:{layout.relay_port}" if needs_model else None,

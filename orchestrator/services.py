@@ -21,8 +21,10 @@ from skills import Skill
 if TYPE_CHECKING:
     from orchestrator.alerts import Alerts
     from orchestrator.approvals import Approvals
+    from orchestrator.memory import Memory
     from orchestrator.planner import Planner
     from orchestrator.runner import TaskRunner
+    from orchestrator.scheduler import Scheduler
 
 
 @dataclass
@@ -43,4 +45,6 @@ class Services:
     approvals: Approvals
     planner: Planner
     alerts: Alerts
+    memory: Memory
+    scheduler: Scheduler | None  # None until the gateway exists (set by App)
     started_at: float = field(default_factory=time.time)

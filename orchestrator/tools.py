@@ -81,7 +81,11 @@ def check_args(tool: Tool, args: object) -> dict[str, Any]:
 
 
 def build_tools() -> ToolRegistry:
+    from orchestrator import memory, scheduler
+
     registry = ToolRegistry()
+    scheduler.register_tools(registry)
+    memory.register_tools(registry)
 
     @registry.tool("workspace_list", "List the git repositories in the workspace.", {}, [])
     async def workspace_list(ctx: Context, args: dict[str, Any]) -> ToolResult:
