@@ -107,22 +107,32 @@ async def start_task(ctx: Context, prompt: str) -> None:
 
 
 async def _workspace(ctx: Context) -> None:
-    ws = ctx.services.workspace
     m = re.match(r"^(?:use|switch to|work on|open|select)\s+(?:the\s+)?(?:repo\s+|project\s+)?"
                  r"([\w.-]+)$", ctx.text.strip(), re.IGNORECASE)
     if m:
-        name = m.group(1)
-        if name not in ws.repos():
-            await ctx.reply(f"No repo named {name!r}. Repos: {', '.join(ws.repos()) or 'none'}")
-            return
-        ctx.session.data.repo = name
-        await ctx.session.persist()
-        await ctx.reply(f"📂 Now working in {ws.describe(name)}.")
-        return
+        await use_repo(ctx, m.group(1))
+    else:
+        await list_repos(ctx)
+
+
+async def use_repo(ctx: Context, name: str) -> None:
+    """Make ``name`` this chat's active repo (``use demo``, ``/workspace demo``)."""
+    ws = ctx.services.workspace
     names = ws.repos()
+    if name not in names:
+        await ctx.reply(f"No repo named {name[:40]!r}. Repos: {', '.join(names) or 'none'}")
+        return
+    ctx.session.data.repo = name
+    await ctx.session.persist()
+    await ctx.reply(f"📂 Now working in {ws.describe(name)}.")
+
+
+async def list_repos(ctx: Context) -> None:
+    ws = ctx.services.workspace
     active = ctx.session.data.repo
-    lines = [f"{'▶' if n == active else '•'} {ws.describe(n)}" for n in names]
-    await ctx.reply("📂 Repos:\n" + ("\n".join(lines) or "(none)") + "\n'use <name>' to pick one.")
+    lines = [f"{'▶' if n == active else '•'} {ws.describe(n)}" for n in ws.repos()]
+    await ctx.reply(f"📂 {ws.root}\n" + ("\n".join(lines) or "(no git repos yet)")
+                    + "\n'use <name>' to pick one.")
 
 
 def _small_talk(text: str) -> str:
