@@ -87,4 +87,44 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE tasks ADD COLUMN checks TEXT NOT NULL DEFAULT '[]';
     """,
+    # 4: the scheduler: jobs, one run row per (job, slot), misses kept as runs too.
+    """
+    CREATE TABLE jobs (
+        id          INTEGER PRIMARY KEY,
+        kind        TEXT NOT NULL,         -- reminder | prompt
+        text        TEXT NOT NULL,         -- the reminder, or the self-contained prompt
+        channel     TEXT NOT NULL,         -- where it answers (the owner's chat)
+        chat        TEXT NOT NULL,
+        cron        TEXT,                  -- five-field expression, NULL for one-shots
+        tz          TEXT NOT NULL,
+        spec        TEXT NOT NULL,         -- what the owner typed for the time, for /cron list
+        missed      TEXT NOT NULL,         -- run_once | skip
+        status      TEXT NOT NULL,         -- active | paused | done | failed | cancelled
+        next_at     REAL,                  -- the next slot (UTC seconds), NULL when none
+        created     REAL NOT NULL,
+        updated     REAL NOT NULL
+    );
+    CREATE INDEX jobs_due ON jobs(next_at) WHERE status = 'active';
+    CREATE TABLE job_runs (
+        id          INTEGER PRIMARY KEY,
+        job_id      INTEGER NOT NULL REFERENCES jobs(id),
+        slot        REAL NOT NULL,
+        -- claimed | delivering | retry | done | failed | missed | interrupted
+        status      TEXT NOT NULL,
+        attempt     INTEGER NOT NULL DEFAULT 0,
+        holder      TEXT,                  -- the process token holding the lease
+        lease_until REAL,
+        next_try    REAL,
+        claimed_at  REAL,
+        finished_at REAL,
+        error       TEXT,
+        late        INTEGER NOT NULL DEFAULT 0,  -- 1: fired after the process was down
+        reported    INTEGER NOT NULL DEFAULT 0,  -- 1: the owner was told (misses, failures)
+        UNIQUE (job_id, slot)
+    );
+    CREATE INDEX job_runs_open ON job_runs(status, lease_until)
+        WHERE status IN ('claimed', 'delivering', 'retry');
+    CREATE INDEX job_runs_unreported ON job_runs(job_id) WHERE reported = 0
+        AND status IN ('missed', 'interrupted', 'failed');
+    """,
 )
