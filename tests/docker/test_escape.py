@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import threading
@@ -153,5 +154,25 @@ async def test_tampered_container_refuses_to_run(
             kennel_image, ["sleep", "300"], name=name, detach=True, user="1000:1000")
         with pytest.raises(KennelError, match="not isolated as promised"):
             kennel._verify(w)
+    finally:
+        await kennel.close()
+
+
+async def test_idle_kennel_is_reaped(
+    kennel_image: str, docker_client: Any, tmp_path: Path
+) -> None:
+    import docker.errors
+
+    repo = make_repo(tmp_path / "ws", "idle", {"a.txt": "a\n"})
+    kennel = DockerKennel(tmp_path / "home", DockerKennelSettings(idle_seconds=5), kennel_image)
+    try:
+        async with kennel._lock:
+            warm = await kennel._ensure(repo)
+        name = warm.name
+        assert docker_client.containers.get(name).status == "running"
+        await asyncio.sleep(9)
+        with pytest.raises(docker.errors.NotFound):
+            docker_client.containers.get(name)
+        assert kennel._warm == {}
     finally:
         await kennel.close()
