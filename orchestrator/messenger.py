@@ -101,6 +101,18 @@ class Messenger:
         if len(ids) > 2000:
             ids.popitem(last=False)
 
+    async def typing(self, key: SessionKey, on: bool) -> None:
+        """A typing indicator while Fetch works, where the channel has one; a failure to
+        show it is never worth failing the work for."""
+        key = self._routes.get(key, key)
+        channel = self._channels.get(key.channel)
+        if channel is None or not channel.capabilities.typing:
+            return
+        try:
+            await channel.set_typing(key.chat, on)
+        except Exception as err:  # cosmetic: log and carry on
+            log.info("typing indicator on %s failed: %s", key.channel, err)
+
     def channels(self) -> list[Channel]:
         return list(self._channels.values())
 

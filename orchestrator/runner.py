@@ -143,6 +143,7 @@ class TaskRunner:
         first = await send(key, f"⏳ On it (task #{task_id}): {_short(prompt)}\n\n"
                                 + handle.progress.render("coding"))
         handle.progress.attach(first.message_id)
+        await self._messenger.typing(key, True)
         handle.task = self._supervisor.spawn(
             self._run(session, handle, harness, repo), name=f"run:{key.slug}:{task_id}"
         )
@@ -198,6 +199,7 @@ class TaskRunner:
                 await self._end(session)
         finally:
             self._runs.pop(key, None)
+            await self._messenger.typing(key, False)
 
     async def _execute(
         self, session: Session, handle: RunHandle, harness: Harness, repo: Repo
