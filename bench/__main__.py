@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, memory, roundtrip
+from bench import coldstart, kennel_start, memory, roundtrip
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "roundtrip": (roundtrip.run, roundtrip.render, 10_000, 1_000),
     "coldstart": (coldstart.run, coldstart.render, 10, 3),
     "memory": (memory.run, memory.render, 1, 1),
+    "kennel_start": (kennel_start.run, kennel_start.render, 6, 2),
 }
 
 
