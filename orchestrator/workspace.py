@@ -11,7 +11,8 @@ from orchestrator.gitops import Repo
 
 DEMO_README = """# demo
 
-This is Fetch's demo repository. Teh quick brown fox jumps over the lazy dog.
+Fetch's demo repository.
+Teh quick brown fox jumps over the lazy dog.
 
 Try: fix the typo in README.md of demo
 """
