@@ -56,7 +56,13 @@ ISO_DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[t ](\d{1,2}:\d{2}(?::\d{2})?)$"
 
 
 class PhraseError(ValueError):
-    """Not a time I can read; the message says why and how to say it."""
+    """Not a time I can read; the message says why and how to say it. ``definite``: it
+    surely was meant as a time (a past one, 25:00, 30 February), so a shorter phrase
+    inside it must not be read instead ("today at 8" is not "at 8" with "today" as text)."""
+
+    def __init__(self, message: str, *, definite: bool = False) -> None:
+        super().__init__(message)
+        self.definite = definite
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +100,9 @@ def parse_duration(text: str) -> tuple[int, float]:
         else:
             seconds += value
     if days == 0 and seconds <= 0:
-        raise PhraseError("a duration of zero is now; say how long, like 'in 5m'")
+        raise PhraseError("a duration of zero is now; say how long, like 'in 5m'", definite=True)
     if days * 86400 + seconds > 5 * 366 * 86400:
-        raise PhraseError("that is more than five years away; pick a nearer time")
+        raise PhraseError("that is more than five years away; pick a nearer time", definite=True)
     return days, seconds
 
 
@@ -111,10 +117,11 @@ def parse_clock(text: str) -> tuple[int, int]:
     hour, minute, half = int(m.group(3)), int(m.group(4) or 0), (m.group(5) or "")
     if half:
         if not 1 <= hour <= 12:
-            raise PhraseError(f"'{text}': with am/pm the hour is 1-12")
+            raise PhraseError(f"'{text}': with am/pm the hour is 1-12", definite=True)
         hour = hour % 12 + (12 if half.startswith("p") else 0)
     if hour > 23 or minute > 59:
-        raise PhraseError(f"'{text}' is not a time of day (hours 0-23, minutes 0-59)")
+        raise PhraseError(f"'{text}' is not a time of day (hours 0-23, minutes 0-59)",
+                          definite=True)
     return hour, minute
 
 
@@ -125,7 +132,7 @@ def _date(text: str, today: dt.date) -> dt.date | None:
         try:
             return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
         except ValueError:
-            raise PhraseError(f"{text} is not a date on the calendar") from None
+            raise PhraseError(f"{text} is not a date on the calendar", definite=True) from None
     words = text.replace(",", " ").split()
     if len(words) == 2:
         day_word, month_word = (words if words[0][:1].isdigit() else words[::-1])
@@ -139,7 +146,7 @@ def _date(text: str, today: dt.date) -> dt.date | None:
                     continue  # 29 February waits for a leap year
                 if date >= today:
                     return date
-            raise PhraseError(f"{text} is not a date on the calendar")
+            raise PhraseError(f"{text} is not a date on the calendar", definite=True)
     return None
 
 
@@ -177,7 +184,7 @@ def _one_shot(phrase: str, now: float, tz: ZoneInfo) -> float:
         try:
             naive = dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}")
         except ValueError:
-            raise PhraseError(f"'{phrase}' is not a real date and time") from None
+            raise PhraseError(f"'{phrase}' is not a real date and time", definite=True) from None
         return _future(instant_of(naive, tz), now, phrase)
     day_text, clock_text = _split_day_clock(phrase)
     day = _day(day_text, today) if day_text else (today, True)
@@ -199,7 +206,7 @@ def _one_shot(phrase: str, now: float, tz: ZoneInfo) -> float:
 
 def _future(at: float, now: float, phrase: str) -> float:
     if at <= now:
-        raise PhraseError(f"'{phrase}' is already past; pick a time ahead")
+        raise PhraseError(f"'{phrase}' is already past; pick a time ahead", definite=True)
     return at
 
 
@@ -233,7 +240,8 @@ def _every(phrase: str) -> Cron:
         n = int(_amount(m.group(1))) if m.group(1) else 1
         minutes = m.group(2).startswith("m")
         if n < 1 or n > (59 if minutes else 23) or _amount(m.group(1) or "1") != n:
-            raise PhraseError(f"'{phrase}': say every 1-59 minutes or every 1-23 hours")
+            raise PhraseError(f"'{phrase}': say every 1-59 minutes or every 1-23 hours",
+                              definite=True)
         if minutes:
             return parse_cron("* * * * *" if n == 1 else f"*/{n} * * * *")
         return parse_cron("0 * * * *" if n == 1 else f"0 */{n} * * *")
@@ -269,7 +277,7 @@ def parse_when(phrase: str, now: float, tz: ZoneInfo) -> When:
             return When(None, _every(text), spec)
         return When(_one_shot(text, now, tz), None, spec)
     except CronError as err:
-        raise PhraseError(str(err)) from None
+        raise PhraseError(str(err), definite=True) from None
 
 
 def split_request(text: str, now: float, tz: ZoneInfo) -> Request:
@@ -284,6 +292,8 @@ def split_request(text: str, now: float, tz: ZoneInfo) -> Request:
         try:
             when = parse_when(" ".join(words[cut:]), now, tz)
         except PhraseError as err:
+            if err.definite:
+                raise
             first_error = first_error or err
             continue
         return Request(_message(words[:cut]), when)
