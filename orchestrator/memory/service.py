@@ -1,30 +1,304 @@
-"""Memory's lifecycle as the app sees it (the implementation lands here)."""
+"""Memory as the app sees it: start/stop, write/search/read/forget, the archival
+observer, the context for a new task, the MCP handler for the relay, and /status."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
 from orchestrator.config import Settings
+from orchestrator.errors import FetchError
 from orchestrator.events import SessionKey
+from orchestrator.memory import items
+from orchestrator.memory.archive import Archiver, read_transcript
+from orchestrator.memory.db import MemoryDB
+from orchestrator.memory.embed import Embedder, EmbeddingError
+from orchestrator.memory.models import KINDS, Hit, Item, Progress, WriteResult
+from orchestrator.memory.schema import ensure_vec_index, meta, set_meta
+from orchestrator.memory.search import hybrid
+from orchestrator.memory.summarize import Summarizer
 from orchestrator.supervisor import TaskSupervisor
+
+if TYPE_CHECKING:
+    from orchestrator.memory.mcp_server import Handler, MemoryMcp
+
+log = logging.getLogger(__name__)
+MAX_CONTENT = 2000  # characters in one memory: a memory is a sentence or three
+CONTEXT_LIMIT = 5
+CONTEXT_MIN_SCORE = 0.3  # stricter than search: injected text costs every task tokens
+CONTEXT_TIMEOUT = 3.0  # a slow embedding endpoint must not hold a task back
+REEMBED_BATCH = 64
+
+
+class MemoryRefused(FetchError):
+    """Memory is off, or a write was refused (empty, too long, unknown type)."""
 
 
 class Memory:
     def __init__(self, settings: Settings, supervisor: TaskSupervisor) -> None:
         self.settings = settings
+        self.config = settings.memory
         self.supervisor = supervisor
+        self.db = MemoryDB(settings.db_path)
+        self.embedder: Embedder | None = None
+        self.summarizer: Summarizer | None = None
+        self.archiver: Archiver | None = None
+        self.reembed = Progress()
+        self.embed_error: str | None = None
+        self._mcp: MemoryMcp | None = None
+        self._reembed_task: asyncio.Task[None] | None = None
+        self._started = False
 
+    @property
+    def enabled(self) -> bool:
+        return self.config.enabled and self._started
+
+    # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
-        return None
+        if not self.config.enabled:
+            return
+        await self.db.open()
+        try:
+            if self.config.embedding_base_url:
+                self.embedder = Embedder(self.config)
+            self.summarizer = Summarizer(self.settings)
+            self.archiver = Archiver(self.db, self.settings.home_dir,
+                                     self.config.archive_tokens, self.summarizer,
+                                     self._embed_or_none, self.supervisor)
+            await self._check_model()
+            from orchestrator.memory.mcp_server import MemoryMcp
+
+            self._mcp = MemoryMcp(self)
+            await self._mcp.start()
+        except BaseException:
+            await self.stop()
+            raise
+        self._started = True
 
     async def stop(self) -> None:
-        return None
+        self._started = False
+        if self.archiver is not None:
+            await self.archiver.stop()
+        if self._reembed_task is not None:
+            self._reembed_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reembed_task
+            self._reembed_task = None
+        if self._mcp is not None:
+            await self._mcp.stop()
+            self._mcp = None
+        for client in (self.embedder, self.summarizer):
+            if client is not None:
+                await client.close()
+        self.embedder = self.summarizer = None
+        await self.db.close()
 
+    async def _check_model(self) -> None:
+        """A new embedding model or dimension: re-embed everything in the background."""
+        if self.embedder is None:
+            return
+        signature = self.embedder.signature
+        vec_ok = self.db.vec_ok
+
+        def check(conn: object) -> bool:
+            changed = meta(conn, "embedding") not in (None, signature)
+            if vec_ok:
+                ensure_vec_index(conn, self.embedder.dims if self.embedder else 0)
+            set_meta(conn, "embedding", signature)
+            return changed
+        if await self.db.run(check):
+            log.warning("memory: embedding model is now %s; re-embedding", signature)
+            await self.db.run(items.drop_vectors, vec_ok)
+        self._start_reembed()
+
+    def _start_reembed(self) -> None:
+        if self.embedder is None or self.reembed.running:
+            return
+        self.reembed.running = True
+        try:
+            self._reembed_task = self.supervisor.spawn(self._reembed(), name="memory:reembed")
+        except RuntimeError:  # shutting down
+            self.reembed.running = False
+
+    async def _reembed(self) -> None:
+        """Embed every item without a vector for the current model, in batches."""
+        assert self.embedder is not None
+        embedder = self.embedder
+        progress = self.reembed
+        expected: tuple[type[Exception], ...] = (EmbeddingError, *self.db.errors)
+        try:
+            _, left = await self.db.run(items.unembedded, embedder.signature, 0)
+            progress.total, progress.done, progress.error = left, 0, None
+            while True:
+                batch, left = await self.db.run(items.unembedded, embedder.signature,
+                                                REEMBED_BATCH)
+                if not batch:
+                    break
+                vectors = await embedder.embed([text for _, _, text in batch])
+                await self.db.run(items.store_vectors,
+                                  [(i, k, v) for (i, k, _), v in zip(batch, vectors,
+                                                                      strict=True)],
+                                  embedder.signature, self.db.vec_ok)
+                progress.done += len(batch)
+                progress.total = max(progress.total, progress.done + left - len(batch))
+        except expected as err:
+            progress.error = str(err)
+            log.warning("memory: re-embedding stopped: %s", err)
+        finally:
+            progress.running = False
+
+    # -- embeddings, tolerant --------------------------------------------------------------
+    async def _embed_or_none(self, text: str) -> tuple[bytes, str] | None:
+        """A vector for ``text``, or None (no endpoint, or it failed: keyword search and
+        the background catch-up still work)."""
+        if self.embedder is None:
+            return None
+        try:
+            (vec,) = await self.embedder.embed([text])
+        except EmbeddingError as err:
+            self.embed_error = str(err)
+            log.warning("memory: %s", err)
+            return None
+        self._endpoint_back()
+        return vec, self.embedder.signature
+
+    async def _query_vector(self, text: str) -> bytes | None:
+        if self.embedder is None:
+            return None
+        try:
+            vec = await self.embedder.query(text)
+        except EmbeddingError as err:
+            self.embed_error = str(err)
+            log.warning("memory: %s", err)
+            return None
+        self._endpoint_back()
+        return vec
+
+    def _endpoint_back(self) -> None:
+        """The endpoint answers again: catch up on what was written while it did not."""
+        self.embed_error = None
+        if self.reembed.error is not None:
+            self.reembed.error = None
+            self._start_reembed()
+
+    # -- the two layers ----------------------------------------------------------------
+    def _require(self) -> None:
+        if not self.enabled:
+            raise MemoryRefused("memory is off (memory.enabled: false)")
+
+    async def write(self, content: str, kind: str = "fact", tags: tuple[str, ...] = (),
+                    source: str = "owner") -> WriteResult:
+        self._require()
+        content = " ".join(content.split())
+        if not content:
+            raise MemoryRefused("nothing to remember: the text is empty")
+        if len(content) > MAX_CONTENT:
+            raise MemoryRefused(f"a memory is at most {MAX_CONTENT} characters "
+                               f"(this one has {len(content)})")
+        if kind not in KINDS:
+            raise MemoryRefused(f"type must be one of {', '.join(KINDS)}")
+        clean_tags = tuple(t.strip().lower().lstrip("#") for t in tags if t.strip())[:10]
+        embedded = await self._embed_or_none(content)
+        vec, signature = embedded if embedded else (None, "")
+        result = await self.db.run(
+            lambda conn: items.remember(
+                conn, kind=kind, content=content, tags=clean_tags, source=source, vec=vec,
+                signature=signature, threshold=self.config.dedup_threshold,
+                vec_ok=self.db.vec_ok))
+        if embedded is None and self.embedder is not None:
+            self._start_reembed()  # catches this one up once the endpoint is back
+        return result
+
+    async def search(self, query: str, limit: int = 5,
+                     min_score: float | None = None) -> list[Hit]:
+        self._require()
+        qvec = await self._query_vector(query)
+        threshold = self.config.min_score if min_score is None else min_score
+        return await self.db.run(
+            lambda conn: hybrid(conn, query, qvec, limit=limit,
+                                vector_weight=self.config.vector_weight,
+                                min_score=threshold, vec_ok=self.db.vec_ok))
+
+    async def read(self, chunk_id: int) -> str | None:
+        self._require()
+        home = self.settings.home_dir
+        return await self.db.run(lambda conn: read_transcript(conn, home, chunk_id))
+
+    async def get(self, item_id: int) -> Item | None:
+        self._require()
+        return await self.db.run(items.get, item_id)
+
+    async def forget(self, item_id: int) -> Item | None:
+        self._require()
+        return await self.db.run(items.forget, item_id, self.db.vec_ok)
+
+    async def overview(self, newest: int = 5) -> tuple[dict[str, int], list[Item]]:
+        self._require()
+        counts = await self.db.run(items.counts)
+        return counts, await self.db.run(items.newest, newest)
+
+    # -- the app's hooks -----------------------------------------------------------------
     def observe(self, key: SessionKey) -> None:
         """After every turn: archive old messages in the background, never blocking."""
-        return None
+        try:
+            if self._started and self.archiver is not None:
+                self.archiver.observe(key)
+        except Exception:  # the reply path must never see memory's problems
+            log.exception("memory: observe failed")
 
     async def context_for(self, prompt: str) -> str:
-        """Relevant memories for a new task ("" when none)."""
-        return ""
+        """Relevant memories for a new task ("" when none, off, or anything fails)."""
+        if not self.enabled:
+            return ""
+        try:
+            async with asyncio.timeout(CONTEXT_TIMEOUT):
+                hits = await self.search(prompt, CONTEXT_LIMIT,
+                                         max(CONTEXT_MIN_SCORE, self.config.min_score))
+        except Exception as err:  # a task runs without memory rather than not at all
+            log.warning("memory: no context for the task: %s", err)
+            return ""
+        if not hits:
+            return ""
+        lines = ["Fetch remembers (may be outdated; the memory_search / memory_read tools "
+                 "have more):"]
+        for hit in hits:
+            item = hit.item
+            if item.kind == "archive":
+                lines.append(f"- [past conversation #{item.id}] {item.content[:400]}")
+            else:
+                lines.append(f"- [{item.kind} #{item.id}] {item.content}")
+        return "\n".join(lines)
+
+    @property
+    def serves_mcp(self) -> bool:
+        return self.enabled and self._mcp is not None
+
+    def mcp_handler(self, caller: str) -> Handler | None:
+        """The relay's ``/mcp`` route for one task; ``caller`` marks what it writes."""
+        return self._mcp.handler(caller) if self.serves_mcp and self._mcp else None
+
+    def mode(self) -> str:
+        if self.embedder is None:
+            return "keyword-only (no embedding endpoint configured)"
+        if not self.db.vec_ok:
+            return f"keyword-only (sqlite-vec unavailable: {self.db.vec_problem})"
+        if self.embed_error:
+            return f"keyword-only for now ({self.embed_error})"
+        return f"hybrid ({self.embedder.signature})"
 
     def status_line(self) -> str:
-        return "memory: off"
+        if not self.config.enabled:
+            return "memory: off"
+        if not self._started:
+            return "memory: not started"
+        parts = [f"memory: {self.mode()}"]
+        progress = self.reembed
+        if progress.running and progress.total:
+            parts.append(f"re-embedding {progress.done}/{progress.total}")
+        elif progress.error:
+            parts.append(f"re-embedding stopped: {progress.error[:80]}")
+        if self.archiver is not None and self.archiver.last_error:
+            parts.append(f"last archive error: {self.archiver.last_error[:80]}")
+        return " · ".join(parts)

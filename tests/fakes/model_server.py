@@ -36,6 +36,7 @@ from aiohttp import web
 
 from tests.fakes import gemini
 from tests.fakes.anthropic import Anthropic
+from tests.fakes.embeddings import FakeEmbeddings
 from tests.fakes.gemini import Gemini
 from tests.fakes.openai_chat import OpenAIChat
 from tests.fakes.openai_responses import OpenAIResponses
@@ -94,6 +95,8 @@ class ScriptedModelServer:
         self._changed = asyncio.Event()
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        #: ``POST /v1/embeddings`` (not scripted: deterministic vectors, see its module).
+        self.embeddings = FakeEmbeddings()
 
     # -- script -----------------------------------------------------------------------------
 
@@ -150,6 +153,7 @@ class ScriptedModelServer:
         if self._runner is not None:
             raise RuntimeError("ScriptedModelServer already started")
         app = web.Application(client_max_size=64 * 1024 * 1024)  # CLIs send big prompts
+        app.router.add_post("/v1/embeddings", self.embeddings.handle)  # tests/fakes/embeddings
         app.router.add_route("*", "/{tail:.*}", self._handle)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()

@@ -1,0 +1,104 @@
+"""Embeddings through the openai SDK, to any OpenAI-compatible ``/v1/embeddings``.
+
+Vectors are normalised to unit length and packed as float32 bytes here, so everything
+downstream (dedup, cosine, binary quantization) can rely on both.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from orchestrator.config import MemorySettings
+from orchestrator.errors import FetchError
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+BATCH = 64  # inputs per request: well under every provider's limit
+CACHE = 256  # query embeddings kept: the same question is often asked twice in a row
+
+
+class EmbeddingError(FetchError):
+    pass
+
+
+def pack(values: list[float]) -> bytes:
+    norm = math.sqrt(sum(v * v for v in values)) or 1.0
+    return array("f", (v / norm for v in values)).tobytes()
+
+
+def unpack(blob: bytes) -> list[float]:
+    vec = array("f")
+    vec.frombytes(blob)
+    return vec.tolist()
+
+
+def cosine(a: bytes, b: bytes) -> float:
+    """Cosine of two packed unit vectors (used where sqlite-vec is not loaded)."""
+    x, y = unpack(a), unpack(b)
+    return sum(p * q for p, q in zip(x, y, strict=False)) if len(x) == len(y) else 0.0
+
+
+class Embedder:
+    def __init__(self, settings: MemorySettings, timeout: float = 30.0) -> None:
+        if not settings.embedding_base_url:
+            raise ValueError("no embedding endpoint configured")
+        from openai import AsyncOpenAI  # imported only when memory embeds at all
+
+        self.model = settings.embedding_model
+        self.dims = settings.embedding_dimensions
+        self.signature = f"{self.model}/{self.dims}"
+        self._client: AsyncOpenAI = AsyncOpenAI(
+            base_url=settings.embedding_base_url,
+            api_key=settings.embedding_api_key or "not-needed",
+            timeout=timeout, max_retries=1)
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def embed(self, texts: list[str]) -> list[bytes]:
+        import openai
+
+        out: list[bytes] = []
+        for start in range(0, len(texts), BATCH):
+            batch = [t[:8000] or " " for t in texts[start:start + BATCH]]  # empty is refused
+            try:
+                response = await self._client.embeddings.create(
+                    model=self.model, input=batch, dimensions=self.dims)
+            except openai.APIError as err:
+                raise EmbeddingError(f"embedding endpoint failed: {_describe(err)}") from err
+            rows = sorted(response.data, key=lambda d: d.index)
+            if len(rows) != len(batch):
+                raise EmbeddingError(f"asked for {len(batch)} embeddings, got {len(rows)}")
+            for row in rows:
+                if len(row.embedding) != self.dims:
+                    raise EmbeddingError(
+                        f"{self.model} returns {len(row.embedding)}-dimensional vectors; set "
+                        f"memory.embedding_dimensions to {len(row.embedding)}")
+                out.append(pack(list(row.embedding)))
+        return out
+
+    async def query(self, text: str) -> bytes:
+        cached = self._cache.get(text)
+        if cached is not None:
+            self._cache.move_to_end(text)
+            return cached
+        (vec,) = await self.embed([text])
+        self._cache[text] = vec
+        if len(self._cache) > CACHE:
+            self._cache.popitem(last=False)
+        return vec
+
+
+def _describe(err: Exception) -> str:
+    import openai
+
+    if isinstance(err, openai.APIConnectionError):
+        return "could not connect"
+    if isinstance(err, openai.APIStatusError):
+        return f"HTTP {err.status_code}"
+    return type(err).__name__

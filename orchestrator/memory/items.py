@@ -1,0 +1,130 @@
+"""Writes and reads of memory items; synchronous, run on the memory thread (db.py)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from orchestrator.memory.db import write
+from orchestrator.memory.models import ITEM_COLUMNS, Item, WriteResult
+from orchestrator.memory.search import nearest_memory
+
+
+def _layer(kind: str) -> str:
+    return "archive" if kind == "archive" else "memory"
+
+
+def put_vector(conn: Any, item_id: int, kind: str, vec: bytes, signature: str,
+               vec_ok: bool) -> None:
+    """Store the exact vector and its binary code; call inside a write transaction."""
+    conn.execute("INSERT INTO memory_vectors(id, vec) VALUES (?, ?) ON CONFLICT(id) DO UPDATE"
+                 " SET vec=excluded.vec", (item_id, vec))
+    if vec_ok:
+        conn.execute("DELETE FROM memory_vec_bits WHERE rowid = ?", (item_id,))
+        conn.execute("INSERT INTO memory_vec_bits(rowid, embedding, layer) VALUES"
+                     " (?, vec_quantize_binary(vec_f32(?)), ?)", (item_id, vec, _layer(kind)))
+    conn.execute("UPDATE memory_items SET embedded=? WHERE id=?", (signature, item_id))
+
+
+def get(conn: Any, item_id: int) -> Item | None:
+    row = conn.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id=?",
+                       (item_id,)).fetchone()
+    return Item.from_row(row) if row else None
+
+
+def remember(
+    conn: Any, *, kind: str, content: str, tags: tuple[str, ...], source: str,
+    vec: bytes | None, signature: str, threshold: float, vec_ok: bool,
+) -> WriteResult:
+    """Add a memory, or update the one it nearly duplicates (cosine >= threshold).
+
+    The nearest-neighbour check and the write share one transaction, so two writers
+    of the same fact cannot both add it.
+    """
+    def run() -> WriteResult:
+        now = time.time()
+        twin: tuple[int, float] | None = None
+        if vec is not None:
+            near = nearest_memory(conn, vec, vec_ok)
+            if near is not None and near[1] >= threshold:
+                twin = near
+        else:  # no embedding: only a word-for-word repeat counts as a duplicate
+            row = conn.execute("SELECT id FROM memory_items WHERE kind != 'archive' AND"
+                               " lower(trim(content)) = lower(trim(?))", (content,)).fetchone()
+            if row:
+                twin = (int(row[0]), 1.0)
+        if twin is not None:
+            old = get(conn, twin[0])
+            assert old is not None
+            merged_tags = " ".join(dict.fromkeys((*old.tags, *tags)))
+            conn.execute("UPDATE memory_items SET content=?, kind=?, tags=?, updated=? WHERE"
+                         " id=?", (content, kind, merged_tags, now, twin[0]))
+            if vec is not None:
+                put_vector(conn, twin[0], kind, vec, signature, vec_ok)
+            new = get(conn, twin[0])
+            assert new is not None
+            return WriteResult(new, True, twin[1])
+        cur = conn.execute(
+            "INSERT INTO memory_items(kind, content, tags, source, created, updated) VALUES"
+            " (?,?,?,?,?,?)", (kind, content, " ".join(dict.fromkeys(tags)), source, now, now))
+        item_id = int(cur.lastrowid)
+        if vec is not None:
+            put_vector(conn, item_id, kind, vec, signature, vec_ok)
+        item = get(conn, item_id)
+        assert item is not None
+        return WriteResult(item, False)
+    result: WriteResult = write(conn, run)
+    return result
+
+
+def forget(conn: Any, item_id: int, vec_ok: bool) -> Item | None:
+    """Delete a memory (archives are history: they are not forgotten one by one)."""
+    def run() -> Item | None:
+        item = get(conn, item_id)
+        if item is None or item.kind == "archive":
+            return None
+        if vec_ok:
+            conn.execute("DELETE FROM memory_vec_bits WHERE rowid=?", (item_id,))
+        conn.execute("DELETE FROM memory_items WHERE id=?", (item_id,))  # cascades vectors
+        return item
+    result: Item | None = write(conn, run)
+    return result
+
+
+def counts(conn: Any) -> dict[str, int]:
+    rows = conn.execute("SELECT kind, COUNT(*) FROM memory_items GROUP BY kind").fetchall()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def newest(conn: Any, limit: int) -> list[Item]:
+    rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE kind != 'archive'"
+                        " ORDER BY updated DESC, id DESC LIMIT ?", (limit,)).fetchall()
+    return [Item.from_row(r) for r in rows]
+
+
+def unembedded(conn: Any, signature: str, limit: int) -> tuple[list[tuple[int, str, str]], int]:
+    """Up to ``limit`` items whose vector is missing or from another model; and how many."""
+    left = int(conn.execute("SELECT COUNT(*) FROM memory_items WHERE embedded IS NULL OR"
+                            " embedded != ?", (signature,)).fetchone()[0])
+    rows = conn.execute("SELECT id, kind, content FROM memory_items WHERE embedded IS NULL OR"
+                        " embedded != ? ORDER BY id LIMIT ?", (signature, limit)).fetchall()
+    return [(int(r[0]), str(r[1]), str(r[2])) for r in rows], left
+
+
+def store_vectors(conn: Any, batch: list[tuple[int, str, bytes]], signature: str,
+                  vec_ok: bool) -> None:
+    def run() -> None:
+        for item_id, kind, vec in batch:
+            if conn.execute("SELECT 1 FROM memory_items WHERE id=?", (item_id,)).fetchone():
+                put_vector(conn, item_id, kind, vec, signature, vec_ok)
+    write(conn, run)
+
+
+def drop_vectors(conn: Any, vec_ok: bool) -> None:
+    """The embedding model changed: old vectors are not comparable with new ones."""
+    def run() -> None:
+        if vec_ok:
+            conn.execute("DELETE FROM memory_vec_bits")
+        conn.execute("DELETE FROM memory_vectors")
+        conn.execute("UPDATE memory_items SET embedded = NULL")
+    write(conn, run)

@@ -1,0 +1,185 @@
+"""Memory as an MCP server for the coding CLIs, served on the relay's own socket.
+
+The kennel has no network; its one way out is the task's model relay (a unix socket,
+forwarded to ``127.0.0.1:PORT`` inside). The relay hands ``/mcp`` to ``handler()`` here,
+which runs the ``mcp`` package's streamable-HTTP app (stateless, JSON responses: a CLI's
+session needs no server-side state, and a relay lives only as long as its task) through
+a small ASGI bridge, in this process and event loop. Who is calling is decided by the
+relay that built the handler, never by a header the CLI could forge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from orchestrator.memory.service import Memory
+
+log = logging.getLogger(__name__)
+SERVER_NAME = "fetch-memory"
+TOOL_NAMES = ("memory_search", "memory_read", "memory_write")
+CALLER_HEADER = "x-fetch-memory-caller"
+MAX_WRITES_PER_CALLER = 20  # a runaway CLI cannot flood the owner's memory
+INSTRUCTIONS = (
+    "Fetch's long-term memory of this owner: facts, preferences, learnings, and summaries "
+    "of past conversations. memory_search first, memory_read(id) for a past conversation's "
+    "full transcript, memory_write for something worth remembering across tasks.")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# Set per request by the bridge (the app runs each request in a task of its own that
+# copies this context), read by the tools.
+_CALLER: ContextVar[str] = ContextVar("memory_mcp_caller", default="harness")
+
+
+class MemoryMcp:
+    def __init__(self, memory: Memory) -> None:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        self._memory = memory
+        self._writes: dict[str, int] = {}
+        server: Any = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS,
+                                log_level="WARNING")
+        self._register(server)
+        # Loopback only: inside the kennel the CLI reaches the relay as 127.0.0.1:PORT.
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "127.0.0.1", "localhost"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*"])
+        self._app = server.streamable_http_app(
+            streamable_http_path="/mcp", json_response=True, stateless_http=True,
+            transport_security=security)
+        self._manager = server.session_manager
+        self._stop = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def _register(self, server: Any) -> None:
+        memory = self._memory
+
+        async def memory_search(query: str, limit: int = 5) -> str:
+            hits = await memory.search(query, max(1, min(int(limit), 20)))
+            return json.dumps({"mode": memory.mode(), "hits": [h.as_dict() for h in hits]},
+                              ensure_ascii=False)
+
+        async def memory_read(id: int) -> str:
+            text = await memory.read(int(id))
+            return text or f"no archived conversation #{id} (ids come from memory_search)"
+
+        async def memory_write(content: str, type: str = "learning",
+                               tags: list[str] | None = None) -> str:
+            caller = _CALLER.get()
+            used = self._writes.get(caller, 0)
+            if used >= MAX_WRITES_PER_CALLER:
+                return f"refused: at most {MAX_WRITES_PER_CALLER} memories per task"
+            self._writes[caller] = used + 1
+            result = await memory.write(content, type, tuple(tags or ()), source=caller)
+            verb = "updated the near-duplicate" if result.merged else "saved as"
+            return f"{verb} memory #{result.item.id}"
+
+        server.add_tool(memory_search, description=(
+            "Search Fetch's memory (facts, preferences, learnings and past conversations). "
+            "Returns JSON hits with id, source, content or summary, score, thread and time "
+            "range."))
+        server.add_tool(memory_read, description=(
+            "The full transcript of an archived conversation chunk, by the id memory_search "
+            "returned for it."))
+        server.add_tool(memory_write, description=(
+            "Remember something for later tasks: a fact about the project, a preference of "
+            "the owner, or a learning (a fix or command that worked). type: fact | "
+            "preference | learning."))
+
+    # -- lifecycle: the session manager's task group lives in its own task ---------------
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._serve(), name="memory:mcp")
+        await self._ready.wait()
+
+    async def _serve(self) -> None:
+        try:
+            async with self._manager.run():
+                self._ready.set()
+                await self._stop.wait()
+        finally:
+            self._ready.set()
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 5)
+            self._task = None
+
+    # -- the relay's /mcp route -----------------------------------------------------------
+    def handler(self, caller: str) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            token = _CALLER.set(caller)
+            try:
+                return await self._bridge(request)
+            finally:
+                _CALLER.reset(token)
+        return handle
+
+    async def _bridge(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                   for k, v in request.headers.items() if k.lower() != CALLER_HEADER]
+        scope: dict[str, Any] = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": request.method, "scheme": "http", "path": request.path,
+            "raw_path": request.path.encode(), "query_string": request.query_string.encode(),
+            "root_path": "", "headers": headers, "client": ("127.0.0.1", 0),
+            "server": ("127.0.0.1", 0),
+        }
+        sent = False
+        disconnected = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await disconnected.wait()
+            return {"type": "http.disconnect"}
+
+        response: web.StreamResponse | None = None
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal response
+            if message["type"] == "http.response.start":
+                response = web.StreamResponse(status=int(message["status"]))
+                for key, value in message.get("headers", []):
+                    name = key.decode("latin-1")
+                    if name.lower() not in {"content-length", "transfer-encoding"}:
+                        response.headers.add(name, value.decode("latin-1"))
+                await response.prepare(request)
+            elif message["type"] == "http.response.body" and response is not None:
+                chunk = message.get("body", b"")
+                if chunk:
+                    await response.write(chunk)
+                if not message.get("more_body", False):
+                    await response.write_eof()
+
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            disconnected.set()
+        if response is None:
+            return web.json_response({"error": "memory server gave no answer"}, status=500)
+        return response
+
+
+@contextlib.asynccontextmanager
+async def running(mcp: MemoryMcp) -> AsyncIterator[MemoryMcp]:
+    await mcp.start()
+    try:
+        yield mcp
+    finally:
+        await mcp.stop()
