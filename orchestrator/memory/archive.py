@@ -71,15 +71,15 @@ def watermark(conn: Any, thread: str) -> int:
     return int(row[0]) if row else 0
 
 
-def plan_chunk(conn: Any, thread: str, threshold: int) -> ChunkPlan | None:
+def plan_chunk(conn: Any, log_conn: Any, thread: str, threshold: int) -> ChunkPlan | None:
     after = watermark(conn, thread)
-    (size,) = conn.execute(
+    (size,) = log_conn.execute(
         "SELECT COALESCE(SUM(LENGTH(text) / 4 + 1), 0) FROM messages WHERE session=? AND id>?",
         (thread, after)).fetchone()
     if int(size) <= threshold:
         return None
-    rows = conn.execute("SELECT id, direction, text, ts FROM messages WHERE session=? AND id>?"
-                        " ORDER BY id LIMIT ?", (thread, after, READ_LIMIT)).fetchall()
+    rows = log_conn.execute("SELECT id, direction, text, ts FROM messages WHERE session=? AND"
+                            " id>? ORDER BY id LIMIT ?", (thread, after, READ_LIMIT)).fetchall()
     budget, used = threshold // 2, 0
     chunk: list[dict[str, Any]] = []
     for r in rows:
@@ -209,7 +209,7 @@ class Archiver:
         """Archive every chunk due for ``key`` now; the new chunk ids."""
         thread, made = thread_of(key), []
         while True:
-            plan = await self._db.run(plan_chunk, thread, self._threshold)
+            plan = await self._db.run_with_log(plan_chunk, thread, self._threshold)
             if plan is None:
                 break
             folder = self.folder(key)
@@ -243,7 +243,7 @@ class Archiver:
         await asyncio.to_thread(sweep)
 
 
-def read_transcript(conn: Any, home: Path, chunk_id: int) -> str | None:
+def read_transcript(conn: Any, log_conn: Any, home: Path, chunk_id: int) -> str | None:
     """A chunk's full transcript: its JSON file, or the message log if the file is gone."""
     row = conn.execute("SELECT thread, first_msg, last_msg, path FROM memory_items WHERE id=?"
                        " AND kind='archive'", (chunk_id,)).fetchone()
@@ -254,8 +254,9 @@ def read_transcript(conn: Any, home: Path, chunk_id: int) -> str | None:
         body = json.loads((home / str(rel)).read_text(encoding="utf-8"))
         messages = list(body["messages"])
     except (OSError, ValueError, KeyError, TypeError):
-        rows = conn.execute("SELECT id, direction, text, ts FROM messages WHERE session=? AND"
-                            " id BETWEEN ? AND ? ORDER BY id", (thread, first, last)).fetchall()
+        rows = log_conn.execute("SELECT id, direction, text, ts FROM messages WHERE session=?"
+                                " AND id BETWEEN ? AND ? ORDER BY id", (thread, first, last)
+                                ).fetchall()
         messages = [{"id": r[0], "direction": r[1], "text": r[2], "ts": r[3]} for r in rows]
     return f"Archive chunk #{chunk_id} ({thread}, messages {first}-{last}):\n" + transcript(
         messages)

@@ -1,13 +1,18 @@
-"""Memory's own connection to ``fetch.db``, on one dedicated thread.
+"""Memory's own SQLite file and connection, on one dedicated thread.
 
-Why not the store's aiosqlite connection: sqlite-vec is a loadable extension, and this
-Python's ``sqlite3`` may be built without ``enable_load_extension`` (pyenv's default);
-``pysqlite3`` is then used instead. And vector scans take milliseconds, which must not
-queue behind (or in front of) the store's sub-millisecond writes. WAL lets both
-connections work on the same file; ``BEGIN IMMEDIATE`` + the busy timeout order writers.
+Why its own file (``FETCH_HOME/memory/memory.db``): sqlite-vec is a loadable extension,
+and this Python's ``sqlite3`` may be built without ``enable_load_extension`` (pyenv's
+default); ``pysqlite3`` (its own copy of SQLite) is then used. Two copies of SQLite in
+one process must never open the same database file: each keeps its own POSIX locks, and
+one closing a descriptor drops the other's locks (sqlite.org/howtocorrupt.html §2.2.1;
+the store really did read "file is not a database" when both wrote fetch.db). So memory
+writes only memory.db, and reads the conversation log (``messages`` in fetch.db, for
+archiving) through a second connection made with the *same* ``sqlite3`` as the store.
 
-Every operation is one synchronous function run on the thread, so a transaction never
-spans an ``await`` and a cancelled caller cannot leave one open.
+Vector scans take milliseconds, which must not queue behind (or in front of) the
+store's sub-millisecond writes: hence a thread of its own. Every operation is one
+synchronous function run on it, so a transaction never spans an ``await`` and a
+cancelled caller cannot leave one open.
 """
 
 from __future__ import annotations
@@ -63,10 +68,12 @@ def _load_vec(conn: Conn, can_load: bool) -> str | None:
 
 
 class MemoryDB:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, log_path: Path) -> None:
         self.path = path
+        self.log_path = log_path  # fetch.db: read-only use, with the store's own sqlite3
         self.vec_problem: str | None = "not opened"
         self._conn: Conn | None = None
+        self._log: sqlite3.Connection | None = None
         self._pool: ThreadPoolExecutor | None = None
         self.errors: tuple[type[Exception], ...] = (sqlite3.Error,)
 
@@ -100,14 +107,20 @@ class MemoryDB:
             log.warning("memory: vector search unavailable: %s", self.vec_problem)
         migrate(conn)
         self._conn = conn
+        log_conn = sqlite3.connect(str(self.log_path), isolation_level=None,
+                                   check_same_thread=False)
+        log_conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        log_conn.execute("PRAGMA query_only=ON")
+        self._log = log_conn
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            loop = asyncio.get_running_loop()
+        conns = [c for c in (self._conn, self._log) if c is not None]
+        self._conn = self._log = None
+        loop = asyncio.get_running_loop()
+        for conn in conns:
             try:
                 await loop.run_in_executor(pool, conn.close)
             except Exception:
@@ -125,6 +138,14 @@ class MemoryDB:
             if self._conn is None:
                 raise StoreError("memory db is not open")
             return fn(self._conn, *args)
+        return await self._submit(partial(call))
+
+    async def run_with_log(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, log_conn, *args)``: memory.db and the conversation log."""
+        def call() -> T:
+            if self._conn is None or self._log is None:
+                raise StoreError("memory db is not open")
+            return fn(self._conn, self._log, *args)
         return await self._submit(partial(call))
 
 

@@ -1,7 +1,8 @@
-"""Memory's tables in ``fetch.db``, versioned on their own.
+"""Memory's tables in ``memory/memory.db`` (see db.py for why not fetch.db).
 
-The store's ``PRAGMA user_version`` counts the store's migrations, so memory keeps its
-own count in ``memory_meta`` (key ``schema``). Append to ``MIGRATIONS``; never edit one.
+The count of applied migrations is kept in ``memory_meta`` (key ``schema``), not in
+``user_version``, so the tables could move into another file unchanged. Append to
+``MIGRATIONS``; never edit one.
 
 One table holds both layers (``kind``: fact | preference | learning | archive) so one
 FTS index and one vector index answer a search over both. The vector index depends on

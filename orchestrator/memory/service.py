@@ -41,7 +41,7 @@ class Memory:
         self.settings = settings
         self.config = settings.memory
         self.supervisor = supervisor
-        self.db = MemoryDB(settings.db_path)
+        self.db = MemoryDB(settings.home_dir / "memory" / "memory.db", settings.db_path)
         self.embedder: Embedder | None = None
         self.summarizer: Summarizer | None = None
         self.archiver: Archiver | None = None
@@ -224,7 +224,8 @@ class Memory:
     async def read(self, chunk_id: int) -> str | None:
         self._require()
         home = self.settings.home_dir
-        return await self.db.run(lambda conn: read_transcript(conn, home, chunk_id))
+        return await self.db.run_with_log(
+            lambda conn, log_conn: read_transcript(conn, log_conn, home, chunk_id))
 
     async def get(self, item_id: int) -> Item | None:
         self._require()
