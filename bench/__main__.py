@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, kennel_start, memory, roundtrip
+from bench import coldstart, kennel_start, memory, roundtrip, scheduler_bench
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "coldstart": (coldstart.run, coldstart.render, 10, 3),
     "memory": (memory.run, memory.render, 1, 1),
     "kennel_start": (kennel_start.run, kennel_start.render, 6, 2),
+    "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
 }
 
 

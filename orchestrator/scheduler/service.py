@@ -165,6 +165,7 @@ class Scheduler:
                 break
             await asyncio.sleep(0)  # let the fires of this batch start before the next
         await self.jobs.renew(list(self._in_flight), self.holder, now + cfg.lease_seconds)
+        await self.jobs.close_finished(now)
         if now - self._last_report >= REPORT_EVERY_SECONDS:
             await self.report()
         await self._refresh_summary()

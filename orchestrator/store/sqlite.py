@@ -172,6 +172,11 @@ class Store:
         async with self._write_lock:
             return await self.db.execute(sql, params)
 
+    async def write(self, sql: str, params: tuple[Any, ...] = ()) -> aiosqlite.Cursor:
+        """One write statement in autocommit, under the write lock: for modules that own
+        their tables (the scheduler) and need a single atomic change in one round trip."""
+        return await self._write(sql, params)
+
     async def schema_version(self) -> int:
         async with self.db.execute("PRAGMA user_version") as cur:
             row = await cur.fetchone()
