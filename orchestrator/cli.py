@@ -61,6 +61,8 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
                   f"   harness: {s.runner.default_harness()} · channels: {channels}{listen}"
                   + (" · type /help · Ctrl-C quits" if interactive else ""),
                   flush=True)
+            if s.scheduler is not None and not s.scheduler.running:
+                print(f"   ⚠️ {s.scheduler.status_line()}", flush=True)
             # End of input (a pipe) finishes what was asked before stopping.
             eof_wait = asyncio.ensure_future(eof.wait())
             stop_wait = asyncio.ensure_future(stop.wait())
