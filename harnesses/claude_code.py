@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 from kennel.relay import PLACEHOLDER_KEY
+from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
@@ -26,6 +28,12 @@ class ClaudeCode(Harness, name="claude-code"):
             argv += ["--model", req.model]
         if req.resume:
             argv += ["--resume", req.resume]
+        if req.mcp_url:
+            # Fetch's memory over the relay's socket; its tools need no prompt, and no MCP
+            # server from the repository's own config is started (--strict-mcp-config).
+            config = {"mcpServers": {MCP_SERVER: {"type": "http", "url": req.mcp_url}}}
+            argv += [f"--mcp-config={json.dumps(config)}", "--strict-mcp-config",
+                     f"--allowedTools=mcp__{MCP_SERVER}"]
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),

@@ -18,6 +18,7 @@ from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 from kennel.relay import PLACEHOLDER_KEY
+from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
 DEFAULT_MODEL = "gpt-5.5"  # a slug codex knows: an unknown one gets no apply_patch tool
 # The variable env_key names: one codex gives no other meaning (it holds the placeholder).
@@ -50,6 +51,10 @@ def config_toml(req: HarnessRequest) -> str:
     if not req.model_url:
         raise ValueError("codex reaches its model only through the relay: no model_url")
     retries = req.max_retries
+    # Fetch's memory over the relay's socket (streamable HTTP, as `codex mcp add --url`
+    # writes it); "approve": exec mode has no one to ask.
+    memory = (f"\n[mcp_servers.{MCP_SERVER}]\nurl = {_toml_str(req.mcp_url)}\n"
+              'default_tools_approval_mode = "approve"\n') if req.mcp_url else ""
     # The relay appends the request path to the vendor base (…/v1), so the CLI must ask
     # for "/responses", not "/v1/responses": base_url is the relay itself.
     return f"""\
@@ -74,7 +79,7 @@ env_key = "{KEY_ENV}"
 wire_api = "responses"
 request_max_retries = {retries}
 stream_max_retries = {retries}
-"""
+{memory}"""
 
 
 def _toml_str(value: str) -> str:

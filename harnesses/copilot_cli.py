@@ -10,6 +10,7 @@ remembered and decide the end.
 
 from __future__ import annotations
 
+import json
 import os
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 from kennel.relay import PLACEHOLDER_KEY
+from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
 DEFAULT_MODEL = "gpt-5.4"  # BYOK has no model picker: one must be named
 # Where an unpacked copy of copilot's ~235 MB package may already be (the kennel image
@@ -68,6 +70,12 @@ class CopilotCli(Harness, name="copilot"):
         ]
         if req.resume:
             argv.append(f"--resume={req.resume}")
+        if req.mcp_url:
+            # Fetch's memory over the relay's socket; its tools are allowed without a prompt.
+            config = {"mcpServers": {MCP_SERVER: {"type": "http", "url": req.mcp_url,
+                                                  "tools": ["*"]}}}
+            argv += [f"--additional-mcp-config={json.dumps(config)}",
+                     f"--allow-tool={MCP_SERVER}"]
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),

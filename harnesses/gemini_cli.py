@@ -16,6 +16,7 @@ from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 from kennel.relay import PLACEHOLDER_KEY
+from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
 DEFAULT_MODEL = "gemini-2.5-flash"  # any named model: "auto" costs a router call per turn
 EDIT_TOOLS = {"write_file", "replace"}
@@ -63,6 +64,11 @@ class GeminiCli(Harness, name="gemini-cli"):
                 "maxAttempts": min(req.max_retries + 1, 10),  # the CLI refuses more than 10
             },
         }
+        if req.mcp_url:
+            # Fetch's memory over the relay's socket (what `gemini mcp add -t http --trust`
+            # writes); trusted, so its calls need no confirmation in headless mode.
+            settings["mcpServers"] = {MCP_SERVER: {"type": "http", "url": req.mcp_url,
+                                                   "trust": True}}
         config = host_state_dir / "gemini" / ".gemini"
         config.mkdir(parents=True, exist_ok=True)
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")

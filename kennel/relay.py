@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,11 @@ class ModelRelay:
         task_id: int | None,
         log_path: Path,
         token_budget: int = 0,
+        mcp: Callable[[web.Request], Awaitable[web.StreamResponse]] | None = None,
     ) -> None:
+        # Fetch's memory as an MCP server (orchestrator/memory/mcp_server.py): served on
+        # this same socket at /mcp, so the kennel needs no other way out.
+        self.mcp = mcp
         self.socket_path = socket_path
         self.upstream = upstream.rstrip("/")
         self.provider = provider
@@ -163,6 +168,8 @@ class ModelRelay:
         return self.token_budget > 0 and used >= self.token_budget
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if self.mcp is not None and request.path.rstrip("/") == "/mcp":
+            return await self.mcp(request)  # never forwarded to the vendor
         started = time.monotonic()
         body = await request.read()
         model = _model_of(body, request.path)

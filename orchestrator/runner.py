@@ -209,6 +209,9 @@ class TaskRunner:
         async with AsyncExitStack() as stack:
             needs_model = harness.provider is not None
             relay: ModelRelay | None = None
+            # Memory rides on the relay's socket (/mcp): only runs that have a relay get it.
+            mcp = (self._memory.mcp_handler(f"harness:{harness.name}")
+                   if self._memory is not None and needs_model else None)
             if harness.provider is not None:
                 provider = settings.providers[harness.provider]
                 relay = ModelRelay(
@@ -220,6 +223,7 @@ class TaskRunner:
                     task_id=handle.task_id,
                     log_path=settings.home_dir / "relay.jsonl",
                     token_budget=settings.kennel.token_budget,
+                    mcp=mcp,
                 )
                 await stack.enter_async_context(relay)
             remembered = await self._memory.context_for(handle.prompt) if self._memory else ""
@@ -232,6 +236,8 @@ class TaskRunner:
                 model=settings.harness.model,
                 max_retries=settings.harness.max_retries,
                 confined=layout.confined,
+                mcp_url=(f"http://127.0.0.1:{layout.relay_port}/mcp"
+                         if mcp is not None else None),
             )
             layout.state_host.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(harness.prepare, req, layout.state_host)

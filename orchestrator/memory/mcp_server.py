@@ -16,8 +16,10 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from aiohttp import web
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 SERVER_NAME = "fetch-memory"
 TOOL_NAMES = ("memory_search", "memory_read", "memory_write")
 CALLER_HEADER = "x-fetch-memory-caller"
-MAX_WRITES_PER_CALLER = 20  # a runaway CLI cannot flood the owner's memory
+MAX_WRITES_PER_RUN = 20  # a runaway CLI cannot flood the owner's memory
 INSTRUCTIONS = (
     "Fetch's long-term memory of this owner: facts, preferences, learnings, and summaries "
     "of past conversations. memory_search first, memory_read(id) for a past conversation's "
@@ -36,7 +38,13 @@ INSTRUCTIONS = (
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # Set per request by the bridge (the app runs each request in a task of its own that
 # copies this context), read by the tools.
-_CALLER: ContextVar[str] = ContextVar("memory_mcp_caller", default="harness")
+@dataclass
+class _Caller:
+    source: str  # what its memories are marked with, e.g. harness:claude-code
+    writes: int = 0  # one handler serves one task's relay: the limit is per run
+
+
+_CALLER: ContextVar[_Caller | None] = ContextVar("memory_mcp_caller", default=None)
 
 
 class MemoryMcp:
@@ -45,7 +53,6 @@ class MemoryMcp:
         from mcp.server.transport_security import TransportSecuritySettings
 
         self._memory = memory
-        self._writes: dict[str, int] = {}
         server: Any = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS,
                                 log_level="WARNING")
         self._register(server)
@@ -76,12 +83,12 @@ class MemoryMcp:
 
         async def memory_write(content: str, type: str = "learning",
                                tags: list[str] | None = None) -> str:
-            caller = _CALLER.get()
-            used = self._writes.get(caller, 0)
-            if used >= MAX_WRITES_PER_CALLER:
-                return f"refused: at most {MAX_WRITES_PER_CALLER} memories per task"
-            self._writes[caller] = used + 1
-            result = await memory.write(content, type, tuple(tags or ()), source=caller)
+            caller = _CALLER.get() or _Caller("harness")
+            if caller.writes >= MAX_WRITES_PER_RUN:
+                return f"refused: at most {MAX_WRITES_PER_RUN} memories per task"
+            caller.writes += 1
+            result = await memory.write(content, type, tuple(tags or ()),
+                                        source=caller.source)
             verb = "updated the near-duplicate" if result.merged else "saved as"
             return f"{verb} memory #{result.item.id}"
 
@@ -118,7 +125,9 @@ class MemoryMcp:
             self._task = None
 
     # -- the relay's /mcp route -----------------------------------------------------------
-    def handler(self, caller: str) -> Handler:
+    def handler(self, source: str) -> Handler:
+        caller = _Caller(source)
+
         async def handle(request: web.Request) -> web.StreamResponse:
             token = _CALLER.set(caller)
             try:
@@ -146,7 +155,14 @@ class MemoryMcp:
             if not sent:
                 sent = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            await disconnected.wait()
+            # A GET opens a server-to-client stream that ends only when the client goes;
+            # aiohttp does not tell a handler that, so watch the transport.
+            while not disconnected.is_set():
+                if request.transport is None or request.transport.is_closing():
+                    disconnected.set()
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(disconnected.wait(), 0.5)
             return {"type": "http.disconnect"}
 
         response: web.StreamResponse | None = None
@@ -161,11 +177,16 @@ class MemoryMcp:
                         response.headers.add(name, value.decode("latin-1"))
                 await response.prepare(request)
             elif message["type"] == "http.response.body" and response is not None:
-                chunk = message.get("body", b"")
-                if chunk:
-                    await response.write(chunk)
-                if not message.get("more_body", False):
-                    await response.write_eof()
+                if disconnected.is_set():
+                    return
+                try:
+                    chunk = message.get("body", b"")
+                    if chunk:
+                        await response.write(chunk)
+                    if not message.get("more_body", False):
+                        await response.write_eof()
+                except (ConnectionError, aiohttp.ClientConnectionResetError):
+                    disconnected.set()  # the CLI went away (it exits at the end of a task)
 
         try:
             await self._app(scope, receive, send)
