@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import textwrap
 from collections import OrderedDict
+from collections.abc import Callable
 
 from orchestrator.channels.base import Channel
 from orchestrator.errors import ChannelError
@@ -76,19 +77,25 @@ class Messenger:
         # addressed to Fetch even in a group without the trigger.
         self._sent: dict[str, OrderedDict[str, None]] = {}
         self._routes: dict[SessionKey, SessionKey] = {}
+        self._copies: dict[SessionKey, Callable[[str], None]] = {}
 
     def add_channel(self, channel: Channel) -> None:
         if channel.name in self._channels:
             raise ValueError(f"channel {channel.name!r} registered twice")
         self._channels[channel.name] = channel
 
-    def route(self, session: SessionKey, deliver_to: SessionKey) -> None:
+    def route(self, session: SessionKey, deliver_to: SessionKey,
+              copy: Callable[[str], None] | None = None) -> None:
         """Replies of ``session`` go to ``deliver_to`` (a scheduled job runs in a fresh
-        session of its own; its output belongs in the owner's chat)."""
+        session of its own; its output belongs in the owner's chat). ``copy`` also gets
+        each new message's text (the scheduler's push notifications)."""
         self._routes[session] = deliver_to
+        if copy is not None:
+            self._copies[session] = copy
 
     def unroute(self, session: SessionKey) -> None:
         self._routes.pop(session, None)
+        self._copies.pop(session, None)
 
     def sent_by_fetch(self, channel: str, message_id: str) -> bool:
         return message_id in self._sent.get(channel, {})
@@ -146,6 +153,9 @@ class Messenger:
         )
         self._journal.append(log_key, "fetch", text,
                              **({"model": model, "tokens": list(tokens)} if model else {}))
+        copy = self._copies.get(log_key)
+        if copy is not None and edit_of is None:  # new messages only, not progress edits
+            copy(text)
         parts = split_message(text, channel.capabilities.max_message_chars)
         if edit_of and channel.capabilities.can_edit and len(parts) == 1:
             edited = await channel.send(Outbound(key.channel, key.chat, parts[0],

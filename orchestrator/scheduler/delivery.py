@@ -71,8 +71,7 @@ class ChatDelivery:
             if self._ntfy is not None:
                 await self._ntfy.push("Fetch reminder", job.text)
             return
-        session = job_session(claim)
-        self._messenger.route(session, job.key)
+        session = job_session(claim)  # routed to the owner's chat by the scheduler
         await self._messenger.send(
             job.key, f"🔁 Job #{job.id} ({job.spec}): {job.text}{late_note(claim)}")
         await self._inject(Inbound(channel=job.channel, chat=session.chat, sender=job.chat,
@@ -80,8 +79,6 @@ class ChatDelivery:
                                    from_owner=True))
         if not await self._accepted(claim):
             raise DeliveryError("the gateway did not accept it (Fetch is stopping)")
-        if self._ntfy is not None:
-            await self._ntfy.push(f"Fetch job #{job.id}", job.text, tags="repeat")
 
     async def confirm(self, claim: Claim) -> bool | None:
         if claim.job.kind == "reminder":

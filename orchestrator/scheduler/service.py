@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from contextlib import suppress
 
 from orchestrator.clock import Clock
@@ -264,7 +265,21 @@ class Scheduler:
     def _route(self, claim: Claim) -> None:
         session = job_session(claim)
         self._homes[session] = claim.job.key
-        self.messenger.route(session, claim.job.key)
+        self.messenger.route(session, claim.job.key, self._pusher(claim.job))
+
+    def _pusher(self, job: Job) -> Callable[[str], None] | None:
+        """With ntfy configured, each message of a job's session is also pushed, in the
+        background: a slow push server must never hold up the chat."""
+        ntfy = self.ntfy
+        if ntfy is None:
+            return None
+
+        def push(text: str) -> None:
+            with suppress(RuntimeError):  # shutting down: the chat has the message anyway
+                self.supervisor.spawn(ntfy.push(f"Fetch job #{job.id}", text, tags="repeat"),
+                                      name=f"ntfy:job:{job.id}")
+
+        return push
 
     def home_of(self, key: SessionKey) -> SessionKey:
         """The owner's chat for a job's session (a job may schedule more work)."""

@@ -107,3 +107,19 @@ async def test_ntfy_down_does_not_fail_the_reminder(
         assert driver.services.scheduler.ntfy.failed == 1
     finally:
         await app.__aexit__(None, None, None)
+
+
+async def test_a_scheduled_prompt_pushes_its_output(
+    make_settings: Callable[..., Settings], ntfy: NtfyServer,
+) -> None:
+    app, driver = await start_driver(make_settings(FETCH_NTFY_URL=ntfy.url))
+    try:
+        await driver.ask("/schedule /whoami in 1s", "Job #")
+        await driver.expect("🔁 Job #1", timeout=10)
+        async with asyncio.timeout(10):
+            while not ntfy.posts:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+        topic, title, body = ntfy.posts[0]
+        assert (topic, title) == ("fetch-test", "Fetch job #1") and body.strip()
+    finally:
+        await app.__aexit__(None, None, None)
