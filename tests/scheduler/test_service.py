@@ -4,10 +4,12 @@ file: one run per slot, leases, retries, misses, one scheduler per database."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from orchestrator.scheduler.cron import parse_cron
+from orchestrator.scheduler.jobs import Claim
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.phrases import When, parse_when
 from orchestrator.scheduler.service import SchedulingOff
@@ -311,3 +313,43 @@ async def test_status_line(rig_factory: RigFactory) -> None:
     rig = await rig_factory(T0)
     await remind(rig, "x", "in 90m")
     assert rig.scheduler.status_line() == "scheduler: 1 active job, next in 1 hour 30 minutes"
+
+
+class SpeedClock:
+    """Real time, 120x faster: one scheduled minute passes in half a real second."""
+
+    SPEED = 120.0
+
+    def __init__(self, start: float) -> None:
+        self.start, self.m0 = start, time.monotonic()
+
+    def now(self) -> float:
+        return self.start + (time.monotonic() - self.m0) * self.SPEED
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds / self.SPEED)
+
+
+async def test_real_loop_a_run_three_ticks_long_fires_once_per_slot(
+    rig_factory: RigFactory,
+) -> None:
+    # The tick is 6 scheduled seconds (50 ms real); each run takes 150 ms real, three ticks.
+    rig = await rig_factory(T0, start=False, FETCH__SCHEDULER__TICK_SECONDS="6")
+    clock = SpeedClock(T0)
+    rig.scheduler.clock = clock
+    slow = rig.delivery
+    real_deliver = slow.deliver
+
+    async def three_ticks(claim: Claim) -> None:
+        await asyncio.sleep(0.15)
+        await real_deliver(claim)
+
+    slow.deliver = three_ticks  # type: ignore[method-assign]
+    await rig.scheduler.start()
+    job = await every(rig, "slow", "* * * * *")
+    await asyncio.sleep(6 * 60 / SpeedClock.SPEED + 0.3)  # six scheduled minutes
+    await rig.scheduler.stop()
+    slots = [s for _job, s in slow.delivered]
+    assert len(slots) >= 5
+    assert slots == [T0 + 60 * m for m in range(1, len(slots) + 1)]  # each once, in order
+    assert all(status == "done" for _slot, status in await runs(rig, job))
