@@ -177,7 +177,7 @@ def test_demo_flow_help_fix_commit_undo_ctrl_c(tmp_path: Path, home: Path) -> No
         assert head.startswith(sha)
         assert _git(repo, "rev-parse", "HEAD^") == original
         assert "fix the typo in README.md of demo" in _git(repo, "log", "-1", "--format=%B")
-        assert "+This is Fetch's demo repository. The quick" in _git(repo, "show", "HEAD")
+        assert "+The quick brown fox" in _git(repo, "show", "HEAD")
         assert "The quick" in (repo / "README.md").read_text()
         assert _git(repo, "status", "--porcelain") == ""
 
