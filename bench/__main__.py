@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, kennel_start, memory, roundtrip, scheduler_bench
+from bench import coldstart, kennel_start, memory, memory_bench, roundtrip, scheduler_bench
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "roundtrip": (roundtrip.run, roundtrip.render, 10_000, 1_000),
     "coldstart": (coldstart.run, coldstart.render, 10, 3),
     "memory": (memory.run, memory.render, 1, 1),
+    "memory_search": (memory_bench.run, memory_bench.render, 300, 50),
     "kennel_start": (kennel_start.run, kennel_start.render, 6, 2),
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
 }

@@ -102,6 +102,9 @@ class MemoryDB:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
+        # The binary index of 100k memories is ~19 MB: kept in SQLite's own cache it is
+        # not copied in from the OS on every search (p90 25 -> 19 ms measured at 100k).
+        conn.execute("PRAGMA cache_size=-65536")
         self.vec_problem = _load_vec(conn, can_load)
         if self.vec_problem:
             log.warning("memory: vector search unavailable: %s", self.vec_problem)
