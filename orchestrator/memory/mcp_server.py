@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -65,6 +66,9 @@ class MemoryMcp:
             streamable_http_path="/mcp", json_response=True, stateless_http=True,
             transport_security=security)
         self._manager = server.session_manager
+        # JSON-RPC methods served, for /status-style checks and tests (e.g. a CLI that
+        # lists the tools but defers them behind its own tool search: codex).
+        self.methods: Counter[str] = Counter()
         self._stop = asyncio.Event()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -138,6 +142,8 @@ class MemoryMcp:
 
     async def _bridge(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
+        with contextlib.suppress(ValueError, AttributeError, TypeError):
+            self.methods[str(json.loads(body or b"{}").get("method") or request.method)] += 1
         headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                    for k, v in request.headers.items() if k.lower() != CALLER_HEADER]
         scope: dict[str, Any] = {

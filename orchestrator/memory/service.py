@@ -276,6 +276,10 @@ class Memory:
     def serves_mcp(self) -> bool:
         return self.enabled and self._mcp is not None
 
+    @property
+    def mcp(self) -> MemoryMcp | None:
+        return self._mcp
+
     def mcp_handler(self, caller: str) -> Handler | None:
         """The relay's ``/mcp`` route for one task; ``caller`` marks what it writes."""
         return self._mcp.handler(caller) if self.serves_mcp and self._mcp else None
