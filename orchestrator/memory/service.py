@@ -50,6 +50,7 @@ class Memory:
         self._mcp: MemoryMcp | None = None
         self._reembed_task: asyncio.Task[None] | None = None
         self._started = False
+        self.start_error: str | None = None
 
     @property
     def enabled(self) -> bool:
@@ -57,8 +58,17 @@ class Memory:
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
+        """Start memory; a failure here is logged and shown in /status, never fatal:
+        Fetch without memory is still Fetch."""
         if not self.config.enabled:
             return
+        try:
+            await self._start()
+        except Exception as err:
+            self.start_error = f"{type(err).__name__}: {err}"[:200]
+            log.exception("memory: could not start; running without it")
+
+    async def _start(self) -> None:
         await self.db.open()
         try:
             if self.config.embedding_base_url:
@@ -186,7 +196,9 @@ class Memory:
     # -- the two layers ----------------------------------------------------------------
     def _require(self) -> None:
         if not self.enabled:
-            raise MemoryRefused("memory is off (memory.enabled: false)")
+            why = (f"it failed to start: {self.start_error}" if self.start_error
+                   else "memory.enabled: false")
+            raise MemoryRefused(f"memory is off ({why})")
 
     async def write(self, content: str, kind: str = "fact", tags: tuple[str, ...] = (),
                     source: str = "owner") -> WriteResult:
@@ -269,7 +281,9 @@ class Memory:
             if item.kind == "archive":
                 lines.append(f"- [past conversation #{item.id}] {item.content[:400]}")
             else:
-                lines.append(f"- [{item.kind} #{item.id}] {item.content}")
+                # Who wrote it matters: a harness may have been steered by repo content.
+                origin = "" if item.source == "owner" else f", written by {item.source}"
+                lines.append(f"- [{item.kind} #{item.id}{origin}] {item.content}")
         return "\n".join(lines)
 
     @property
@@ -297,7 +311,8 @@ class Memory:
         if not self.config.enabled:
             return "memory: off"
         if not self._started:
-            return "memory: not started"
+            return f"memory: off, it failed to start ({self.start_error})" if \
+                self.start_error else "memory: not started"
         parts = [f"memory: {self.mode()}"]
         progress = self.reembed
         if progress.running and progress.total:

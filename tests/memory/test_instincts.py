@@ -78,3 +78,19 @@ async def test_turns_are_archived_behind_the_replies(fetch_mem: Driver) -> None:
     assert counts.get("archive", 0) >= 1
     hits = await memory.search("commands", 5)
     assert any(h.item.kind == "archive" for h in hits)
+
+
+async def test_memory_that_cannot_start_does_not_stop_fetch(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings()
+    settings.home_dir.mkdir(parents=True)
+    (settings.home_dir / "memory").write_text("a file where the folder should be")
+    app, driver = await start_driver(settings)
+    try:
+        status = await driver.ask("/status", "Fetch ·")
+        assert "memory: off, it failed to start" in status
+        assert "memory is off" in await driver.ask("/remember x", "❌")
+        assert "done" not in await driver.ask("/help", "I'm Fetch")
+    finally:
+        await app.__aexit__(None, None, None)
