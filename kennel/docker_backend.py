@@ -359,8 +359,11 @@ class DockerProcess:
     async def start(cls, client: Any, container: Any, spec: ExecSpec) -> DockerProcess:
         tag = f"fetch-task-{os.urandom(4).hex()}"
         # The shell records its pid in a file named by ``tag`` and execs the CLI: the
-        # pid is the root of the tree /stop ends, found from inside the container.
-        wrapped = ["sh", "-c", f'echo $$ > /tmp/{tag}.pid; exec "$@"', "sh", *spec.argv]
+        # pid is the root of the tree /stop ends, found from inside the container. It
+        # also makes the task the OOM killer's first choice (raising it needs no
+        # privilege), so a memory hog dies and the container's forwarder lives on.
+        wrapped = ["sh", "-c", f'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; '
+                               f'echo $$ > /tmp/{tag}.pid; exec "$@"', "sh", *spec.argv]
         env = dict(spec.env)
 
         def create() -> str:
@@ -422,8 +425,12 @@ class DockerProcess:
             info = await asyncio.to_thread(self._client.api.exec_inspect, self._exec_id)
             if not info.get("Running"):
                 code = info.get("ExitCode")
-                return int(code) if code is not None else -1
+                break
             await asyncio.sleep(0.1)
+        # Whatever the task left behind (background jobs, a fork bomb's children) goes
+        # with it: the next task starts in a clean kennel.
+        await self._sweep()
+        return int(code) if code is not None else -1
 
     def stderr_tail(self) -> str:
         return "\n".join(self._stderr)
@@ -460,13 +467,23 @@ class DockerProcess:
             await asyncio.sleep(0.05)
         else:
             await asyncio.to_thread(self._inside, self._tree_script("KILL"))
-        # Anything else a CLI left running (double-forked, re-parented to init): the
-        # container serves one task at a time, so all but init and the forwarder go.
-        await asyncio.to_thread(self._inside, (
+        await self._sweep()
+        return time.monotonic() - started
+
+    async def _sweep(self) -> None:
+        """Kill anything but init and the forwarder (the kennel serves one task at a
+        time). If even that cannot run (no process slot left), the container is
+        removed: the next task gets a fresh one rather than a choked one."""
+        script = (
             "for p in $(ps -eo pid=); do case $p in 1) continue;; esac; "
             "cmd=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
             "case \"$cmd\" in *forwarder.js*|'') continue;; esac; "
-            "[ $p = $$ ] && continue; kill -KILL $p 2>/dev/null; done; true"))
-        with suppress(OSError):
-            await asyncio.to_thread(self._inside, f"rm -f /tmp/{self._tag}.pid")
-        return time.monotonic() - started
+            f"[ $p = $$ ] && continue; kill -KILL $p 2>/dev/null; done; rm -f /tmp/{self._tag}.pid")
+        try:
+            code, out = await asyncio.to_thread(self._inside, script)
+        except docker.errors.DockerException as err:
+            code, out = -1, str(err)
+        if code != 0:
+            log.warning("kennel cleanup failed (%s); removing the container", out[-200:])
+            with suppress(docker.errors.DockerException):
+                await asyncio.to_thread(self._container.remove, force=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kennel.base import ExecSpec
 from kennel.docker_backend import DockerKennel, hardening_problems
 from orchestrator.config import DockerKennelSettings
 from orchestrator.errors import KennelError
@@ -113,16 +114,34 @@ async def test_writes_outside_the_workspace_fail(warm: tuple[Any, Path]) -> None
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
 
 
-async def test_fork_bomb_and_memory_hog_are_contained(warm: tuple[Any, Path]) -> None:
-    container, _ = warm
-    code, out = run(container, "ulimit -t 20; timeout 8 bash -c ':(){ :|:& };:' 2>&1; echo done")
-    assert "done" in out  # the shell survived: the pids limit stopped the bomb
-    code, _ = run(container, "timeout 20 node -e \"const a=[]; "
+async def test_fork_bomb_and_memory_hog_are_contained(
+    kennel_image: str, tmp_path: Path
+) -> None:
+    """Run through the product's exec path (as a CLI would be), not a bare docker exec."""
+    repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
+    kennel = DockerKennel(tmp_path / "home", DockerKennelSettings(memory="256m", pids=64),
+                          kennel_image)
+
+    async def task(script: str) -> tuple[int, list[str]]:
+        layout = kennel.layout(repo, "probe")
+        proc = await kennel.exec(ExecSpec(("bash", "-c", script), {}, repo, layout,
+                                          relay=False))
+        lines = [line async for line in proc.lines()]
+        return await proc.wait(), lines
+
+    try:
+        _code, out = await task("timeout 8 bash -c ':(){ :|:& };:' 2>&1; echo done")
+        assert "done" in out  # the shell survived: the pids limit stopped the bomb
+        code, _ = await task("timeout 20 node -e \"const a=[]; "
                              "for(;;) a.push(Buffer.alloc(64*1024*1024,1))\"")
-    assert code not in (0, 124), code  # killed by the 256 MB limit, not by the timeout
-    run(container, "pkill -KILL -f ':' ; true")
-    container.reload()
-    assert container.status == "running"  # the kennel itself is still there
+        assert code not in (0, 124), code  # killed by the 256 MB limit, not the timeout
+        _code, out = await task("echo alive")
+        assert out == ["alive"]  # the kennel itself (init + forwarder) is still there
+        (warm,) = kennel._warm.values()
+        warm.container.reload()
+        assert warm.container.status == "running"
+    finally:
+        await kennel.close()
 
 
 def test_weak_container_is_refused() -> None:
