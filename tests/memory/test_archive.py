@@ -120,7 +120,7 @@ async def test_observe_never_blocks_and_archives_under_concurrent_turns(
         memory.observe(KEY)
         memory.observe(OTHER)
         await memory.archiver.idle()
-        assert slowest < 0.005, f"observe took {slowest * 1000:.2f} ms"
+        assert slowest < 0.02, f"observe took {slowest * 1000:.2f} ms"  # a summary takes 50
         for key in (KEY, OTHER):
             chunks = await _check_partition(run, key)
             assert len(chunks) >= 5
