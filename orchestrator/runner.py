@@ -210,6 +210,8 @@ class TaskRunner:
             needs_model = harness.provider is not None
             relay: ModelRelay | None = None
             # Memory rides on the relay's socket (/mcp): only runs that have a relay get it.
+            if self._memory is not None and needs_model:
+                await self._memory.mcp_ready()
             mcp = (self._memory.mcp_handler(f"harness:{harness.name}")
                    if self._memory is not None and needs_model else None)
             if harness.provider is not None:

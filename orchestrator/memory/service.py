@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from orchestrator.memory.mcp_server import Handler, MemoryMcp
 
 log = logging.getLogger(__name__)
+MCP_START_SECONDS = 10.0  # bound on waiting for the background MCP start
 MAX_CONTENT = 2000  # characters in one memory: a memory is a sentence or three
 CONTEXT_LIMIT = 5
 CONTEXT_MIN_SCORE = 0.3  # stricter than search: injected text costs every task tokens
@@ -48,6 +50,7 @@ class Memory:
         self.reembed = Progress()
         self.embed_error: str | None = None
         self._mcp: MemoryMcp | None = None
+        self._mcp_task: asyncio.Task[None] | None = None
         self._reembed_task: asyncio.Task[None] | None = None
         self._started = False
         self.start_error: str | None = None
@@ -78,17 +81,41 @@ class Memory:
                                      self.config.archive_tokens, self.summarizer,
                                      self._embed_or_none, self.supervisor)
             await self._check_model()
-            from orchestrator.memory.mcp_server import MemoryMcp
-
-            self._mcp = MemoryMcp(self)
-            await self._mcp.start()
+            # The mcp package takes ~0.7 s to import: do it off the start-up path, in a
+            # thread. Until it is up, a task simply runs without memory over MCP.
+            self._mcp_task = asyncio.get_running_loop().create_task(
+                self._start_mcp(), name="memory:mcp-start")
         except BaseException:
             await self.stop()
             raise
         self._started = True
 
+    async def mcp_ready(self) -> None:
+        """Wait (bounded) for the MCP server started in the background; a task that
+        comes before it is up would otherwise miss memory."""
+        task = self._mcp_task
+        if task is not None and not task.done():
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(task), MCP_START_SECONDS)
+
+    async def _start_mcp(self) -> None:
+        try:
+            await asyncio.to_thread(importlib.import_module, "mcp.server.mcpserver")
+            from orchestrator.memory.mcp_server import MemoryMcp
+
+            mcp = MemoryMcp(self)
+            await mcp.start()
+            self._mcp = mcp
+        except Exception:
+            log.exception("memory MCP server did not start; tasks run without it")
+
     async def stop(self) -> None:
         self._started = False
+        if self._mcp_task is not None:
+            self._mcp_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._mcp_task
+            self._mcp_task = None
         if self.archiver is not None:
             await self.archiver.stop()
         if self._reembed_task is not None:

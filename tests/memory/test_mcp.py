@@ -44,6 +44,7 @@ class Client:
 @pytest.fixture
 async def client(running: Running, model: ScriptedModelServer, tmp_path: Path,
                  ) -> AsyncIterator[Client]:
+    await running.memory.mcp_ready()  # started in the background, off the start-up path
     handler = running.memory.mcp_handler("harness:test-cli")
     assert handler is not None
     sock = tmp_path / "relay.sock"
