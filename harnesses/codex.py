@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.runstate import RunState
 from kennel.relay import PLACEHOLDER_KEY
 from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
@@ -33,18 +33,8 @@ class _Run:
     denials: list[str] = field(default_factory=list)
 
 
-# One adapter serves every run and the runner judges by the last done/error event, so a
-# rejection seen mid-stream must survive until ``turn.completed``. Each run is its own
-# asyncio task, hence its own context; ``thread.started`` starts afresh.
-_RUN: ContextVar[_Run | None] = ContextVar("codex_run", default=None)
-
-
-def _run(fresh: bool = False) -> _Run:
-    run = _RUN.get()
-    if run is None or fresh:
-        run = _Run()
-        _RUN.set(run)
-    return run
+# See harnesses/runstate.py: a denial seen mid-stream must survive until the verdict.
+_run = RunState("codex_run", _Run).get
 
 
 def config_toml(req: HarnessRequest) -> str:

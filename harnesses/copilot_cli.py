@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.runstate import RunState
 from kennel.relay import PLACEHOLDER_KEY
 from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
@@ -36,18 +36,8 @@ class _Run:
     tokens_out: int = 0
 
 
-# One adapter serves every run and the runner judges by the last done/error event, so a
-# denial or abort seen mid-stream must survive until ``result``. Each run is its own
-# asyncio task, hence its own context; the prompt's ``user.message`` starts afresh.
-_RUN: ContextVar[_Run | None] = ContextVar("copilot_run", default=None)
-
-
-def _run(fresh: bool = False) -> _Run:
-    run = _RUN.get()
-    if run is None or fresh:
-        run = _Run()
-        _RUN.set(run)
-    return run
+# See harnesses/runstate.py: a denial seen mid-stream must survive until the verdict.
+_run = RunState("copilot_run", _Run).get
 
 
 class CopilotCli(Harness, name="copilot"):

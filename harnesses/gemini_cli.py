@@ -9,12 +9,12 @@ ends in ``result.status == "success"``, so denials are remembered and decide the
 from __future__ import annotations
 
 import json
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.runstate import RunState
 from kennel.relay import PLACEHOLDER_KEY
 from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
@@ -34,18 +34,8 @@ class _Run:
     denials: list[str] = field(default_factory=list)
 
 
-# The runner keeps one adapter for every run and judges by the last done/error event, so a
-# denial seen mid-stream must survive until ``result``. Each run is its own asyncio task,
-# hence its own context: a ContextVar keeps concurrent runs apart. ``init`` starts afresh.
-_RUN: ContextVar[_Run | None] = ContextVar("gemini_cli_run", default=None)
-
-
-def _run(fresh: bool = False) -> _Run:
-    run = _RUN.get()
-    if run is None or fresh:
-        run = _Run()
-        _RUN.set(run)
-    return run
+# See harnesses/runstate.py: a denial seen mid-stream must survive until the verdict.
+_run = RunState("gemini_cli_run", _Run).get
 
 
 class GeminiCli(Harness, name="gemini-cli"):
