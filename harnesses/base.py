@@ -83,9 +83,26 @@ class Harness(ABC):
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         """argv and the *complete* environment (nothing from the host leaks in)."""
 
-    @abstractmethod
     def parse(self, line: str) -> list[HarnessEvent]:
-        """Events for one stdout line; lines that are not events give ``[]``."""
+        """Events for one stdout line; lines that are not events give ``[]``.
+
+        A JSON object goes to ``event``; a JSON line of an unexpected shape is not an
+        event (never a crash); anything else goes to ``plain``."""
+        obj = self.json_line(line)
+        if obj is None:
+            return self.plain(line)
+        try:
+            return self.event(obj)
+        except (AttributeError, TypeError, ValueError):
+            return []
+
+    @abstractmethod
+    def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
+        """Events for one JSON object the CLI printed."""
+
+    def plain(self, line: str) -> list[HarnessEvent]:
+        """Events for a line that is not JSON (most CLIs: none)."""
+        return []
 
     @staticmethod
     def json_line(line: str) -> dict[str, Any] | None:

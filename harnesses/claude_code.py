@@ -51,10 +51,7 @@ class ClaudeCode(Harness, name="claude-code"):
             env["ANTHROPIC_BASE_URL"] = req.model_url
         return argv, env
 
-    def parse(self, line: str) -> list[HarnessEvent]:
-        obj = self.json_line(line)
-        if obj is None:
-            return []
+    def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
         kind = obj.get("type")
         if kind == "system" and obj.get("subtype") == "init":
             return [HarnessEvent("session", data={"session_id": obj.get("session_id", "")})]

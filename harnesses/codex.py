@@ -110,16 +110,7 @@ class Codex(Harness, name="codex"):
         }
         return argv, env
 
-    def parse(self, line: str) -> list[HarnessEvent]:
-        obj = self.json_line(line)
-        if obj is None:
-            return self._plain(line)
-        try:
-            return self._event(obj)
-        except (AttributeError, TypeError, ValueError):
-            return []  # a JSON line of an unexpected shape is not an event
-
-    def _event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
+    def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
         kind = obj.get("type")
         if kind == "thread.started":
             run = _run(fresh=True)
@@ -169,8 +160,7 @@ class Codex(Harness, name="codex"):
             return [HarnessEvent("tool_use", str(item.get("tool") or kind), {"input": item})]
         return []
 
-    @staticmethod
-    def _plain(line: str) -> list[HarnessEvent]:
+    def plain(self, line: str) -> list[HarnessEvent]:
         """A stderr line (folded into stdout): only a sandbox rejection matters."""
         found = REJECTED.search(line)
         if found is not None:

@@ -89,16 +89,7 @@ class CopilotCli(Harness, name="copilot"):
             env["COPILOT_PROVIDER_BASE_URL"] = req.model_url
         return argv, env
 
-    def parse(self, line: str) -> list[HarnessEvent]:
-        obj = self.json_line(line)
-        if obj is None:
-            return []
-        try:
-            return self._event(obj)
-        except (AttributeError, TypeError, ValueError):
-            return []  # a JSON line of an unexpected shape is not an event
-
-    def _event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
+    def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
         kind = obj.get("type")
         data = obj.get("data") or {}
         if kind == "user.message":

@@ -5,6 +5,7 @@ It runs through the kennel like any real CLI (``python -m harnesses.demo_cli``).
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 
@@ -19,10 +20,7 @@ class DemoHarness(Harness, name="demo"):
         env = {"PATH": req.path_env, "HOME": str(req.state_dir), "LANG": "C.UTF-8"}
         return argv, env
 
-    def parse(self, line: str) -> list[HarnessEvent]:
-        obj = self.json_line(line)
-        if obj is None:
-            return []
+    def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
         kind = obj.get("type")
         if kind in {"text", "file_change", "done", "error", "tool_use"}:
             return [HarnessEvent(kind, str(obj.get("text", "")))]

@@ -90,16 +90,7 @@ class GeminiCli(Harness, name="gemini-cli"):
             env["GOOGLE_GEMINI_BASE_URL"] = req.model_url
         return argv, env
 
-    def parse(self, line: str) -> list[HarnessEvent]:
-        obj = self.json_line(line)
-        if obj is None:
-            return []
-        try:
-            return self._event(obj)
-        except (AttributeError, TypeError, ValueError):
-            return []  # a JSON line of an unexpected shape is not an event
-
-    def _event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
+    def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
         kind = obj.get("type")
         if kind == "init":
             run = _run(fresh=True)
