@@ -89,36 +89,34 @@ async def _guarded(ctx: Context, scheduler: Scheduler, kind: str, args: str) -> 
         await ctx.reply(f"⚠️ {err}")
 
 
-@router.command("remind", aliases=("reminder", "reminders"),
-                help="remind me: /remind call mom in 20m · at 9am · tomorrow 9:00")
-async def remind(ctx: Context, args: str) -> None:
+async def _create(ctx: Context, args: str, kind: str, usage: str) -> None:
+    """/remind and /schedule: usage, then list/cancel..., then a new job of ``kind``."""
     scheduler = await _scheduler(ctx)
     if scheduler is None:
         return
-    verb, _, rest = args.partition(" ")
     if not args:
-        await ctx.reply(f"⏰ /remind <what> in|at <when>, e.g. {USAGE['reminder']}\n"
-                        "/remind list · /remind cancel <id>")
+        await ctx.reply(usage)
         return
+    verb, _, rest = args.partition(" ")
     if await _manage(ctx, scheduler, verb.lower(), rest):
         return
-    await _guarded(ctx, scheduler, "reminder", args)
+    await _guarded(ctx, scheduler, kind, args)
+
+
+@router.command("remind", aliases=("reminder", "reminders"),
+                help="remind me: /remind call mom in 20m · at 9am · tomorrow 9:00")
+async def remind(ctx: Context, args: str) -> None:
+    await _create(ctx, args, "reminder",
+                  f"⏰ /remind <what> in|at <when>, e.g. {USAGE['reminder']}\n"
+                  "/remind list · /remind cancel <id>")
 
 
 @router.command("schedule", aliases=("later",),
                 help="run a prompt later: /schedule check the build of myapp at 9am")
 async def schedule(ctx: Context, args: str) -> None:
-    scheduler = await _scheduler(ctx)
-    if scheduler is None:
-        return
-    verb, _, rest = args.partition(" ")
-    if not args:
-        await ctx.reply(f"🔁 /schedule <prompt> at|in|every <when>, e.g. {USAGE['prompt']}\n"
-                        "/schedule list · /cron cancel <id>")
-        return
-    if await _manage(ctx, scheduler, verb.lower(), rest):
-        return
-    await _guarded(ctx, scheduler, "prompt", args)
+    await _create(ctx, args, "prompt",
+                  f"🔁 /schedule <prompt> at|in|every <when>, e.g. {USAGE['prompt']}\n"
+                  "/schedule list · /cron cancel <id>")
 
 
 @router.command("cron", aliases=("jobs",),
