@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import ratio, summary, table
+from core.clock import SystemClock
+from core.events import Inbound, Outbound, SendResult, SessionKey
 from orchestrator.channels.base import Capabilities, InboundSink
-from orchestrator.clock import SystemClock
 from orchestrator.config import load_settings
-from orchestrator.events import Inbound, Outbound, SendResult, SessionKey
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler import Scheduler
 from orchestrator.scheduler.jobs import JobStore

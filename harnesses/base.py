@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from orchestrator.errors import UnknownHarness
+from core.errors import UnknownHarness
 
 EventKind = Literal["session", "text", "tool_use", "file_change", "usage", "done", "error"]
 

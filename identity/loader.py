@@ -10,7 +10,7 @@ import frontmatter
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.errors import ConfigError
+from core.errors import ConfigError
 
 
 class _Front(BaseModel):

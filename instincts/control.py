@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from core.state import State
 from instincts.router import InstinctRouter
 from orchestrator.context import Context
-from orchestrator.fsm import State
 
 router = InstinctRouter("control")
 

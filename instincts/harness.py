@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from core.errors import UnknownHarness
 from instincts.router import InstinctRouter
 from orchestrator.context import Context
-from orchestrator.errors import UnknownHarness
 
 router = InstinctRouter("harness")
 

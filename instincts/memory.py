@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from core.errors import FetchError
 from instincts.router import InstinctRouter
 from orchestrator.context import Context
-from orchestrator.errors import FetchError
 
 router = InstinctRouter("memory")
 

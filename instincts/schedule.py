@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from core.events import SessionKey
 from instincts.router import InstinctRouter
 from orchestrator.context import Context
-from orchestrator.events import SessionKey
 from orchestrator.scheduler.cron import EXAMPLE, CronError, parse_cron
 from orchestrator.scheduler.jobs import Job
 from orchestrator.scheduler.phrases import When

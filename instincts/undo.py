@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from core.errors import GitError
+from core.state import State
 from instincts.router import InstinctRouter
 from orchestrator.context import Context
-from orchestrator.errors import GitError
-from orchestrator.fsm import State
 
 router = InstinctRouter("undo")
 

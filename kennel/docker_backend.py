@@ -32,10 +32,10 @@ import docker
 import docker.errors
 from docker.utils.socket import frames_iter
 
+from core.errors import KennelError
 from kennel.base import ExecSpec, Layout
 from kennel.paths import run_dir
 from orchestrator.config import DockerKennelSettings
-from orchestrator.errors import KennelError
 
 log = logging.getLogger(__name__)
 RELAY_PORT = 4100

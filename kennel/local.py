@@ -15,11 +15,11 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from core.errors import KennelError
 from kennel import launcher
 from kennel.base import ExecSpec, Layout
 from kennel.paths import run_dir
 from kennel.process import MAX_LINE, GroupProcess
-from orchestrator.errors import KennelError
 
 NETNS_RELAY_PORT = 4100
 

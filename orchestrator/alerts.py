@@ -7,7 +7,7 @@ import logging
 import time
 from collections import deque
 
-from orchestrator.events import SessionKey
+from core.events import SessionKey
 from orchestrator.messenger import Messenger
 from orchestrator.supervisor import TaskSupervisor
 

@@ -10,6 +10,9 @@ from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 
+from core.clock import Clock, SystemClock
+from core.errors import ConfigError
+from core.state import State
 from harnesses import builtin_harnesses
 from harnesses.base import HarnessRegistry
 from identity import load_identity
@@ -20,10 +23,7 @@ from orchestrator.alerts import Alerts
 from orchestrator.approvals import Approvals
 from orchestrator.channels.base import Channel
 from orchestrator.channels.terminal import TerminalChannel
-from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
-from orchestrator.errors import ConfigError
-from orchestrator.fsm import State
 from orchestrator.gateway import Gateway
 from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger

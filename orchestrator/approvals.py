@@ -13,16 +13,16 @@ import secrets
 import time
 from dataclasses import dataclass
 
+from core.errors import ApprovalError, GitError
+from core.events import Inbound
+from core.validate import UnsafeName, safe_relative_path
 from orchestrator import diffview
 from orchestrator.config import Settings
-from orchestrator.errors import ApprovalError, GitError
-from orchestrator.events import Inbound
 from orchestrator.gitops import Change
 from orchestrator.messenger import Messenger
 from orchestrator.session import Session
 from orchestrator.store import Store
 from orchestrator.store.sqlite import ApprovalRow
-from orchestrator.validate import UnsafeName, safe_relative_path
 from orchestrator.workspace import Workspace
 
 YES = {"yes", "y", "yep", "yeah", "apply", "ok", "okay", "approve", "approved", "commit",

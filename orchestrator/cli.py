@@ -9,10 +9,10 @@ import signal
 import sys
 from contextlib import suppress
 
+from core.errors import ConfigError, FetchError
 from orchestrator.app import build_app, identity_dir
 from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings, load_settings
-from orchestrator.errors import ConfigError, FetchError
 
 
 def _settings() -> Settings:

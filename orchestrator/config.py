@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from orchestrator.errors import ConfigError
+from core.errors import ConfigError
 
 ALLOW_ENTRY = re.compile(
     r"^(?:whatsapp:\d{6,15}|telegram:-?\d{1,20}|webhook:[A-Za-z0-9_.-]{1,64}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestrator.events import Inbound, SendResult
+from core.events import Inbound, SendResult
 from orchestrator.session import Session
 
 if TYPE_CHECKING:

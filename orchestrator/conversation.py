@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import time
 
+from core.state import State
 from orchestrator.context import Context
-from orchestrator.fsm import State
 from orchestrator.intent import Classification, Intent, classify
 from orchestrator.planner import PlannerUnavailable
 

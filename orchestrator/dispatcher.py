@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import re
 
+from core.errors import FetchError, StopPropagation
+from core.state import State
 from orchestrator.context import Context
 from orchestrator.conversation import handle_text
-from orchestrator.errors import FetchError, StopPropagation
-from orchestrator.fsm import State
 
 log = logging.getLogger(__name__)
 COMMAND = re.compile(r"^/([A-Za-z][\w-]{0,31})(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)

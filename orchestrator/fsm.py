@@ -1,31 +1,16 @@
 """The session state machine, declared as data (``transitions`` AsyncMachine).
 
-States (the seed's meaning):
-    ALERT     idle and listening; anything may start here
-    WORKING   a harness run is in progress; chit-chat gets a short answer, /stop wins
-    WAITING   Fetch asked the owner a question and waits for the answer
-    GUARDING  a diff waits for approval; every other input is held until yes/no
-    RESTING   paused by the owner (/pause); only commands are answered
-
-One machine serves every session (``add_model``): building a machine per session
-costs more than the whole instinct path is allowed to take.
+The states are ``core.state.State``. One machine serves every session (``add_model``):
+building a machine per session costs more than the whole instinct path is allowed to take.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from transitions.extensions.asyncio import AsyncMachine
 
-
-class State(StrEnum):
-    ALERT = "ALERT"
-    WORKING = "WORKING"
-    WAITING = "WAITING"
-    GUARDING = "GUARDING"
-    RESTING = "RESTING"
-
+from core.state import State
 
 TRANSITIONS: list[dict[str, Any]] = [
     {"trigger": "start_task", "source": State.ALERT, "dest": State.WORKING},

@@ -18,9 +18,9 @@ from typing import Any
 
 from aiolimiter import AsyncLimiter
 
+from core.events import Attachment, Inbound, SessionKey
 from orchestrator.context import Context
 from orchestrator.dispatcher import dispatch, parse_command
-from orchestrator.events import Attachment, Inbound, SessionKey
 from orchestrator.services import Services
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import git
 
-from orchestrator.errors import GitError
+from core.errors import GitError
 
 HARDENING = (
     "-c", "core.hooksPath=/dev/null",

@@ -11,9 +11,9 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from core.errors import FetchError
 from identity import PromptContext, build_system_prompt
 from orchestrator.config import ModelSettings
-from orchestrator.errors import FetchError
 from orchestrator.tools import ToolArgumentError, ToolRegistry, check_args
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 import time
 
+from core.events import SessionKey
 from harnesses.base import HarnessEvent
-from orchestrator.events import SessionKey
 from orchestrator.messenger import Messenger
 
 INTERVAL_SECONDS = 20.0

@@ -9,13 +9,13 @@ import time
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 
+from core.errors import FetchError, GitError, HarnessFailed
+from core.events import SessionKey
 from harnesses.base import Availability, Harness, HarnessEvent, HarnessRegistry, HarnessRequest
 from kennel.base import ExecSpec, Kennel, KennelProcess
 from kennel.relay import ModelRelay
 from orchestrator.approvals import Approvals
 from orchestrator.config import Settings
-from orchestrator.errors import FetchError, GitError, HarnessFailed
-from orchestrator.events import SessionKey
 from orchestrator.gitops import Repo, guard_repo_config
 from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger

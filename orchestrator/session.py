@@ -10,9 +10,10 @@ from typing import Any
 from transitions import MachineError
 from transitions.extensions.asyncio import AsyncMachine
 
-from orchestrator.errors import FetchError
-from orchestrator.events import SessionKey
-from orchestrator.fsm import State, build_machine
+from core.errors import FetchError
+from core.events import SessionKey
+from core.state import State
+from orchestrator.fsm import build_machine
 from orchestrator.store import Store
 
 

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.errors import FetchError
+from core.errors import FetchError
 
 if TYPE_CHECKING:
     from orchestrator.context import Context

@@ -6,7 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from orchestrator.errors import GitError
+from core.errors import GitError
 from orchestrator.gitops import Repo
 
 DEMO_README = """# demo

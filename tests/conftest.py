@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from core.events import Inbound
 from orchestrator.app import App, build_app
 from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings, load_settings
-from orchestrator.events import Inbound
 
 README = "# demo\n\nTeh quick brown fox.\n"
 
@@ -76,7 +76,7 @@ class Driver:
         return self.app.services
 
     def terminal_key(self) -> Any:
-        from orchestrator.events import SessionKey
+        from core.events import SessionKey
 
         return SessionKey(self.terminal.name, self.terminal.chat)
 

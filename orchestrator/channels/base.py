@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from orchestrator.events import Inbound, Outbound, SendResult
+from core.events import Inbound, Outbound, SendResult
 
 InboundSink = Callable[[Inbound], Awaitable[None]]
 

@@ -52,10 +52,10 @@ from typing import Any
 
 from aiohttp import web
 
+from core.errors import ConfigError, SendFailed
+from core.events import Inbound, Outbound, SendResult
 from orchestrator.channels.base import Capabilities, InboundSink
 from orchestrator.config import WebhookSettings
-from orchestrator.errors import ConfigError, SendFailed
-from orchestrator.events import Inbound, Outbound, SendResult
 from orchestrator.web import HttpServer
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.events import SessionKey
+from core.events import SessionKey
 from orchestrator.memory.db import MemoryDB, write
 from orchestrator.memory.items import put_vector
 from orchestrator.memory.summarize import Summarizer, transcript

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from orchestrator.errors import StoreError
+from core.errors import StoreError
 from orchestrator.memory.schema import migrate
 
 log = logging.getLogger(__name__)

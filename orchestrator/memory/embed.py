@@ -11,8 +11,8 @@ from array import array
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from core.errors import FetchError
 from orchestrator.config import MemorySettings
-from orchestrator.errors import FetchError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -9,9 +9,9 @@ import importlib
 import logging
 from typing import TYPE_CHECKING
 
+from core.errors import FetchError
+from core.events import SessionKey
 from orchestrator.config import Settings
-from orchestrator.errors import FetchError
-from orchestrator.events import SessionKey
 from orchestrator.memory import items
 from orchestrator.memory.archive import Archiver, read_transcript
 from orchestrator.memory.db import MemoryDB

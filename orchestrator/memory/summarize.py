@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from core.errors import FetchError
 from orchestrator.config import Settings
-from orchestrator.errors import FetchError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from orchestrator.events import Inbound, SessionKey
+from core.events import Inbound, SessionKey
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler.jobs import Claim
 from orchestrator.scheduler.localtime import zone

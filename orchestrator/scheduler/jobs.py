@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.events import SessionKey
+from core.events import SessionKey
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.slots import plan
 from orchestrator.store import Store

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.events import SessionKey
+from core.events import SessionKey
 from orchestrator.scheduler.cron import CronError, parse_cron
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.phrases import (

@@ -18,9 +18,9 @@ import uuid
 from collections.abc import Callable
 from contextlib import suppress
 
-from orchestrator.clock import Clock
+from core.clock import Clock
+from core.events import SessionKey
 from orchestrator.config import Settings
-from orchestrator.events import SessionKey
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler.cron import Cron
 from orchestrator.scheduler.delivery import ChatDelivery, Delivery, Inject, job_session

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchestrator.events import SessionKey
+from core.events import SessionKey
 
 OPEN_FILES = 32
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import aiosqlite
 
-from orchestrator.errors import StoreError
-from orchestrator.events import SessionKey
+from core.errors import StoreError
+from core.events import SessionKey
 from orchestrator.store.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 5000

@@ -15,8 +15,8 @@ from types import TracebackType
 
 from aiohttp import web
 
+from core.errors import ConfigError
 from orchestrator.config import HttpSettings
-from orchestrator.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from core.errors import KennelError
 from kennel.base import ExecSpec
 from kennel.docker_backend import DockerKennel, hardening_problems
 from orchestrator.config import DockerKennelSettings
-from orchestrator.errors import KennelError
 from tests.conftest import make_repo
 from tests.docker.conftest import CANARY
 

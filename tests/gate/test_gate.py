@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from core.events import Inbound, Outbound, SendResult
+from core.validate import UnsafeName, safe_relative_path
 from orchestrator.app import App, build_app
 from orchestrator.channels.base import Capabilities
 from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings
-from orchestrator.events import Inbound, Outbound, SendResult
-from orchestrator.validate import UnsafeName, safe_relative_path
 from tests.conftest import Driver, git
 from tests.fakes.model_server import ScriptedModelServer, ToolCall
 

@@ -7,8 +7,8 @@ import asyncio
 import os
 import sys
 
+from core.events import SessionKey
 from orchestrator.config import load_settings
-from orchestrator.events import SessionKey
 from orchestrator.memory import Memory, archive
 from orchestrator.store import Store
 from orchestrator.supervisor import TaskSupervisor

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from core.events import SessionKey
 from orchestrator.config import Settings
-from orchestrator.events import SessionKey
 from orchestrator.memory.archive import thread_of
 from tests.fakes.model_server import Delay, ScriptedModelServer, Text
 from tests.memory.conftest import Running

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from core.events import Inbound, SessionKey
 from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings, load_settings
-from orchestrator.events import Inbound, SessionKey
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler import Scheduler
 from orchestrator.scheduler.jobs import Claim

@@ -13,9 +13,9 @@ import signal
 import sys
 from pathlib import Path
 
-from orchestrator.clock import SystemClock
+from core.clock import SystemClock
+from core.events import Inbound
 from orchestrator.config import load_settings
-from orchestrator.events import Inbound
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler import Scheduler
 from orchestrator.scheduler.jobs import Claim

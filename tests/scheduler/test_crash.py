@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from orchestrator.events import SessionKey
+from core.events import SessionKey
 from orchestrator.scheduler.jobs import JobStore
 from orchestrator.store import Store
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError
 from orchestrator.config import load_settings
-from orchestrator.errors import ConfigError
 
 
 def write(tmp_path: Path, text: str) -> Path:

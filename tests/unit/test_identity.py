@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError
 from identity import PromptContext, build_system_prompt, load_identity
 from orchestrator.app import SHIPPED_DATA
-from orchestrator.errors import ConfigError
 from skills import discover
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import StoreError
-from orchestrator.events import SessionKey
+from core.errors import StoreError
+from core.events import SessionKey
 from orchestrator.store import Store
 from orchestrator.store.migrations import MIGRATIONS
 

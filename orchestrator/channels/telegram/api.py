@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from orchestrator.errors import ChannelError
+from core.errors import ChannelError
 
 log = logging.getLogger(__name__)
 

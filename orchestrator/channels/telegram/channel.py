@@ -24,6 +24,8 @@ from typing import Any
 
 from aiohttp import web
 
+from core.errors import ConfigError, SendFailed
+from core.events import Inbound, Outbound, SendResult
 from orchestrator.channels.base import Capabilities, InboundSink
 from orchestrator.channels.telegram.api import BotApi, TelegramApiError
 from orchestrator.channels.telegram.format import (
@@ -39,8 +41,6 @@ from orchestrator.channels.telegram.updates import (
     to_inbound,
 )
 from orchestrator.config import TelegramSettings
-from orchestrator.errors import ConfigError, SendFailed
-from orchestrator.events import Inbound, Outbound, SendResult
 from orchestrator.web import HttpServer
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from core.errors import ChannelError, SendFailed
+from core.events import Attachment, Inbound, Outbound, SendResult
 from orchestrator.channels.base import Capabilities, InboundSink
 from orchestrator.channels.whatsapp import _neonize as nz
 from orchestrator.channels.whatsapp import media
@@ -40,8 +42,6 @@ from orchestrator.channels.whatsapp.normalize import MediaRef, NormalizeContext
 from orchestrator.channels.whatsapp.pacing import Pacer
 from orchestrator.channels.whatsapp.trigger import TriggerRules, route
 from orchestrator.config import WhatsAppSettings
-from orchestrator.errors import ChannelError, SendFailed
-from orchestrator.events import Attachment, Inbound, Outbound, SendResult
 
 log = logging.getLogger(__name__)
 AlertHandler = Callable[[str], None]

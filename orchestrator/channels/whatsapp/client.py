@@ -21,6 +21,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
 
+from core.errors import ChannelError
 from orchestrator.channels.whatsapp._neonize import (
     EVENT_TYPES,
     ChatPresence,
@@ -31,7 +32,6 @@ from orchestrator.channels.whatsapp._neonize import (
     QREv,
     ReceiptType,
 )
-from orchestrator.errors import ChannelError
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""WhatsApp's additions to the exception tree (see ``orchestrator/errors.py``).
+"""WhatsApp's additions to the exception tree (see ``core/errors.py``).
 
     ChannelError
     ├── RecipientNotAllowed   the chat never wrote to Fetch (reply-only rule)
@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from orchestrator.errors import ChannelError, SendFailed
+from core.errors import ChannelError, SendFailed
 
 
 class RecipientNotAllowed(ChannelError):

@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from orchestrator.events import SessionKey
+from core.events import SessionKey
 
 # base MIME type -> file extension
 ACCEPTED: dict[str, dict[str, str]] = {

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.events import Inbound
 from orchestrator.channels.whatsapp import media
 from orchestrator.channels.whatsapp.jids import (
     GROUP_SERVER,
@@ -24,7 +25,6 @@ from orchestrator.channels.whatsapp.jids import (
     jid_str,
     sender_number,
 )
-from orchestrator.events import Inbound
 
 CHANNEL = "whatsapp"
 # Containers that only wrap the real message.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from core.events import Inbound
 from orchestrator.config import TelegramSettings
-from orchestrator.events import Inbound
 from tests.fakes.telegram_api import FakeTelegramApi
 
 OWNER = 42

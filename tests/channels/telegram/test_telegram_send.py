@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.errors import SendFailed
-from orchestrator.events import Outbound
+from core.errors import SendFailed
+from core.events import Outbound
 from tests.channels.telegram.support import OWNER, RecordingSink
 from tests.fakes.telegram_api import FakeTelegramApi
 

@@ -9,10 +9,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from core.errors import ConfigError
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram.channel import SECRET_HEADER, Backoff
 from orchestrator.config import HttpSettings
-from orchestrator.errors import ConfigError
 from orchestrator.web import HttpServer
 from tests.channels.telegram.support import OWNER, RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi

@@ -9,8 +9,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from core.errors import ConfigError
 from orchestrator.config import HttpSettings
-from orchestrator.errors import ConfigError
 from orchestrator.web import HttpServer
 
 

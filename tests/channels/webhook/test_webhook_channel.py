@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from core.errors import ConfigError
+from core.events import Outbound
 from orchestrator.channels.webhook import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
@@ -17,8 +19,6 @@ from orchestrator.channels.webhook import (
     sign,
 )
 from orchestrator.config import HttpSettings, WebhookSettings
-from orchestrator.errors import ConfigError
-from orchestrator.events import Outbound
 from orchestrator.web import HttpServer
 from tests.channels.telegram.support import RecordingSink
 from tests.channels.webhook.support import SECRET, Client, Hook

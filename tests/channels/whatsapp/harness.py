@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from core.events import Inbound
 from orchestrator.channels.whatsapp import WhatsAppChannel
 from orchestrator.config import WhatsAppSettings
-from orchestrator.events import Inbound
 
 from .builders import FRIEND, OWNER, self_chat
 from .fake_client import FakeWhatsAppClient

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import SendFailed
+from core.events import Outbound
 from orchestrator.channels.whatsapp import RecipientNotAllowed, WhatsAppChannel
 from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.errors import SendFailed
-from orchestrator.events import Outbound
 
 from .builders import (
     FRIEND,

@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
-from orchestrator.errors import FetchError
+from core.errors import FetchError
 
 MAX_NAME = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
