@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PARTS = ["pyproject.toml", "README.md", "core", "orchestrator", "instincts", "harnesses",
-         "identity", "skills", "kennel", "data"]
+PARTS = ["pyproject.toml", "README.md", "core", "channels", "orchestrator", "instincts",
+         "harnesses", "identity", "skills", "kennel", "data"]
 CA_DIR = Path("/usr/local/share/ca-certificates")
 
 

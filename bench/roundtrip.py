@@ -48,8 +48,8 @@ from typing import Any
 import aiosqlite
 
 from bench._common import fresh_dirs, ratio, summary, table
+from channels.terminal import TerminalChannel
 from orchestrator.app import build_app
-from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import load_settings
 from orchestrator.store import Store
 

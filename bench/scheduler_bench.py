@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import ratio, summary, table
+from channels.base import Capabilities, InboundSink
 from core.clock import SystemClock
 from core.events import Inbound, Outbound, SendResult, SessionKey
-from orchestrator.channels.base import Capabilities, InboundSink
 from orchestrator.config import load_settings
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler import Scheduler

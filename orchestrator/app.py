@@ -10,6 +10,9 @@ from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 
+from channels.base import Channel
+from channels.http import HttpServer
+from channels.terminal import TerminalChannel
 from core.clock import Clock, SystemClock
 from core.errors import ConfigError
 from core.state import State
@@ -21,8 +24,6 @@ from kennel.base import Kennel
 from kennel.local import LocalKennel
 from orchestrator.alerts import Alerts
 from orchestrator.approvals import Approvals
-from orchestrator.channels.base import Channel
-from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings
 from orchestrator.gateway import Gateway
 from orchestrator.memory import Memory
@@ -35,7 +36,6 @@ from orchestrator.session import Sessions
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.tools import build_tools
-from orchestrator.web import HttpServer
 from orchestrator.workspace import Workspace
 from skills import discover
 
@@ -72,18 +72,18 @@ def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
     """The phone-facing channels the settings enable (the terminal is added by the CLI)."""
     channels: list[Channel] = []
     if settings.whatsapp.enabled:
-        from orchestrator.channels.whatsapp import WhatsAppChannel
+        from channels.whatsapp import WhatsAppChannel
 
         channels.append(WhatsAppChannel(settings.whatsapp, settings.home_dir,
                                         trigger=settings.gateway.trigger,
                                         allowlist=settings.allowlist))
     if settings.telegram.enabled:
-        from orchestrator.channels.telegram import TelegramChannel
+        from channels.telegram import TelegramChannel
 
         channels.append(TelegramChannel(settings.telegram, http=http,
                                         public_url=settings.telegram.webhook_url))
     if settings.webhook.enabled:
-        from orchestrator.channels.webhook import WebhookChannel
+        from channels.webhook import WebhookChannel
 
         channels.append(WebhookChannel(settings.webhook, http))
     return channels

@@ -9,9 +9,9 @@ import signal
 import sys
 from contextlib import suppress
 
+from channels.terminal import TerminalChannel
 from core.errors import ConfigError, FetchError
 from orchestrator.app import build_app, identity_dir
-from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings, load_settings
 
 
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "doctor":
         raise SystemExit(_doctor(settings))
     if args.command == "whatsapp":
-        from orchestrator.channels.whatsapp.pairing import run_pair
+        from channels.whatsapp.pairing import run_pair
 
         raise SystemExit(run_pair(settings, args.phone))
     _logging(settings)

@@ -8,9 +8,9 @@ import textwrap
 from collections import OrderedDict
 from collections.abc import Callable
 
+from channels.base import Channel
 from core.errors import ChannelError
 from core.events import Outbound, SendResult, SessionKey
-from orchestrator.channels.base import Channel
 from orchestrator.store import Journal, Store
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from channels.terminal import TerminalChannel
 from core.events import Inbound
 from orchestrator.app import App, build_app
-from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings, load_settings
 
 README = "# demo\n\nTeh quick brown fox.\n"

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from channels.base import Capabilities
+from channels.terminal import TerminalChannel
 from core.events import Inbound, Outbound, SendResult
 from core.validate import UnsafeName, safe_relative_path
 from orchestrator.app import App, build_app
-from orchestrator.channels.base import Capabilities
-from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings
 from tests.conftest import Driver, git
 from tests.fakes.model_server import ScriptedModelServer, ToolCall

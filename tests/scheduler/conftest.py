@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from channels.terminal import TerminalChannel
 from core.events import Inbound, SessionKey
-from orchestrator.channels.terminal import TerminalChannel
 from orchestrator.config import Settings, load_settings
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler import Scheduler

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from aiohttp import web
 
+from channels.whatsapp import WhatsAppChannel
 from orchestrator.app import App, build_app
-from orchestrator.channels.whatsapp import WhatsAppChannel
 from orchestrator.config import Settings
 from tests.channels.whatsapp.builders import OWNER, text_from
 from tests.channels.whatsapp.fake_client import FakeWhatsAppClient

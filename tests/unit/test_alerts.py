@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from channels.base import Capabilities
 from core.events import Outbound, SendResult
 from orchestrator.alerts import Alerts
-from orchestrator.channels.base import Capabilities
 from orchestrator.messenger import Messenger
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor

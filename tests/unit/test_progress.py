@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from channels.base import Capabilities
 from core.events import Outbound, SendResult, SessionKey
 from harnesses.base import HarnessEvent
-from orchestrator.channels.base import Capabilities
 from orchestrator.messenger import Messenger
 from orchestrator.progress import Progress
 from orchestrator.store import Journal, Store

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.channels.telegram import TelegramChannel
-from orchestrator.channels.telegram.channel import Backoff
+from channels.telegram import TelegramChannel
+from channels.telegram.channel import Backoff
 from tests.channels.telegram.support import RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from channels.telegram import TelegramChannel
+from channels.telegram.channel import Backoff
 from orchestrator.app import build_app
-from orchestrator.channels.telegram import TelegramChannel
-from orchestrator.channels.telegram.channel import Backoff
 from orchestrator.config import Settings
 from tests.channels.telegram.support import OWNER, settings_for
 from tests.conftest import git

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.channels.telegram.format import approval_keyboard, split_text, to_html, units
+from channels.telegram.format import approval_keyboard, split_text, to_html, units
 from tests.fakes.telegram_api import parse_html
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.channels.telegram.updates import to_inbound
+from channels.telegram.updates import to_inbound
 
 FIXTURES = Path(__file__).parent / "fixtures" / "inbound"
 CASES = sorted(p.name.removesuffix(".update.json") for p in FIXTURES.glob("*.update.json"))

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from orchestrator.channels.telegram.channel import Backoff, TelegramChannel
+from channels.telegram.channel import Backoff, TelegramChannel
 from tests.channels.telegram.support import OWNER, RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi
 

@@ -9,11 +9,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from channels.http import HttpServer
+from channels.telegram import TelegramChannel
+from channels.telegram.channel import SECRET_HEADER, Backoff
 from core.errors import ConfigError
-from orchestrator.channels.telegram import TelegramChannel
-from orchestrator.channels.telegram.channel import SECRET_HEADER, Backoff
 from orchestrator.config import HttpSettings
-from orchestrator.web import HttpServer
 from tests.channels.telegram.support import OWNER, RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi
 

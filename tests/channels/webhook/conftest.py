@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from orchestrator.channels.webhook import WebhookChannel
+from channels.http import HttpServer
+from channels.webhook import WebhookChannel
 from orchestrator.config import HttpSettings, WebhookSettings
-from orchestrator.web import HttpServer
 from tests.channels.telegram.support import RecordingSink
 from tests.channels.webhook.support import SECRET, Client, Hook
 

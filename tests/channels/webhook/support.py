@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from orchestrator.channels.webhook import (
+from channels.webhook import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     WebhookChannel,

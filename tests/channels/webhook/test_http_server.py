@@ -9,9 +9,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from channels.http import HttpServer
 from core.errors import ConfigError
 from orchestrator.config import HttpSettings
-from orchestrator.web import HttpServer
 
 
 async def hello(request: web.Request) -> web.Response:

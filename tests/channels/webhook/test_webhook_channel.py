@@ -10,16 +10,16 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from core.errors import ConfigError
-from core.events import Outbound
-from orchestrator.channels.webhook import (
+from channels.http import HttpServer
+from channels.webhook import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     WebhookChannel,
     sign,
 )
+from core.errors import ConfigError
+from core.events import Outbound
 from orchestrator.config import HttpSettings, WebhookSettings
-from orchestrator.web import HttpServer
 from tests.channels.telegram.support import RecordingSink
 from tests.channels.webhook.support import SECRET, Client, Hook
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 import aiohttp
 
+from channels.http import HttpServer
+from channels.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookChannel, sign
 from orchestrator.app import build_app
-from orchestrator.channels.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookChannel, sign
 from orchestrator.config import HttpSettings, Settings, WebhookSettings
-from orchestrator.web import HttpServer
 from tests.channels.webhook.support import SECRET, Client
 
 

@@ -16,7 +16,7 @@ from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import (
     VideoMessage,
 )
 
-from orchestrator.channels.whatsapp import _neonize as nz
+from channels.whatsapp import _neonize as nz
 
 from .builders import (
     FETCH,

@@ -19,7 +19,7 @@ from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import (
     ReactionMessage,
 )
 
-from orchestrator.channels.whatsapp import _neonize as nz
+from channels.whatsapp import _neonize as nz
 
 OWNER = "15551234567"  # the owner's phone number
 FETCH = "15557654321"  # the number Fetch is linked to

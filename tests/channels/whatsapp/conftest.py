@@ -3,4 +3,4 @@ side effects); loading it here makes that true for every test module below."""
 
 from __future__ import annotations
 
-import orchestrator.channels.whatsapp._neonize  # noqa: F401  (import for its side effect)
+import channels.whatsapp._neonize  # noqa: F401  (import for its side effect)

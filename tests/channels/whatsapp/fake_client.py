@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp.client import EventSink
-from orchestrator.channels.whatsapp.jids import jid_str
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp.client import EventSink
+from channels.whatsapp.jids import jid_str
 
 
 @dataclass

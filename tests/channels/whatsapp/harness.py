@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from channels.whatsapp import WhatsAppChannel
 from core.events import Inbound
-from orchestrator.channels.whatsapp import WhatsAppChannel
 from orchestrator.config import WhatsAppSettings
 
 from .builders import FRIEND, OWNER, self_chat

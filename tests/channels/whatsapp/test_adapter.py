@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from channels.whatsapp import RecipientNotAllowed, WhatsAppChannel
+from channels.whatsapp import _neonize as nz
 from core.errors import SendFailed
 from core.events import Outbound
-from orchestrator.channels.whatsapp import RecipientNotAllowed, WhatsAppChannel
-from orchestrator.channels.whatsapp import _neonize as nz
 
 from .builders import (
     FRIEND,
@@ -58,7 +58,7 @@ async def test_events_from_a_foreign_thread_reach_the_gateway_on_the_loop(wa: Ha
 
 async def test_group_chatter_never_reaches_the_gateway(wa: Harness,
                                                        caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, "orchestrator.channels.whatsapp")
+    caplog.set_level(logging.INFO, "channels.whatsapp")
     wa.client.emit(in_group(FRIEND, "lunch at 1?", id="3EB0G01"))
     wa.client.emit(in_group(OWNER, "@fetch /status", id="3EB0G02"))
     got = await wa.drain()

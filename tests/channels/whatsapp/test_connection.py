@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from neonize.proto.Neonize_pb2 import ConnectFailureReason, Node
 
+from channels.whatsapp import WhatsAppChannel, WhatsAppUnavailable
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp.health import Backoff, ConnectionHealth
 from core.errors import ChannelError
 from core.events import Outbound
-from orchestrator.channels.whatsapp import WhatsAppChannel, WhatsAppUnavailable
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp.health import Backoff, ConnectionHealth
 
 from .builders import OWNER, text_from
 from .fake_client import FakeWhatsAppClient

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp.normalize import NormalizeContext
-from orchestrator.channels.whatsapp.trigger import Route, TriggerRules, route
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp.normalize import NormalizeContext
+from channels.whatsapp.trigger import Route, TriggerRules, route
 
 from .builders import OWNER, from_json
 

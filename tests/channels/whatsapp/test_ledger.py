@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestrator.channels.whatsapp.ledger import Ledger
+from channels.whatsapp.ledger import Ledger
 
 
 def test_survives_a_restart_and_is_private(tmp_path: Path) -> None:

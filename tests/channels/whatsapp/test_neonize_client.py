@@ -19,10 +19,10 @@ import pytest
 from neonize.events import EVENT_TO_INT
 from neonize.proto.Neonize_pb2 import Device
 
+from channels.whatsapp import WhatsAppChannel
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp.client import NeonizeClient
 from core.events import Inbound
-from orchestrator.channels.whatsapp import WhatsAppChannel
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp.client import NeonizeClient
 
 from .builders import FETCH, OWNER, jid, text_from
 from .harness import settings

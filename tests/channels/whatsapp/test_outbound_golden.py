@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.channels.whatsapp.format import (
+from channels.whatsapp.format import (
     FENCE,
     SAFE_CHARS,
     split_for_whatsapp,

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from orchestrator.channels.whatsapp.pacing import Pacer
+from channels.whatsapp.pacing import Pacer
 
 
 class FakeClock:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp.pairing import (
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp.pairing import (
     CODE_HELP,
     QR_HELP,
     PairingError,

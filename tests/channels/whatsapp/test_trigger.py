@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp.normalize import NormalizeContext, Normalized, normalize
-from orchestrator.channels.whatsapp.trigger import TriggerRules, addressed_to_fetch, has_trigger
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp.normalize import NormalizeContext, Normalized, normalize
+from channels.whatsapp.trigger import TriggerRules, addressed_to_fetch, has_trigger
 from orchestrator.config import WhatsAppSettings
 
 from .builders import FRIEND, OWNER, in_group, jid, message_event, self_chat, text_from

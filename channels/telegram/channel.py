@@ -24,24 +24,24 @@ from typing import Any
 
 from aiohttp import web
 
-from core.errors import ConfigError, SendFailed
-from core.events import Inbound, Outbound, SendResult
-from orchestrator.channels.base import Capabilities, InboundSink
-from orchestrator.channels.telegram.api import BotApi, TelegramApiError
-from orchestrator.channels.telegram.format import (
+from channels.base import Capabilities, InboundSink
+from channels.http import HttpServer
+from channels.telegram.api import BotApi, TelegramApiError
+from channels.telegram.format import (
     LIMIT,
     approval_keyboard,
     split_text,
     to_html,
 )
-from orchestrator.channels.telegram.updates import (
+from channels.telegram.updates import (
     SeenUpdates,
     message_ref,
     parse_ref,
     to_inbound,
 )
+from core.errors import ConfigError, SendFailed
+from core.events import Inbound, Outbound, SendResult
 from orchestrator.config import TelegramSettings
-from orchestrator.web import HttpServer
 
 log = logging.getLogger(__name__)
 

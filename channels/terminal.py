@@ -13,8 +13,8 @@ import uuid
 from contextlib import suppress
 from typing import TextIO
 
+from channels.base import Capabilities, InboundSink
 from core.events import Inbound, Outbound, SendResult
-from orchestrator.channels.base import Capabilities, InboundSink
 
 
 class TerminalChannel:

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp.client import WhatsAppClient
-from orchestrator.channels.whatsapp.health import Backoff, ConnectionHealth
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp.client import WhatsAppClient
+from channels.whatsapp.health import Backoff, ConnectionHealth
 
 log = logging.getLogger(__name__)
 PAIR_HINT = "run `fetch whatsapp pair`, then restart Fetch"

@@ -52,11 +52,11 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.base import Capabilities, InboundSink
+from channels.http import HttpServer
 from core.errors import ConfigError, SendFailed
 from core.events import Inbound, Outbound, SendResult
-from orchestrator.channels.base import Capabilities, InboundSink
 from orchestrator.config import WebhookSettings
-from orchestrator.web import HttpServer
 
 log = logging.getLogger(__name__)
 

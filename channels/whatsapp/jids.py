@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrator.channels.whatsapp._neonize import JID
+from channels.whatsapp._neonize import JID
 
 USER_SERVER = "s.whatsapp.net"
 GROUP_SERVER = "g.us"

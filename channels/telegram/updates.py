@@ -14,8 +14,8 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from channels.telegram.format import CALLBACK_NO, CALLBACK_YES
 from core.events import Inbound
-from orchestrator.channels.telegram.format import CALLBACK_NO, CALLBACK_YES
 
 log = logging.getLogger(__name__)
 

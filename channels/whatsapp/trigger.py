@@ -21,7 +21,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.channels.whatsapp.normalize import (
+from channels.whatsapp.normalize import (
     NormalizeContext,
     Normalized,
     Skipped,

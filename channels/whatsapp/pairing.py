@@ -16,9 +16,9 @@ from typing import Any, TextIO
 
 import segno
 
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp.client import NeonizeClient, WhatsAppClient
-from orchestrator.channels.whatsapp.jids import phone_digits
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp.client import NeonizeClient, WhatsAppClient
+from channels.whatsapp.jids import phone_digits
 from orchestrator.config import Settings
 
 QR_HELP = ("On the phone: WhatsApp → Settings → Linked devices → Link a device, then scan "

@@ -22,25 +22,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from core.errors import ChannelError, SendFailed
-from core.events import Attachment, Inbound, Outbound, SendResult
-from orchestrator.channels.base import Capabilities, InboundSink
-from orchestrator.channels.whatsapp import _neonize as nz
-from orchestrator.channels.whatsapp import media
-from orchestrator.channels.whatsapp.client import NeonizeClient, WhatsAppClient
-from orchestrator.channels.whatsapp.connection import (
+from channels.base import Capabilities, InboundSink
+from channels.whatsapp import _neonize as nz
+from channels.whatsapp import media
+from channels.whatsapp.client import NeonizeClient, WhatsAppClient
+from channels.whatsapp.connection import (
     PAIR_HINT,
     ConnectionSupervisor,
     wait_for_event,
 )
-from orchestrator.channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
-from orchestrator.channels.whatsapp.format import SAFE_CHARS, split_for_whatsapp, to_whatsapp
-from orchestrator.channels.whatsapp.health import Backoff, ConnectionHealth
-from orchestrator.channels.whatsapp.jids import jid_str, parse_jid, participant, phone_digits
-from orchestrator.channels.whatsapp.ledger import Ledger
-from orchestrator.channels.whatsapp.normalize import MediaRef, NormalizeContext
-from orchestrator.channels.whatsapp.pacing import Pacer
-from orchestrator.channels.whatsapp.trigger import TriggerRules, route
+from channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
+from channels.whatsapp.format import SAFE_CHARS, split_for_whatsapp, to_whatsapp
+from channels.whatsapp.health import Backoff, ConnectionHealth
+from channels.whatsapp.jids import jid_str, parse_jid, participant, phone_digits
+from channels.whatsapp.ledger import Ledger
+from channels.whatsapp.normalize import MediaRef, NormalizeContext
+from channels.whatsapp.pacing import Pacer
+from channels.whatsapp.trigger import TriggerRules, route
+from core.errors import ChannelError, SendFailed
+from core.events import Attachment, Inbound, Outbound, SendResult
 from orchestrator.config import WhatsAppSettings
 
 log = logging.getLogger(__name__)

@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.events import Inbound
-from orchestrator.channels.whatsapp import media
-from orchestrator.channels.whatsapp.jids import (
+from channels.whatsapp import media
+from channels.whatsapp.jids import (
     GROUP_SERVER,
     IGNORED_SERVERS,
     jid_str,
     sender_number,
 )
+from core.events import Inbound
 
 CHANNEL = "whatsapp"
 # Containers that only wrap the real message.

@@ -21,8 +21,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.errors import ChannelError
-from orchestrator.channels.whatsapp._neonize import (
+from channels.whatsapp._neonize import (
     EVENT_TYPES,
     ChatPresence,
     ChatPresenceMedia,
@@ -32,6 +31,7 @@ from orchestrator.channels.whatsapp._neonize import (
     QREv,
     ReceiptType,
 )
+from core.errors import ChannelError
 
 log = logging.getLogger(__name__)
 

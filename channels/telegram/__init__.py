@@ -1,7 +1,7 @@
 """Telegram: the channel (``channel``), its Bot API client (``api``), update mapping
 (``updates``) and HTML formatting (``format``)."""
 
-from orchestrator.channels.telegram.api import BotApi, TelegramApiError
-from orchestrator.channels.telegram.channel import TelegramChannel
+from channels.telegram.api import BotApi, TelegramApiError
+from channels.telegram.channel import TelegramChannel
 
 __all__ = ["BotApi", "TelegramApiError", "TelegramChannel"]

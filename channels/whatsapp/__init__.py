@@ -6,8 +6,8 @@ implementation) · ``normalize`` (MessageEv -> Inbound) · ``trigger`` (is it fo
 sent) · ``health`` · ``media`` · ``pairing``. See ``docs/whatsapp.md``.
 """
 
-from orchestrator.channels.whatsapp.adapter import WhatsAppChannel
-from orchestrator.channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
-from orchestrator.channels.whatsapp.pairing import pair, run_pair
+from channels.whatsapp.adapter import WhatsAppChannel
+from channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
+from channels.whatsapp.pairing import pair, run_pair
 
 __all__ = ["RecipientNotAllowed", "WhatsAppChannel", "WhatsAppUnavailable", "pair", "run_pair"]
