@@ -19,9 +19,9 @@ from typing import Any
 from bench._common import make_repo, ratio, summary, table
 from harnesses.base import HarnessRequest
 from harnesses.claude_code import ClaudeCode
-from kennel.base import ExecSpec, Kennel, KennelProcess
+from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
 from kennel.local import LocalKennel
-from kennel.relay import ModelRelay
+from kennel.relay import PLACEHOLDER_KEY
 from tests.fakes.model_server import ScriptedModelServer, Text
 
 TARGET_MS = 300.0
@@ -38,7 +38,7 @@ async def _bare(srv: ScriptedModelServer, repo: Path, state: Path) -> float:
     harness = ClaudeCode()
     argv, env = harness.command(HarnessRequest(
         prompt="say ok", workdir=repo, state_dir=state, model_url=srv.url,
-        path_env=os.environ.get("PATH", "")))
+        placeholder_key=PLACEHOLDER_KEY, path_env=os.environ.get("PATH", "")))
     before = len(srv.model_requests)
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
@@ -53,23 +53,24 @@ async def _kennel(srv: ScriptedModelServer, kennel: Kennel, repo: Path, log: Pat
     layout = kennel.layout(repo, "claude-code")
     started = time.perf_counter()
     before = len(srv.model_requests)
-    relay = ModelRelay(socket_path=layout.relay_socket, upstream=srv.url,
-                       provider="anthropic", api_key="sk-bench-key-000000", harness="bench",
-                       task_id=0, log_path=log)
-    async with relay:
-        harness = ClaudeCode()
-        req = HarnessRequest(prompt="say ok", workdir=layout.workdir,
-                             state_dir=layout.state_seen,
-                             model_url=f"http://127.0.0.1:{layout.relay_port}",
-                             path_env=layout.path_env, confined=layout.confined)
-        layout.state_host.mkdir(parents=True, exist_ok=True)
-        harness.prepare(req, layout.state_host)
-        argv, env = harness.command(req)
-        proc: KennelProcess = await kennel.exec(ExecSpec(tuple(argv), env, repo, layout))
-        took = await _first_request(srv, before, started)
-        async for _line in proc.lines():
-            pass
-        await proc.wait()
+    relay = RelaySpec(upstream=srv.url, provider="anthropic", api_key="sk-bench-key-000000",
+                      harness="bench", task_id=0, log_path=log)
+    harness = ClaudeCode()
+    req = HarnessRequest(prompt="say ok", workdir=layout.workdir,
+                         state_dir=layout.state_seen,
+                         model_url=f"http://127.0.0.1:{layout.relay_port}",
+                         placeholder_key=PLACEHOLDER_KEY,
+                         path_env=layout.path_env, confined=layout.confined)
+    layout.state_host.mkdir(parents=True, exist_ok=True)
+    harness.prepare(req, layout.state_host)
+    argv, env = harness.command(req)
+    # The kennel starts the relay with the process and stops it when the process ends.
+    proc: KennelProcess = await kennel.exec(
+        ExecSpec(tuple(argv), env, repo, layout, relay=relay))
+    took = await _first_request(srv, before, started)
+    async for _line in proc.lines():
+        pass
+    await proc.wait()
     return took
 
 
@@ -116,7 +117,7 @@ def _docker(home: Path) -> Any:
 
         from kennel.build import image_tag
         from kennel.docker_backend import DockerKennel
-        from orchestrator.config import DockerKennelSettings
+        from kennel.settings import DockerKennelSettings
 
         client = docker.from_env(timeout=10)
         tag = image_tag()

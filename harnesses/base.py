@@ -27,19 +27,30 @@ class HarnessEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class McpServer:
+    """An MCP server the CLI may use: Fetch's memory, reached through the relay."""
+
+    name: str  # what the CLI calls it (its tools become mcp__<name>__...)
+    url: str  # as the CLI reaches it, e.g. http://127.0.0.1:4100/mcp
+
+
+@dataclass(frozen=True, slots=True)
 class HarnessRequest:
+    """Everything an adapter needs for one run; the runner fills it in, so adapters know
+    nothing of the relay or of memory beyond what is here."""
+
     prompt: str
     workdir: Path  # as the CLI sees it
     state_dir: Path  # as the CLI sees it: HOME and config live here, per workspace
     model_url: str | None  # the relay as the CLI reaches it, e.g. http://127.0.0.1:4100
+    # The only key the CLI ever holds: the relay drops it and injects the real one.
+    placeholder_key: str
     path_env: str = "/usr/local/bin:/usr/bin:/bin"
     model: str | None = None
     resume: str | None = None
     max_retries: int = 0
     confined: bool = False  # see kennel.base.Layout.confined
-    # Fetch's memory as an MCP server, reached through the relay's socket route
-    # (e.g. http://127.0.0.1:4100/mcp); None when memory is off.
-    mcp_url: str | None = None
+    mcp: McpServer | None = None  # None when memory is off or the run has no relay
 
 
 @dataclass(frozen=True, slots=True)

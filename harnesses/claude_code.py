@@ -6,8 +6,6 @@ import json
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
-from kennel.relay import PLACEHOLDER_KEY
-from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
@@ -28,19 +26,19 @@ class ClaudeCode(Harness, name="claude-code"):
             argv += ["--model", req.model]
         if req.resume:
             argv += ["--resume", req.resume]
-        if req.mcp_url:
+        if req.mcp is not None:
             # Fetch's memory over the relay's socket; its tools need no prompt, and no MCP
             # server from the repository's own config is started (--strict-mcp-config).
-            config = {"mcpServers": {MCP_SERVER: {"type": "http", "url": req.mcp_url}}}
+            config = {"mcpServers": {req.mcp.name: {"type": "http", "url": req.mcp.url}}}
             argv += [f"--mcp-config={json.dumps(config)}", "--strict-mcp-config",
-                     f"--allowedTools=mcp__{MCP_SERVER}"]
+                     f"--allowedTools=mcp__{req.mcp.name}"]
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),
             "CLAUDE_CONFIG_DIR": str(req.state_dir / "claude"),
             "LANG": "C.UTF-8",
             "TERM": "dumb",
-            "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+            "ANTHROPIC_API_KEY": req.placeholder_key,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",

@@ -17,8 +17,6 @@ from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 from harnesses.runstate import RunState
-from kennel.relay import PLACEHOLDER_KEY
-from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
 DEFAULT_MODEL = "gpt-5.5"  # a slug codex knows: an unknown one gets no apply_patch tool
 # The variable env_key names: one codex gives no other meaning (it holds the placeholder).
@@ -43,8 +41,8 @@ def config_toml(req: HarnessRequest) -> str:
     retries = req.max_retries
     # Fetch's memory over the relay's socket (streamable HTTP, as `codex mcp add --url`
     # writes it); "approve": exec mode has no one to ask.
-    memory = (f"\n[mcp_servers.{MCP_SERVER}]\nurl = {_toml_str(req.mcp_url)}\n"
-              'default_tools_approval_mode = "approve"\n') if req.mcp_url else ""
+    memory = (f"\n[mcp_servers.{req.mcp.name}]\nurl = {_toml_str(req.mcp.url)}\n"
+              'default_tools_approval_mode = "approve"\n') if req.mcp is not None else ""
     # The relay appends the request path to the vendor base (…/v1), so the CLI must ask
     # for "/responses", not "/v1/responses": base_url is the relay itself.
     return f"""\
@@ -106,7 +104,7 @@ class Codex(Harness, name="codex"):
             "TMPDIR": str(req.state_dir / "tmp"),
             "LANG": "C.UTF-8",
             "TERM": "dumb",
-            KEY_ENV: PLACEHOLDER_KEY,
+            KEY_ENV: req.placeholder_key,
         }
         return argv, env
 

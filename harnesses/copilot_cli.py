@@ -18,8 +18,6 @@ from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 from harnesses.runstate import RunState
-from kennel.relay import PLACEHOLDER_KEY
-from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
 DEFAULT_MODEL = "gpt-5.4"  # BYOK has no model picker: one must be named
 # Where an unpacked copy of copilot's ~235 MB package may already be (the kennel image
@@ -60,12 +58,12 @@ class CopilotCli(Harness, name="copilot"):
         ]
         if req.resume:
             argv.append(f"--resume={req.resume}")
-        if req.mcp_url:
+        if req.mcp is not None:
             # Fetch's memory over the relay's socket; its tools are allowed without a prompt.
-            config = {"mcpServers": {MCP_SERVER: {"type": "http", "url": req.mcp_url,
-                                                  "tools": ["*"]}}}
+            config = {"mcpServers": {req.mcp.name: {"type": "http", "url": req.mcp.url,
+                                                    "tools": ["*"]}}}
             argv += [f"--additional-mcp-config={json.dumps(config)}",
-                     f"--allow-tool={MCP_SERVER}"]
+                     f"--allow-tool={req.mcp.name}"]
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),
@@ -77,7 +75,7 @@ class CopilotCli(Harness, name="copilot"):
             "COPILOT_OFFLINE": "true",  # no GitHub auth, telemetry or update check
             "COPILOT_AUTO_UPDATE": "false",
             "COPILOT_PROVIDER_TYPE": "openai",
-            "COPILOT_PROVIDER_API_KEY": PLACEHOLDER_KEY,
+            "COPILOT_PROVIDER_API_KEY": req.placeholder_key,
             "COPILOT_MODEL": req.model or DEFAULT_MODEL,
             # Shared by the harnesses of this repo: a first run unpacks ~235 MB (6 s) here.
             "XDG_CACHE_HOME": str(req.state_dir.parent / ".cache"),

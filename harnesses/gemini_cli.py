@@ -15,8 +15,6 @@ from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 from harnesses.runstate import RunState
-from kennel.relay import PLACEHOLDER_KEY
-from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER
 
 DEFAULT_MODEL = "gemini-2.5-flash"  # any named model: "auto" costs a router call per turn
 EDIT_TOOLS = {"write_file", "replace"}
@@ -54,11 +52,11 @@ class GeminiCli(Harness, name="gemini-cli"):
                 "maxAttempts": min(req.max_retries + 1, 10),  # the CLI refuses more than 10
             },
         }
-        if req.mcp_url:
+        if req.mcp is not None:
             # Fetch's memory over the relay's socket (what `gemini mcp add -t http --trust`
             # writes); trusted, so its calls need no confirmation in headless mode.
-            settings["mcpServers"] = {MCP_SERVER: {"type": "http", "url": req.mcp_url,
-                                                   "trust": True}}
+            settings["mcpServers"] = {req.mcp.name: {"type": "http", "url": req.mcp.url,
+                                                     "trust": True}}
         config = host_state_dir / "gemini" / ".gemini"
         config.mkdir(parents=True, exist_ok=True)
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
@@ -82,7 +80,7 @@ class GeminiCli(Harness, name="gemini-cli"):
             "TMPDIR": str(req.state_dir / "tmp"),  # error reports land in os.tmpdir()
             "LANG": "C.UTF-8",
             "TERM": "dumb",
-            "GEMINI_API_KEY": PLACEHOLDER_KEY,
+            "GEMINI_API_KEY": req.placeholder_key,
             # One process instead of wrapper + relaunched child, so a signal reaches it.
             "GEMINI_CLI_NO_RELAUNCH": "true",
         }

@@ -6,10 +6,15 @@ the kennel's ``layout`` gives, and the kennel decides where and how isolated.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    McpHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +34,29 @@ class Layout:
 
 
 @dataclass(frozen=True, slots=True)
+class RelaySpec:
+    """The model relay a process gets (kennel/relay.py): the kennel starts it on
+    ``Layout.relay_socket`` before the process and stops it when the process ends."""
+
+    upstream: str  # the vendor's base URL: the only place requests go
+    provider: str  # how the key is sent (anthropic, openai, gemini)
+    api_key: str | None  # the real key: stays on the host, injected into each request
+    harness: str  # for the log
+    task_id: int | None  # for the log
+    log_path: Path  # relay.jsonl: one line per model call
+    token_budget: int = 0  # input + output tokens for the run; 0 = no limit
+    # Served on the same socket at /mcp (Fetch's memory), so the kennel needs no other way
+    # out; None: no MCP.
+    mcp: McpHandler | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ExecSpec:
     argv: tuple[str, ...]
     env: dict[str, str]
     repo: Path  # host path of the repository
     layout: Layout
-    relay: bool = True  # False: the CLI needs no model (the demo harness)
+    relay: RelaySpec | None = None  # None: the CLI needs no model (the demo harness)
 
 
 class KennelProcess(Protocol):
@@ -49,6 +71,10 @@ class KennelProcess(Protocol):
     def stderr_tail(self) -> str: ...
 
     def alive_pids(self) -> list[int]: ...
+
+    def relay_tokens(self) -> tuple[int, int]:
+        """Input and output tokens the relay counted for this process ((0, 0) without
+        one): some CLIs report no usage themselves."""
 
 
 class Kennel(Protocol):

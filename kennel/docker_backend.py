@@ -35,7 +35,8 @@ from docker.utils.socket import frames_iter
 from core.errors import KennelError
 from kennel.base import ExecSpec, Layout
 from kennel.paths import run_dir
-from orchestrator.config import DockerKennelSettings
+from kennel.relayed import RelayedProcess, start_relayed
+from kennel.settings import DockerKennelSettings
 
 log = logging.getLogger(__name__)
 RELAY_PORT = 4100
@@ -143,7 +144,10 @@ class DockerKennel:
             confined=True,
         )
 
-    async def exec(self, spec: ExecSpec) -> DockerProcess:
+    async def exec(self, spec: ExecSpec) -> RelayedProcess:
+        return await start_relayed(spec, lambda: self._start_exec(spec))
+
+    async def _start_exec(self, spec: ExecSpec) -> DockerProcess:
         async with self._lock:
             warm = await self._ensure(spec.repo)
             warm.last_used = time.monotonic()

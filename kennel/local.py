@@ -20,6 +20,7 @@ from kennel import launcher
 from kennel.base import ExecSpec, Layout
 from kennel.paths import run_dir
 from kennel.process import MAX_LINE, GroupProcess
+from kennel.relayed import RelayedProcess, start_relayed
 
 NETNS_RELAY_PORT = 4100
 
@@ -93,7 +94,10 @@ class LocalKennel:
         return ("local: own process group only; host network, files and user are NOT "
                 "isolated")
 
-    async def exec(self, spec: ExecSpec) -> GroupProcess:
+    async def exec(self, spec: ExecSpec) -> RelayedProcess:
+        return await start_relayed(spec, lambda: self._start(spec))
+
+    async def _start(self, spec: ExecSpec) -> GroupProcess:
         netns = self.uses_netns()
         argv: list[str] = []
         if netns:
@@ -101,7 +105,7 @@ class LocalKennel:
         argv += [sys.executable, "-I", launcher.__file__]
         if netns:
             argv.append("--netns")
-        if spec.relay:
+        if spec.relay is not None:
             argv += ["--port", str(spec.layout.relay_port),
                      "--socket", str(spec.layout.relay_socket)]
         argv += ["--", *spec.argv]

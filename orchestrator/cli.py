@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "whatsapp":
         from channels.whatsapp.pairing import run_pair
 
-        raise SystemExit(run_pair(settings, args.phone))
+        raise SystemExit(run_pair(settings.home_dir, args.phone))
     _logging(settings)
     code = 0
     with suppress(KeyboardInterrupt):

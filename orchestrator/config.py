@@ -3,6 +3,10 @@
 Precedence: embedded defaults < YAML file < friendly env vars (``FETCH_HOME``...) <
 generic ``FETCH__SECTION__KEY=value`` overrides. Any bad value stops start-up with a
 ``ConfigError`` that names the file, the dotted key and what was expected.
+
+Each subsystem defines its own section next to its code (``kennel/settings.py``,
+``harnesses/settings.py``, ``channels/*settings.py``, all on ``core.settings``); this
+module composes them with the application's own sections.
 """
 
 from __future__ import annotations
@@ -14,9 +18,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from channels.http.settings import HttpSettings
+from channels.telegram_settings import TelegramSettings
+from channels.terminal_settings import TerminalSettings
+from channels.webhook_settings import WebhookSettings
+from channels.whatsapp_settings import WhatsAppSettings
 from core.errors import ConfigError
+from core.settings import StrictSettings
+from harnesses.settings import HarnessSettings
+from kennel.settings import KennelSettings, ProviderSettings, default_providers
 
 ALLOW_ENTRY = re.compile(
     r"^(?:whatsapp:\d{6,15}|telegram:-?\d{1,20}|webhook:[A-Za-z0-9_.-]{1,64}"
@@ -24,11 +36,7 @@ ALLOW_ENTRY = re.compile(
 )
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ModelSettings(_Strict):
+class ModelSettings(StrictSettings):
     """The orchestrator model: any OpenAI-compatible endpoint. ``base_url`` unset = no model."""
 
     base_url: str | None = None
@@ -39,100 +47,18 @@ class ModelSettings(_Strict):
     max_retries: int = Field(2, ge=0, le=10)
 
 
-class ProviderSettings(_Strict):
-    """A model vendor the relay may forward to; the key never leaves the host."""
-
-    base_url: str
-    api_key: str | None = None
-
-
-def _default_providers() -> dict[str, ProviderSettings]:
-    return {
-        "anthropic": ProviderSettings(base_url="https://api.anthropic.com"),
-        "openai": ProviderSettings(base_url="https://api.openai.com/v1"),
-        "gemini": ProviderSettings(base_url="https://generativelanguage.googleapis.com"),
-    }
-
-
-class HarnessSettings(_Strict):
-    default: str = "auto"  # "auto": claude-code when usable, else the offline demo harness
-    timeout_seconds: float = Field(900.0, gt=0)
-    stop_grace_seconds: float = Field(1.0, ge=0, le=1.5)
-    model: str | None = None  # passed to the CLI's --model when set
-    max_retries: int = Field(0, ge=0, le=10)
-
-
-class DockerKennelSettings(_Strict):
-    image: str = "auto"  # "auto": the fetch-kennel:<hash> tag of kennel/Dockerfile
-    # Where relay sockets live; must be visible to the Docker host (a volume) when Fetch
-    # itself runs in a container. Unset: the system temp folder.
-    run_dir: Path | None = None
-    memory: str = "2g"
-    cpus: float = Field(2.0, gt=0, le=64)
-    pids: int = Field(512, ge=32)
-    tmpfs_size: str = "1g"
-    idle_seconds: float = Field(900.0, ge=5)
-    # The uid:gid the CLIs run as; "auto" = the repo's owner, or 1000:1000 if that is root.
-    user: str = "auto"
-
-
-class KennelSettings(_Strict):
-    backend: Literal["local", "docker"] = "local"
-    # "auto": a private network namespace when the kernel allows it, else say so in /status.
-    network_isolation: Literal["auto", "required", "off"] = "auto"
-    docker: DockerKennelSettings = DockerKennelSettings()
-    # Per-task model budget enforced by the relay (input + output tokens); 0 = no limit.
-    token_budget: int = Field(2_000_000, ge=0)
-
-
-class ApprovalSettings(_Strict):
+class ApprovalSettings(StrictSettings):
     ttl_seconds: int = Field(3600, ge=30)
     autonomy: Literal["supervised"] = "supervised"
 
 
-class GatewaySettings(_Strict):
+class GatewaySettings(StrictSettings):
     max_message_chars: int = Field(16_000, ge=100, le=1_000_000)
     rate_per_minute: float = Field(30.0, gt=0)
     trigger: str = "@fetch"
 
 
-class TerminalSettings(_Strict):
-    enabled: bool = True
-    chat: str = "owner"
-
-
-class WhatsAppSettings(_Strict):
-    """WhatsApp through neonize. ``owner`` is the owner's number (digits, country code)."""
-
-    enabled: bool = False
-    owner: str | None = None
-    # Groups need the @fetch trigger; the owner's own chats can be configured either way.
-    trigger_in_self_chat: bool = False
-    trigger_in_direct_chat: bool = False
-    min_send_interval_seconds: float = Field(3.0, ge=0)
-    sends_per_minute: int = Field(12, ge=1)
-    max_media_bytes: int = Field(16 * 1024 * 1024, ge=1024)
-
-
-class TelegramSettings(_Strict):
-    enabled: bool = False
-    token: str | None = None
-    owner_id: str | None = None  # numeric Telegram user id of the owner
-    mode: Literal["polling", "webhook"] = "polling"
-    webhook_secret: str | None = None  # X-Telegram-Bot-Api-Secret-Token
-    webhook_url: str | None = None  # public https URL your proxy maps to /telegram/webhook
-    api_base: str = "https://api.telegram.org"
-
-
-class WebhookSettings(_Strict):
-    """Generic HMAC-signed JSON channel (Shortcuts, scripts, home automation)."""
-
-    enabled: bool = False
-    secret: str | None = None
-    max_body_bytes: int = Field(64 * 1024, ge=1024)
-
-
-class SchedulerSettings(_Strict):
+class SchedulerSettings(StrictSettings):
     """Reminders and recurring jobs (see orchestrator/scheduler/)."""
 
     enabled: bool = True
@@ -143,7 +69,7 @@ class SchedulerSettings(_Strict):
     ntfy_url: str | None = None  # e.g. https://ntfy.sh/my-topic: push for fired jobs
 
 
-class MemorySettings(_Strict):
+class MemorySettings(StrictSettings):
     """Memory (see orchestrator/memory/): embeddings and summaries via any
     OpenAI-compatible endpoint; without one, search is keyword-only (FTS5)."""
 
@@ -159,14 +85,7 @@ class MemorySettings(_Strict):
     min_score: float = Field(0.1, ge=0, le=1)
 
 
-class HttpSettings(_Strict):
-    """The one HTTP listener (webhooks, dashboard). Loopback unless said otherwise."""
-
-    host: str = "127.0.0.1"
-    port: int = Field(8787, ge=0, le=65535)
-
-
-class Settings(_Strict):
+class Settings(StrictSettings):
     home: Path = Path("~/.fetch")
     workspace: Path | None = None  # default: {home}/workspace with a demo repo
     owner: str = "owner"
@@ -174,7 +93,7 @@ class Settings(_Strict):
     # telegram:123456). Empty = the owner only. No wildcards, ever.
     allowlist: tuple[str, ...] = ()
     model: ModelSettings = ModelSettings()
-    providers: dict[str, ProviderSettings] = Field(default_factory=_default_providers)
+    providers: dict[str, ProviderSettings] = Field(default_factory=default_providers)
     harness: HarnessSettings = HarnessSettings()
     kennel: KennelSettings = KennelSettings()
     approvals: ApprovalSettings = ApprovalSettings()
@@ -345,7 +264,7 @@ def load_settings(
     # A provider given only a key (ANTHROPIC_API_KEY, or YAML) keeps its default endpoint.
     providers = tree.setdefault("providers", {})
     if isinstance(providers, dict):
-        for name, default in _default_providers().items():
+        for name, default in default_providers().items():
             entry = providers.setdefault(name, {})
             if isinstance(entry, dict):
                 entry.setdefault("base_url", default.base_url)

@@ -6,10 +6,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from identity.loader import _Front, load_markdown
+from core.markdown import load_markdown
+from core.settings import StrictSettings
 
 
-class Skill(_Front):
+class Skill(StrictSettings):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
     description: str = Field(min_length=1, max_length=300)
     body: str = ""

@@ -15,8 +15,8 @@ from types import TracebackType
 
 from aiohttp import web
 
+from channels.http.settings import HttpSettings
 from core.errors import ConfigError
-from orchestrator.config import HttpSettings
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from contextlib import suppress
+from pathlib import Path
 from typing import Any, TextIO
 
 import segno
@@ -19,7 +20,6 @@ import segno
 from channels.whatsapp import _neonize as nz
 from channels.whatsapp.client import NeonizeClient, WhatsAppClient
 from channels.whatsapp.jids import phone_digits
-from orchestrator.config import Settings
 
 QR_HELP = ("On the phone: WhatsApp → Settings → Linked devices → Link a device, then scan "
            "this code. A new code appears every ~20 seconds.")
@@ -78,21 +78,23 @@ async def _session(client: WhatsAppClient, events: asyncio.Queue[Any], phone: st
 
 
 async def pair(
-    settings: Settings,
+    home: Path,
     phone: str | None = None,
     *,
     client: WhatsAppClient | None = None,
     out: TextIO | None = None,
     give_up_after: float = 300.0,
 ) -> int:
-    """Pair and return an exit code: 0 paired (or already paired), 1 failed, 2 bad input."""
+    """Pair and return an exit code: 0 paired (or already paired), 1 failed, 2 bad input.
+
+    ``home`` is Fetch's home folder; the device store is its ``whatsapp/`` folder."""
     out = out or sys.stdout
     try:
         digits = normalize_phone(phone) if phone is not None else None
     except PairingError as err:
         out.write(f"fetch: {err}\n")
         return 2
-    store = settings.home_dir / "whatsapp"
+    store = home / "whatsapp"
     store.mkdir(parents=True, exist_ok=True)
     store.chmod(0o700)  # the device store holds the session keys
     client = client or NeonizeClient(store / "device.db")
@@ -126,6 +128,6 @@ async def pair(
             await client.disconnect()
 
 
-def run_pair(settings: Settings, phone: str | None = None) -> int:
+def run_pair(home: Path, phone: str | None = None) -> int:
     """The CLI entry: ``fetch whatsapp pair [--phone N]``."""
-    return asyncio.run(pair(settings, phone))
+    return asyncio.run(pair(home, phone))

@@ -27,7 +27,7 @@ from channels.whatsapp.normalize import (
     Skipped,
     normalize,
 )
-from orchestrator.config import WhatsAppSettings
+from channels.whatsapp_settings import WhatsAppSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import pytest
 from core.errors import KennelError
 from kennel.base import ExecSpec
 from kennel.docker_backend import DockerKennel, hardening_problems
-from orchestrator.config import DockerKennelSettings
+from kennel.settings import DockerKennelSettings
 from tests.conftest import make_repo
 from tests.docker.conftest import CANARY
 

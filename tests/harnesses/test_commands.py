@@ -26,7 +26,7 @@ def request(tmp_path: Path, **changes: Any) -> HarnessRequest:
     # A prompt starting with "-" must stay a prompt, not become a flag.
     base = HarnessRequest(prompt="-rf the typo", workdir=tmp_path / "ws",
                           state_dir=tmp_path / "kennel" / "demo" / "x", model_url=URL,
-                          path_env="/bin")
+                          placeholder_key=PLACEHOLDER_KEY, path_env="/bin")
     return dataclasses.replace(base, **changes)
 
 

@@ -4,14 +4,20 @@ the only way out."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import os
 import socket
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
-from kennel.base import ExecSpec, Layout
+from core.errors import KennelError
+from kennel.base import ExecSpec, Layout, RelaySpec
 from kennel.local import LocalKennel, netns_available
 
 PROBE = """
@@ -24,7 +30,11 @@ def can(port):
         return "closed"
 print("host", can(target), flush=True)
 s = socket.create_connection(("127.0.0.1", relay), timeout=2)
-s.sendall(b"ping"); print("relay", s.recv(10).decode(), flush=True)
+s.sendall(b"GET /ping HTTP/1.0\\r\\nHost: relay\\r\\n\\r\\n")
+data = b""
+while chunk := s.recv(4096):
+    data += chunk
+print("relay", data.split(b"\\r\\n\\r\\n", 1)[1].decode(), flush=True)
 try:
     socket.getaddrinfo("deb.debian.org", 80); print("dns open")
 except OSError:
@@ -33,11 +43,36 @@ except OSError:
 
 
 def spec_for(tmp_path: Path, argv: tuple[str, ...], env: dict[str, str],
-             sock: Path | None = None, port: int = 0) -> ExecSpec:
+             relay: RelaySpec | None = None, port: int = 0) -> ExecSpec:
     layout = Layout(workdir=tmp_path, state_host=tmp_path / "state", state_seen=tmp_path / "state",
-                    relay_socket=sock or tmp_path / "none.sock", relay_port=port,
+                    relay_socket=tmp_path / "relay.sock", relay_port=port,
                     path_env="/usr/bin")
-    return ExecSpec(argv, env, tmp_path, layout, relay=sock is not None)
+    return ExecSpec(argv, env, tmp_path, layout, relay=relay)
+
+
+@asynccontextmanager
+async def upstream() -> AsyncIterator[str]:
+    """A vendor stand-in on the host's loopback: answers ``pong:<path>``."""
+
+    async def pong(request: web.Request) -> web.Response:
+        return web.Response(text=f"pong:{request.path}")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", pong)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def relay_to(url: str, log: Path) -> RelaySpec:
+    return RelaySpec(upstream=url, provider="anthropic", api_key="sk-test-real-key-0000",
+                     harness="probe", task_id=1, log_path=log)
 
 
 def _require_netns() -> None:
@@ -55,27 +90,49 @@ async def _collect(kennel: LocalKennel, spec: ExecSpec) -> list[str]:
 
 
 async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
+    # The kennel starts the model relay for the process: the only way out.
     _require_netns()
     host = socket.socket()
     host.bind(("127.0.0.1", 0))
     host.listen()
     host_port = host.getsockname()[1]
-    sock_path = tmp_path / "relay.sock"
-
-    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"pong:" + await reader.read(4))
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_unix_server(echo, path=str(sock_path))
+    log = tmp_path / "relay.jsonl"
     try:
-        spec = spec_for(tmp_path, (sys.executable, "-c", PROBE, str(host_port), "4100"),
-                        {"PATH": "/usr/bin"}, sock_path, 4100)
-        lines = await _collect(LocalKennel(tmp_path, "required"), spec)
+        async with upstream() as url:
+            spec = spec_for(tmp_path, (sys.executable, "-c", PROBE, str(host_port), "4100"),
+                            {"PATH": "/usr/bin"}, relay_to(url, log), 4100)
+            lines = await _collect(LocalKennel(tmp_path, "required"), spec)
     finally:
-        server.close()
         host.close()
-    assert lines == ["host closed", "relay pong:ping", "dns closed"]
+    assert lines == ["host closed", "relay pong:/ping", "dns closed"]
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(e["path"], e["status"], e["harness"]) for e in logged] == [("/ping", 200, "probe")]
+    assert not spec.layout.relay_socket.exists()  # the relay ended with the process
+
+
+async def test_the_relay_lives_until_the_process_is_terminated(tmp_path: Path) -> None:
+    code = "print('ready', flush=True); import time; time.sleep(60)"
+    async with upstream() as url:
+        spec = spec_for(tmp_path, (sys.executable, "-c", code), {"PATH": "/usr/bin"},
+                        relay_to(url, tmp_path / "relay.jsonl"))
+        proc = await LocalKennel(tmp_path, "auto").exec(spec)
+        async for line in proc.lines():
+            if line == "ready":
+                break
+        assert spec.layout.relay_socket.exists()
+        await proc.terminate(1.0)
+    assert not spec.layout.relay_socket.exists()
+    assert proc.relay_tokens() == (0, 0)
+
+
+async def test_a_process_that_cannot_start_leaves_no_relay(tmp_path: Path) -> None:
+    async with upstream() as url:
+        spec = spec_for(tmp_path, ("true",), {"PATH": "/usr/bin"},
+                        relay_to(url, tmp_path / "relay.jsonl"))
+        missing = dataclasses.replace(spec, repo=tmp_path / "no-such-folder")
+        with pytest.raises(KennelError):
+            await LocalKennel(tmp_path, "auto").exec(missing)
+    assert not spec.layout.relay_socket.exists()
 
 
 async def test_host_env_does_not_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

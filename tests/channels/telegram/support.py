@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from channels.telegram_settings import TelegramSettings
 from core.events import Inbound
-from orchestrator.config import TelegramSettings
 from tests.fakes.telegram_api import FakeTelegramApi
 
 OWNER = 42

@@ -10,10 +10,11 @@ import aiohttp
 import pytest
 
 from channels.http import HttpServer
+from channels.http.settings import HttpSettings
 from channels.telegram import TelegramChannel
 from channels.telegram.channel import SECRET_HEADER, Backoff
 from core.errors import ConfigError
-from orchestrator.config import HttpSettings
+from orchestrator.supervisor import TaskSupervisor
 from tests.channels.telegram.support import OWNER, RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi
 
@@ -28,7 +29,7 @@ async def hooked(
     http = HttpServer(HttpSettings(port=0))
     channel = TelegramChannel(settings_for(tg, mode="webhook", webhook_secret=SECRET),
                               http=http, public_url=PUBLIC, backoff=Backoff(0.05, 0.2))
-    await channel.start(sink)
+    await channel.start(sink, TaskSupervisor())
     await http.start()
     try:
         yield channel, http.url + "/telegram/webhook"

@@ -7,8 +7,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from channels.http import HttpServer
+from channels.http.settings import HttpSettings
 from channels.webhook import WebhookChannel
-from orchestrator.config import HttpSettings, WebhookSettings
+from channels.webhook_settings import WebhookSettings
+from orchestrator.supervisor import TaskSupervisor
 from tests.channels.telegram.support import RecordingSink
 from tests.channels.webhook.support import SECRET, Client, Hook
 
@@ -19,7 +21,7 @@ async def hook() -> AsyncIterator[Hook]:
     channel = WebhookChannel(WebhookSettings(enabled=True, secret=SECRET, max_body_bytes=2048),
                              http, settle=0.2)
     sink = RecordingSink()
-    await channel.start(sink)
+    await channel.start(sink, TaskSupervisor())
     await http.start()
     try:
         yield Hook(channel, sink, Client(http.url))

@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 
 from channels.http import HttpServer
+from channels.http.settings import HttpSettings
 from core.errors import ConfigError
-from orchestrator.config import HttpSettings
 
 
 async def hello(request: web.Request) -> web.Response:

@@ -11,15 +11,17 @@ import aiohttp
 import pytest
 
 from channels.http import HttpServer
+from channels.http.settings import HttpSettings
 from channels.webhook import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     WebhookChannel,
     sign,
 )
+from channels.webhook_settings import WebhookSettings
 from core.errors import ConfigError
 from core.events import Outbound
-from orchestrator.config import HttpSettings, WebhookSettings
+from orchestrator.supervisor import TaskSupervisor
 from tests.channels.telegram.support import RecordingSink
 from tests.channels.webhook.support import SECRET, Client, Hook
 
@@ -149,7 +151,7 @@ def test_a_weak_secret_refuses_to_start() -> None:
 async def test_stopping_answers_pending_long_polls_at_once() -> None:
     http = HttpServer(HttpSettings(port=0), shutdown_timeout=20)
     channel = WebhookChannel(WebhookSettings(secret=SECRET), http)
-    await channel.start(RecordingSink())
+    await channel.start(RecordingSink(), TaskSupervisor())
     await http.start()
     poll = asyncio.create_task(Client(http.url).post("/webhook/replies", {"wait": 60}))
     await asyncio.sleep(0.2)

@@ -10,9 +10,11 @@ from collections.abc import Callable
 import aiohttp
 
 from channels.http import HttpServer
+from channels.http.settings import HttpSettings
 from channels.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookChannel, sign
+from channels.webhook_settings import WebhookSettings
 from orchestrator.app import build_app
-from orchestrator.config import HttpSettings, Settings, WebhookSettings
+from orchestrator.config import Settings
 from tests.channels.webhook.support import SECRET, Client
 
 

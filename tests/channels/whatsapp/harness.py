@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from channels.whatsapp import WhatsAppChannel
+from channels.whatsapp_settings import WhatsAppSettings
 from core.events import Inbound
-from orchestrator.config import WhatsAppSettings
+from orchestrator.supervisor import TaskSupervisor
 
 from .builders import FRIEND, OWNER, self_chat
 from .fake_client import FakeWhatsAppClient
@@ -29,6 +30,7 @@ class Harness:
         self.sink_threads: set[str] = set()
         self.alerts: list[str] = []
         self._sentinels = 0
+        self.supervisor = TaskSupervisor()  # the application's, in a real Fetch
         channel.on_alert = self.alerts.append
 
     async def sink(self, inbound: Inbound) -> None:
@@ -70,5 +72,5 @@ async def started(tmp_path: Path, client: FakeWhatsAppClient | None = None,
     channel = WhatsAppChannel(ws, tmp_path, client=client, allowlist=kw.pop("allowlist", ()),
                               **kw)
     harness = Harness(channel, client, tmp_path)
-    await channel.start(harness.sink)
+    await channel.start(harness.sink, harness.supervisor)
     return harness

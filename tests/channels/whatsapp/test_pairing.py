@@ -72,7 +72,7 @@ def test_the_qr_code_is_drawn_with_instructions() -> None:
 async def test_pairing_by_qr(fetch_settings: Settings) -> None:
     client = ScriptedPairing([PAIRED, nz.ConnectedEv(status=True)])
     out = io.StringIO()
-    assert await pair(fetch_settings, client=client, out=out) == 0
+    assert await pair(fetch_settings.home_dir, client=client, out=out) == 0
     text = out.getvalue()
     assert QR_HELP in text and f"Paired with +{FETCH}" in text and "Connected" in text
     assert client.named("pair_phone") == [] and client.named("disconnect")
@@ -82,7 +82,7 @@ async def test_pairing_by_qr(fetch_settings: Settings) -> None:
 async def test_pairing_by_phone_code(fetch_settings: Settings) -> None:
     client = ScriptedPairing([PAIRED, nz.ConnectedEv(status=True)], by_phone=True)
     out = io.StringIO()
-    assert await pair(fetch_settings, "+1 555 765 4321", client=client, out=out) == 0
+    assert await pair(fetch_settings.home_dir, "+1 555 765 4321", client=client, out=out) == 0
     text = out.getvalue()
     assert CODE_HELP in text and "ABCD-EFGH" in text and QR_HELP not in text
     assert [c.extra["phone"] for c in client.named("pair_phone")] == ["15557654321"]
@@ -92,26 +92,26 @@ async def test_a_failed_pairing_says_why(fetch_settings: Settings) -> None:
     failed = nz.PairStatusEv(ID=jid(""), BusinessName="", Platform="",
                              Status=nz.PairStatusEv.ERROR, Error="pair code expired")
     out = io.StringIO()
-    assert await pair(fetch_settings, client=ScriptedPairing([failed]), out=out) == 1
+    assert await pair(fetch_settings.home_dir, client=ScriptedPairing([failed]), out=out) == 1
     assert "Pairing failed: pair code expired" in out.getvalue()
 
 
 async def test_bad_phone_is_refused_before_connecting(fetch_settings: Settings) -> None:
     client = ScriptedPairing([])
     out = io.StringIO()
-    assert await pair(fetch_settings, "12", client=client, out=out) == 2
+    assert await pair(fetch_settings.home_dir, "12", client=client, out=out) == 2
     assert client.calls == [] and "country code" in out.getvalue()
 
 
 async def test_already_paired_does_nothing(fetch_settings: Settings) -> None:
     client = FakeWhatsAppClient(paired=True)
     out = io.StringIO()
-    assert await pair(fetch_settings, client=client, out=out) == 0
+    assert await pair(fetch_settings.home_dir, client=client, out=out) == 0
     assert client.calls == [] and "Already paired" in out.getvalue()
 
 
 async def test_pairing_gives_up_after_a_while(fetch_settings: Settings) -> None:
     out = io.StringIO()
-    assert await pair(fetch_settings, client=ScriptedPairing([]), out=out,
+    assert await pair(fetch_settings.home_dir, client=ScriptedPairing([]), out=out,
                       give_up_after=0.2) == 1
     assert "timed out" in out.getvalue()

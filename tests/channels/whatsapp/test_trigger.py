@@ -9,7 +9,7 @@ import pytest
 from channels.whatsapp import _neonize as nz
 from channels.whatsapp.normalize import NormalizeContext, Normalized, normalize
 from channels.whatsapp.trigger import TriggerRules, addressed_to_fetch, has_trigger
-from orchestrator.config import WhatsAppSettings
+from channels.whatsapp_settings import WhatsAppSettings
 
 from .builders import FRIEND, OWNER, in_group, jid, message_event, self_chat, text_from
 

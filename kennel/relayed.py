@@ -1,0 +1,86 @@
+"""A kennel process together with its model relay: every backend starts the relay
+before the CLI (the CLI's first request must find it) and stops it when the CLI has
+ended or been terminated, so a relay never outlives the run it serves."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
+
+from kennel.base import ExecSpec
+from kennel.relay import ModelRelay
+
+
+class _Process(Protocol):
+    """What a backend's own process offers (GroupProcess, DockerProcess)."""
+
+    def lines(self) -> AsyncIterator[str]: ...
+
+    async def wait(self) -> int: ...
+
+    async def terminate(self, grace: float) -> float: ...
+
+    def stderr_tail(self) -> str: ...
+
+    def alive_pids(self) -> list[int]: ...
+
+
+class RelayedProcess:
+    """The ``KennelProcess`` every backend hands back."""
+
+    def __init__(self, proc: _Process, relay: ModelRelay | None) -> None:
+        self._proc = proc
+        self._relay = relay
+
+    def lines(self) -> AsyncIterator[str]:
+        return self._proc.lines()
+
+    async def wait(self) -> int:
+        code = await self._proc.wait()
+        await self._stop_relay()
+        return code
+
+    async def terminate(self, grace: float) -> float:
+        # Only the process is timed: that is what /stop reports.
+        took = await self._proc.terminate(grace)
+        await self._stop_relay()
+        return took
+
+    def stderr_tail(self) -> str:
+        return self._proc.stderr_tail()
+
+    def alive_pids(self) -> list[int]:
+        return self._proc.alive_pids()
+
+    def relay_tokens(self) -> tuple[int, int]:
+        if self._relay is None:
+            return (0, 0)
+        return (self._relay.stats.tokens_in, self._relay.stats.tokens_out)
+
+    async def _stop_relay(self) -> None:
+        if self._relay is not None:
+            await self._relay.stop()  # idempotent: wait() then terminate() is the norm
+
+
+async def start_relayed(
+    spec: ExecSpec, start: Callable[[], Awaitable[_Process]]
+) -> RelayedProcess:
+    """Start ``spec.relay`` (if any) on the layout's socket, then the process."""
+    relay: ModelRelay | None = None
+    if spec.relay is not None:
+        r = spec.relay
+        relay = ModelRelay(
+            socket_path=spec.layout.relay_socket, upstream=r.upstream, provider=r.provider,
+            api_key=r.api_key, harness=r.harness, task_id=r.task_id, log_path=r.log_path,
+            token_budget=r.token_budget, mcp=r.mcp)
+        await relay.start()
+    try:
+        proc = await start()
+    except BaseException:
+        if relay is not None:
+            await relay.stop()
+        raise
+    return RelayedProcess(proc, relay)
+
+
+__all__ = ["RelayedProcess", "start_relayed"]

@@ -1,0 +1,52 @@
+"""The kennel's settings section (``kennel:``) and the model vendors its relay may
+forward to (``providers:``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from core.settings import StrictSettings
+
+
+class ProviderSettings(StrictSettings):
+    """A model vendor the relay may forward to; the key never leaves the host."""
+
+    base_url: str
+    api_key: str | None = None
+
+
+def default_providers() -> dict[str, ProviderSettings]:
+    return {
+        "anthropic": ProviderSettings(base_url="https://api.anthropic.com"),
+        "openai": ProviderSettings(base_url="https://api.openai.com/v1"),
+        "gemini": ProviderSettings(base_url="https://generativelanguage.googleapis.com"),
+    }
+
+
+class DockerKennelSettings(StrictSettings):
+    image: str = "auto"  # "auto": the fetch-kennel:<hash> tag of kennel/Dockerfile
+    # Where relay sockets live; must be visible to the Docker host (a volume) when Fetch
+    # itself runs in a container. Unset: the system temp folder.
+    run_dir: Path | None = None
+    memory: str = "2g"
+    cpus: float = Field(2.0, gt=0, le=64)
+    pids: int = Field(512, ge=32)
+    tmpfs_size: str = "1g"
+    idle_seconds: float = Field(900.0, ge=5)
+    # The uid:gid the CLIs run as; "auto" = the repo's owner, or 1000:1000 if that is root.
+    user: str = "auto"
+
+
+class KennelSettings(StrictSettings):
+    backend: Literal["local", "docker"] = "local"
+    # "auto": a private network namespace when the kernel allows it, else say so in /status.
+    network_isolation: Literal["auto", "required", "off"] = "auto"
+    docker: DockerKennelSettings = DockerKennelSettings()
+    # Per-task model budget enforced by the relay (input + output tokens); 0 = no limit.
+    token_budget: int = Field(2_000_000, ge=0)
+
+
+__all__ = ["DockerKennelSettings", "KennelSettings", "ProviderSettings", "default_providers"]
