@@ -64,16 +64,16 @@ def _us(ns: int) -> float:
 
 
 class Settled:
-    """Set when the gateway finishes a message's last write (``finish_inbound``).
+    """Set when the gateway finishes a message's last write (``inbox.finish``).
 
-    It wraps the running store's method on the instance: the app's code is untouched
+    It wraps the running inbox's method on the instance: the app's code is untouched
     and the gateway looks the method up at call time, so every message passes here.
     """
 
     def __init__(self, store: Store) -> None:
-        self._inner = store.finish_inbound
+        self._inner = store.inbox.finish
         self.event = asyncio.Event()
-        setattr(store, "finish_inbound", self._finish)  # noqa: B010 - instance shadowing
+        setattr(store.inbox, "finish", self._finish)  # noqa: B010 - instance shadowing
 
     async def _finish(self, channel: str, message_id: str) -> None:
         try:
@@ -208,14 +208,16 @@ async def _measure(n: int, stages: StageClock | None) -> dict[str, list[float]]:
                 settled = Settled(app.services.store)
                 if stages is not None:
                     s = app.services
-                    for method in ("accept_inbound", "add_message", "token_totals",
-                                   "load_session", "save_session", "finish_inbound"):
-                        stages.wrap(s.store, method, f"store.{method}")
+                    for family, method in (("inbox", "accept"), ("messages", "add"),
+                                           ("messages", "token_totals"), ("sessions", "load"),
+                                           ("sessions", "save"), ("inbox", "finish")):
+                        stages.wrap(getattr(s.store, family), method,
+                                    f"store.{family}.{method}")
                     stages.wrap(s.journal, "append", "journal.append")
                     # Every aiosqlite call is one round trip to its thread; counting them
                     # shows how many a message pays. Private API, so only if present.
-                    if hasattr(s.store.db, "_execute"):
-                        stages.wrap(s.store.db, "_execute",
+                    if hasattr(s.store.db.conn, "_execute"):
+                        stages.wrap(s.store.db.conn, "_execute",
                                     "(aiosqlite thread round trips, inside the above)")
                     for terminal in terminals.values():
                         stages.wrap(terminal, "send", "terminal.send")

@@ -32,7 +32,6 @@ from core.events import Inbound, Outbound, SendResult, SessionKey
 from orchestrator.config import load_settings
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler import Scheduler
-from orchestrator.scheduler.jobs import JobStore
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
 
@@ -91,8 +90,8 @@ async def _with_scheduler(root: Path, body: Any) -> Any:
             journal.close()
 
 
-async def _add(jobs: JobStore, n: int, due: list[float]) -> None:
-    async with jobs.store.transaction() as db:
+async def _add(store: Store, n: int, due: list[float]) -> None:
+    async with store.db.transaction() as db:
         now = time.time()
         await db.executemany(
             "INSERT INTO jobs(kind, text, channel, chat, cron, tz, spec, missed, status,"
@@ -104,7 +103,7 @@ async def _add(jobs: JobStore, n: int, due: list[float]) -> None:
 async def _burst(root: Path, n: int) -> dict[str, Any]:
     async def body(store: Store, scheduler: Scheduler, channel: ArrivalChannel) -> Any:
         due = float(int(time.time()) + 2)
-        await _add(scheduler.jobs, n, [due] * n)
+        await _add(store, n, [due] * n)
         channel.expected = n
         await scheduler.start()
         await asyncio.wait_for(channel.all_in.wait(), timeout=600)
@@ -112,7 +111,7 @@ async def _burst(root: Path, n: int) -> dict[str, Any]:
         # Baseline on the same file: n durable single-UPDATE transactions.
         t0 = time.perf_counter()
         for i in range(n):
-            async with store.transaction() as db:
+            async with store.db.transaction() as db:
                 await db.execute("UPDATE jobs SET updated=? WHERE id=?", (time.time(), i + 1))
         base = time.perf_counter() - t0
         return {"jobs": n, "all_fired_seconds": late[-1] / 1000,
@@ -127,7 +126,7 @@ async def _steady(root: Path, seconds: float) -> dict[str, Any]:
         count = int(seconds * STEADY_PER_MINUTE / 60)
         start = time.time() + 2
         due = [start + i * 60 / STEADY_PER_MINUTE for i in range(count)]
-        await _add(scheduler.jobs, count, due)
+        await _add(store, count, due)
         channel.expected = count
         await scheduler.start()
         base: list[float] = []

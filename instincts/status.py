@@ -39,7 +39,7 @@ async def status(ctx: Context, args: str) -> None:
     for channel in s.messenger.channels():
         lines.append(f"channel {channel.health()}")
     lines += s.alerts.lines()
-    tin, tout = await s.store.token_totals(session.key)
+    tin, tout = await s.store.messages.token_totals(session.key)
     lines.append(f"tokens (orchestrator): {tin} in / {tout} out")
     up = time.time() - s.started_at
     lines.append(f"up {up / 60:.0f} min")

@@ -19,7 +19,7 @@ async def undo(ctx: Context, args: str) -> None:
     if ctx.session.fsm_state is State.GUARDING:
         await ctx.reply("A diff waits for you: answer yes or no first.")
         return
-    last = await s.store.last_commit(ctx.session.key)
+    last = await s.store.work.last_commit(ctx.session.key)
     if last is None:
         await ctx.reply("Nothing to undo: I haven't committed anything here.")
         return
@@ -32,6 +32,6 @@ async def undo(ctx: Context, args: str) -> None:
     except GitError as err:
         await ctx.reply(f"❌ Couldn't undo {last.sha[:7]}: {err}")
         return
-    await s.store.mark_undone(last.id, new)
+    await s.store.work.mark_undone(last.id, new)
     await ctx.reply(f"↩️ Reverted {last.sha[:7]} in {last.repo}: {last.summary}\n"
                     f"New commit {new[:7]}; the files are as they were before it.")

@@ -185,7 +185,7 @@ class App:
         for channel in self.channels:
             messenger.add_channel(channel)
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
-        for row in await store.sessions_in((State.WORKING.value,)):
+        for row in await store.sessions.in_states((State.WORKING.value,)):
             await runner.recover(await sessions.get(row.key))
         for channel in self.channels:
             await channel.start(gateway.receive)

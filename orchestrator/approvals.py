@@ -22,7 +22,7 @@ from orchestrator.gitops import Change
 from orchestrator.messenger import Messenger
 from orchestrator.session import Session
 from orchestrator.store import Store
-from orchestrator.store.sqlite import ApprovalRow
+from orchestrator.store.work import ApprovalRow
 from orchestrator.workspace import Workspace
 
 YES = {"yes", "y", "yep", "yeah", "apply", "ok", "okay", "approve", "approved", "commit",
@@ -67,7 +67,7 @@ class Approvals:
     ) -> int:
         """Store the approval, show the diff, move to GUARDING. Caller holds the lock."""
         nonce = secrets.token_hex(8)
-        approval_id = await self._store.create_approval(
+        approval_id = await self._store.work.create_approval(
             session.key, task_id, repo, nonce, change.digest, change.base_sha,
             self._settings.owner, self._settings.approvals.ttl_seconds,
         )
@@ -89,7 +89,7 @@ class Approvals:
     async def pending(self, session: Session) -> ApprovalRow | None:
         if session.data.approval_id is None:
             return None
-        return await self._store.get_approval(session.data.approval_id)
+        return await self._store.work.get_approval(session.data.approval_id)
 
     def _check(self, row: ApprovalRow | None, session: Session, inbound: Inbound) -> ApprovalRow:
         if row is None:
@@ -129,9 +129,9 @@ class Approvals:
             return
         repo = self._workspace.repo(row.repo)
         if time.time() > row.expires_at:
-            await self._store.decide_approval(row.id, "expired")
+            await self._store.work.decide_approval(row.id, "expired")
             await asyncio.to_thread(repo.discard)
-            await self._store.set_task_status(row.task_id, "expired")
+            await self._store.work.set_task_status(row.task_id, "expired")
             await self._close(session)
             await self._messenger.send(
                 key, f"⌛ That approval expired, so I discarded the change. {row.repo} is "
@@ -167,7 +167,7 @@ class Approvals:
                      "does not cover them. Here is the diff as it is now:")
             await self.propose(session, row.task_id, row.repo, change)
             return
-        task = await self._store.get_task(row.task_id)
+        task = await self._store.work.get_task(row.task_id)
         prompt = task.prompt if task else "change"
         message = _commit_message(prompt, row, self._settings.owner)
         try:
@@ -175,15 +175,15 @@ class Approvals:
         except GitError as err:
             await self._messenger.send(key, f"❌ Not committed: {err}. Say yes to retry or no.")
             return
-        if not await self._store.decide_approval(row.id, "approved"):
+        if not await self._store.work.decide_approval(row.id, "approved"):
             return  # a concurrent answer won; it has replied
-        await self._store.record_commit(session.key, row.repo, sha, row.base_sha, row.task_id,
+        await self._store.work.record_commit(session.key, row.repo, sha, row.base_sha, row.task_id,
                                         message.splitlines()[0])
-        await self._store.set_task_status(row.task_id, "committed")
+        await self._store.work.set_task_status(row.task_id, "committed")
         await self._close(session)
         files = "\n".join(f"• {f.path} +{f.added} −{f.removed}" for f in change.files[:6])
         more = f"\n• …and {len(change.files) - 6} more" if len(change.files) > 6 else ""
-        checks = await self._store.task_checks(row.task_id)
+        checks = await self._store.work.task_checks(row.task_id)
         tests = ("tests run:\n" + "\n".join(f"• {c}" for c in checks[:4])) if checks \
             else "tests run: none reported by the harness"
         await self._messenger.send(
@@ -193,8 +193,8 @@ class Approvals:
     async def _reject(self, session: Session, row: ApprovalRow) -> None:
         repo = self._workspace.repo(row.repo)
         await asyncio.to_thread(repo.discard)
-        await self._store.decide_approval(row.id, "rejected")
-        await self._store.set_task_status(row.task_id, "rejected")
+        await self._store.work.decide_approval(row.id, "rejected")
+        await self._store.work.set_task_status(row.task_id, "rejected")
         await self._close(session)
         await self._messenger.send(
             session.key, f"🗑 Discarded. {row.repo} is back at {row.base_sha[:7]}, "

@@ -107,7 +107,7 @@ class Gateway:
             limiter = self._limiters.setdefault(
                 inbound.sender, AsyncLimiter(self._s.settings.gateway.rate_per_minute, 60))
             await limiter.acquire()
-        accepted = await self._s.store.accept_inbound(
+        accepted = await self._s.store.inbox.accept(
             inbound.channel, inbound.message_id, inbound.key, to_payload(inbound))
         if not accepted:
             log.info("duplicate %s:%s ignored", inbound.channel, inbound.message_id)
@@ -118,12 +118,12 @@ class Gateway:
         settings = self._s.settings.gateway
         cleaned = clean_text(said(inbound), settings.trigger, settings.max_message_chars)
         logged = cleaned.text or inbound.text[:200]
-        self._s.store.log_message(inbound.key, "in", logged)
+        self._s.store.messages.log(inbound.key, "in", logged)
         self._s.journal.append(inbound.key, "owner" if inbound.from_owner else inbound.sender,
                                logged, message_id=inbound.message_id)
         if cleaned.problem is not None:
             await self._s.messenger.send(inbound.key, f"⚠️ {cleaned.problem}")
-            await self._s.store.finish_inbound(inbound.channel, inbound.message_id)
+            await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
             return
         command = parse_command(cleaned.text)
         instinct = self._s.instincts.get(command[0]) if command else None
@@ -162,12 +162,12 @@ class Gateway:
             self._s.memory.observe(inbound.key)
         finally:
             self._in_flight -= 1
-            await self._s.store.finish_inbound(inbound.channel, inbound.message_id)
+            await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
 
     async def replay_unfinished(self) -> int:
         """After a restart: queue again every accepted message that was not handled."""
         count = 0
-        for payload in await self._s.store.queued_inbound():
+        for payload in await self._s.store.inbox.queued():
             inbound = from_payload(payload)
             cleaned = clean_text(said(inbound), self._s.settings.gateway.trigger,
                                  self._s.settings.gateway.max_message_chars)
@@ -176,7 +176,7 @@ class Gateway:
                 self._queue(inbound.key).put_nowait((replace(inbound), cleaned.text))
                 count += 1
             else:
-                await self._s.store.finish_inbound(inbound.channel, inbound.message_id)
+                await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
         return count
 
     def close(self) -> None:

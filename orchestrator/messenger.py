@@ -148,7 +148,7 @@ class Messenger:
         if channel.capabilities.markup != "json":
             text = phone_wrap(text)
         # Recorded before it is sent: whatever the owner can see is already in the log.
-        self._store.log_message(
+        self._store.messages.log(
             log_key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]
         )
         self._journal.append(log_key, "fetch", text,

@@ -111,7 +111,7 @@ class Planner:
                 final = final or ended
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             if final:
-                ctx.services.store.log_message(
+                ctx.services.store.messages.log(
                     ctx.session.key, "model", "(planned: tool call ended the turn)",
                     model=self._settings.name, tokens_in=tokens_in, tokens_out=tokens_out)
                 return

@@ -132,7 +132,7 @@ class TaskRunner:
             await send(key, f"❌ {repo_name} has uncommitted changes:\n{shown}\n"
                             "Commit or stash them first, so I only ever show you my diff.")
             return
-        task_id = await self._store.create_task(key, repo_name, prompt, harness.name)
+        task_id = await self._store.work.create_task(key, repo_name, prompt, harness.name)
         session.data.task_id, session.data.repo, session.data.task_prompt = (
             task_id, repo_name, prompt)
         await session.fire("start_task")
@@ -195,7 +195,7 @@ class TaskRunner:
                 raise
             async with session.lock:
                 await asyncio.to_thread(repo.discard)
-                await self._store.finish_task(handle.task_id, "stopped", "stopped by owner")
+                await self._store.work.finish_task(handle.task_id, "stopped", "stopped by owner")
                 await self._end(session)
         finally:
             self._runs.pop(key, None)
@@ -264,7 +264,7 @@ class TaskRunner:
             if tokens == (0, 0) and relay is not None:
                 # Some CLIs (copilot BYOK) report no usage; the relay saw every call.
                 tokens = (relay.stats.tokens_in, relay.stats.tokens_out)
-            await self._store.finish_task(
+            await self._store.work.finish_task(
                 handle.task_id, "running", tokens_in=tokens[0], tokens_out=tokens[1],
                 cost_usd=float(usage.data.get("cost_usd", 0.0)) if usage else 0.0)
             if final is None:
@@ -288,21 +288,21 @@ class TaskRunner:
         final = next((e for e in reversed(handle.events) if e.kind == "done"), None)
         said = f"\n{harness_said(final.text)}" if final and final.text else ""
         if change.empty:
-            await self._store.finish_task(handle.task_id, "empty", final.text if final else "")
+            await self._store.work.finish_task(handle.task_id, "empty", final.text if final else "")
             await self._end(session)
             await self._messenger.send(
                 session.key, f"✅ {handle.harness} finished without changing any file.{said}")
             return
-        await self._store.finish_task(handle.task_id, "proposed", final.text if final else "")
+        await self._store.work.finish_task(handle.task_id, "proposed", final.text if final else "")
         if handle.progress is not None:
-            await self._store.set_task_checks(handle.task_id, handle.progress.tests)
+            await self._store.work.set_task_checks(handle.task_id, handle.progress.tests)
             await handle.progress.finish("review")
         await self._approvals.propose(session, handle.task_id, handle.repo, change, said)
 
     async def _fail(self, session: Session, handle: RunHandle, repo: Repo, why: str) -> None:
         with suppress(GitError):
             await asyncio.to_thread(repo.discard)
-        await self._store.finish_task(handle.task_id, "failed", why)
+        await self._store.work.finish_task(handle.task_id, "failed", why)
         if handle.progress is not None:
             await handle.progress.finish("failed")
         await self._end(session)
@@ -327,7 +327,7 @@ class TaskRunner:
                 with suppress(GitError):
                     await asyncio.to_thread(self._workspace.repo(repo_name).discard)
             if task_id is not None:
-                await self._store.finish_task(task_id, "interrupted", "Fetch restarted")
+                await self._store.work.finish_task(task_id, "interrupted", "Fetch restarted")
             await self._end(session)
         await self._messenger.send(
             session.key,

@@ -58,7 +58,7 @@ class Session:
         return State(self.state)
 
     async def persist(self) -> None:
-        await self._store.save_session(self.key, self.state, asdict(self.data))
+        await self._store.sessions.save(self.key, self.state, asdict(self.data))
 
     async def fire(self, trigger: str) -> None:
         """Run a transition and persist the new state together with ``data``."""
@@ -87,7 +87,7 @@ class Sessions:
             live = self._live.get(key)
             if live is not None:
                 return live
-            row = await self._store.load_session(key)
+            row = await self._store.sessions.load(key)
             state = row.state if row else State.ALERT.value
             data = SessionData.from_dict(row.data) if row else SessionData()
             session = Session(key, self._store, state, data)

@@ -86,7 +86,4 @@ class ChatDelivery:
         return await self._accepted(claim)
 
     async def _accepted(self, claim: Claim) -> bool:
-        rows = list(await self._store.db.execute_fetchall(
-            "SELECT 1 FROM inbound WHERE channel=? AND message_id=?",
-            (claim.job.channel, run_key(claim))))
-        return bool(rows)
+        return await self._store.inbox.seen(claim.job.channel, run_key(claim))

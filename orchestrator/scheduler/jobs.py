@@ -1,4 +1,5 @@
-"""The job store: jobs and their runs in ``fetch.db``, every state change one SQL write.
+"""The job store (``JobPort``) and its SQLite implementation: jobs and their runs in
+``fetch.db``, every state change one SQL write.
 
 A run row exists per (job, slot) (UNIQUE): inserting it *is* claiming the slot, so a slot
 can never be started twice, whoever asks. Its life:
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from core.events import SessionKey
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.slots import plan
-from orchestrator.store import Store
+from orchestrator.store.db import Database
 
 JOB_COLUMNS = ("id, kind, text, channel, chat, cron, tz, spec, missed, status, next_at, "
                "created")
@@ -84,15 +85,75 @@ RUN_COLUMNS = "r.id, r.job_id, r.slot, r.status, r.attempt, r.late, r.error"
 J_COLUMNS = ", ".join("j." + c.strip() for c in JOB_COLUMNS.split(","))
 
 
-class JobStore:
-    def __init__(self, store: Store) -> None:
-        self.store = store
+class JobPort(Protocol):
+    """The scheduler's job store. ``holder`` is the claiming process's token: a
+    transition names it, so a worker whose claim was taken back changes nothing."""
+
+    # -- jobs ------------------------------------------------------------------------
+    async def add(self, *, kind: str, text: str, key: SessionKey, cron: str | None,
+                  tz: str, spec: str, missed: str, next_at: float) -> Job: ...
+
+    async def get(self, job_id: int) -> Job | None: ...
+
+    async def listing(self, key: SessionKey | None, statuses: tuple[str, ...]) -> list[Job]:
+        """Jobs in ``statuses`` (of one chat, or all), soonest first."""
+
+    async def set_status(self, job_id: int, new: str, allowed_from: tuple[str, ...],
+                         next_at: float | None = None, keep_next: bool = True) -> bool:
+        """Move a job whose status is in ``allowed_from``; False if it was not."""
+
+    async def set_missed_policy(self, job_id: int, policy: str) -> bool: ...
+
+    async def next_due(self) -> float | None:
+        """The earliest ``next_at`` of an active job."""
+
+    # -- claiming --------------------------------------------------------------------
+    async def claim_due(self, now: float, holder: str, lease: float, up_since: float,
+                        limit: int) -> tuple[list[Claim], int]: ...
+
+    async def reclaim(self, now: float, holder: str, lease: float, *,
+                      orphans_of_others: bool) -> tuple[list[Claim], list[Claim]]: ...
+
+    async def renew(self, run_ids: list[int], holder: str, until: float) -> None: ...
+
+    # -- transitions -----------------------------------------------------------------
+    async def delivering(self, run_id: int, holder: str) -> bool: ...
+
+    async def done(self, claim: Claim, holder: str, now: float) -> bool: ...
+
+    async def close_finished(self, now: float) -> None: ...
+
+    async def undeliver(self, run_id: int, holder: str) -> bool: ...
+
+    async def retry(self, run_id: int, holder: str, error: str, next_try: float) -> bool: ...
+
+    async def fail(self, claim: Claim, holder: str, error: str, now: float) -> bool: ...
+
+    async def interrupted(self, claim: Claim, holder: str, now: float) -> bool: ...
+
+    # -- what the owner must hear about ----------------------------------------------
+    async def unreported(self, limit: int = 500) -> list[tuple[Job, Run]]: ...
+
+    async def mark_reported(self, run_ids: list[int]) -> None: ...
+
+    async def runs(self, job_id: int, limit: int = 20) -> list[Run]:
+        """The job's runs, newest slot first."""
+
+    async def counts(self) -> dict[str, int]:
+        """How many jobs per status."""
+
+    async def recent_prompt_runs(self, since: float) -> list[Claim]: ...
+
+
+class SqliteJobs:
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     # -- jobs ------------------------------------------------------------------------
     async def add(self, *, kind: str, text: str, key: SessionKey, cron: str | None,
                   tz: str, spec: str, missed: str, next_at: float) -> Job:
         now = time.time()
-        async with self.store.transaction() as db:
+        async with self._db.transaction() as db:
             cur = await db.execute(
                 "INSERT INTO jobs(kind, text, channel, chat, cron, tz, spec, missed, status,"
                 " next_at, created, updated) VALUES (?,?,?,?,?,?,?,?, 'active', ?,?,?)",
@@ -104,7 +165,7 @@ class JobStore:
         return job
 
     async def get(self, job_id: int) -> Job | None:
-        rows = list(await self.store.db.execute_fetchall(
+        rows = list(await self._db.conn.execute_fetchall(
             f"SELECT {JOB_COLUMNS} FROM jobs WHERE id=?", (job_id,)))
         return _job(rows[0]) if rows else None
 
@@ -116,7 +177,7 @@ class JobStore:
         if key is not None:
             sql += " AND channel=? AND chat=?"
             params += (key.channel, key.chat)
-        rows = await self.store.db.execute_fetchall(sql + " ORDER BY next_at IS NULL, "
+        rows = await self._db.conn.execute_fetchall(sql + " ORDER BY next_at IS NULL, "
                                                     "next_at, id", params)
         return [_job(r) for r in rows]
 
@@ -126,20 +187,20 @@ class JobStore:
         set_next = "" if keep_next else ", next_at=?"
         params: tuple[Any, ...] = (new, time.time(), *(() if keep_next else (next_at,)),
                                    job_id, *allowed_from)
-        async with self.store.transaction() as db:
+        async with self._db.transaction() as db:
             cur = await db.execute(
                 f"UPDATE jobs SET status=?, updated=?{set_next} WHERE id=? AND status IN"
                 f" ({marks})", params)
             return cur.rowcount == 1
 
     async def set_missed_policy(self, job_id: int, policy: str) -> bool:
-        async with self.store.transaction() as db:
+        async with self._db.transaction() as db:
             cur = await db.execute("UPDATE jobs SET missed=?, updated=? WHERE id=?",
                                    (policy, time.time(), job_id))
             return cur.rowcount == 1
 
     async def next_due(self) -> float | None:
-        rows = list(await self.store.db.execute_fetchall(
+        rows = list(await self._db.conn.execute_fetchall(
             "SELECT MIN(next_at) FROM jobs WHERE status='active'"))
         return None if not rows or rows[0][0] is None else float(rows[0][0])
 
@@ -150,7 +211,7 @@ class JobStore:
         advance the job to its next slot, record missed slots. Returns the claims and how
         many jobs were handled (a job whose slots were all skipped has no claim)."""
         claims: list[Claim] = []
-        async with self.store.transaction() as db:
+        async with self._db.transaction() as db:
             rows = list(await db.execute_fetchall(
                 f"SELECT {JOB_COLUMNS} FROM jobs WHERE status='active' AND next_at <= ?"
                 " ORDER BY next_at LIMIT ?", (now, limit)))
@@ -190,7 +251,7 @@ class JobStore:
         stale = "(r.holder != ? OR r.lease_until < ?)" if orphans_of_others \
             else "r.lease_until < ?"
         stale_args: tuple[Any, ...] = (holder, now) if orphans_of_others else (now,)
-        async with self.store.transaction() as db:
+        async with self._db.transaction() as db:
             rows = list(await db.execute_fetchall(
                 f"SELECT {RUN_COLUMNS}, {J_COLUMNS}"
                 " FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE"
@@ -215,7 +276,7 @@ class JobStore:
     async def renew(self, run_ids: list[int], holder: str, until: float) -> None:
         if not run_ids:
             return
-        async with self.store.transaction() as db:
+        async with self._db.transaction() as db:
             await db.executemany(
                 "UPDATE job_runs SET lease_until=? WHERE id=? AND holder=? AND status IN"
                 " ('claimed', 'delivering')", [(until, i, holder) for i in run_ids])
@@ -226,7 +287,7 @@ class JobStore:
         # One statement, autocommit: atomic on its own and one round trip, which is what
         # lets a burst of 10,000 due reminders go out at thousands a second.
         marks = ",".join("?" * len(from_))
-        cur = await self.store.write(
+        cur = await self._db.write(
             f"UPDATE job_runs SET status=?{extra} WHERE id=? AND holder=? AND status IN"
             f" ({marks})", (to, *params, run_id, holder, *from_))
         return cur.rowcount == 1
@@ -242,7 +303,7 @@ class JobStore:
 
     async def close_finished(self, now: float) -> None:
         """One-shot jobs whose slot has been claimed and whose run has ended are done."""
-        await self.store.write(
+        await self._db.write(
             "UPDATE jobs SET status='done', updated=? WHERE status='active' AND cron IS NULL"
             " AND next_at IS NULL AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE"
             " r.job_id = jobs.id AND r.status IN ('claimed', 'delivering', 'retry'))",
@@ -259,7 +320,7 @@ class JobStore:
 
     async def fail(self, claim: Claim, holder: str, error: str, now: float) -> bool:
         """Out of attempts: the run and its job are failed (the owner is told)."""
-        async with self.store.transaction() as db:
+        async with self._db.transaction() as db:
             cur = await db.execute(
                 "UPDATE job_runs SET status='failed', error=?, finished_at=? WHERE id=? AND"
                 " holder=? AND status IN ('claimed', 'delivering')",
@@ -277,7 +338,7 @@ class JobStore:
 
     # -- what the owner must hear about ------------------------------------------------
     async def unreported(self, limit: int = 500) -> list[tuple[Job, Run]]:
-        rows = await self.store.db.execute_fetchall(
+        rows = await self._db.conn.execute_fetchall(
             f"SELECT {RUN_COLUMNS}, {J_COLUMNS}"
             " FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.reported = 0 AND"
             " r.status IN ('missed', 'interrupted', 'failed') ORDER BY r.job_id, r.slot"
@@ -285,23 +346,23 @@ class JobStore:
         return [(_job(r[7:]), _run(r[:7])) for r in rows]
 
     async def mark_reported(self, run_ids: list[int]) -> None:
-        async with self.store.transaction() as db:
+        async with self._db.transaction() as db:
             await db.executemany("UPDATE job_runs SET reported=1 WHERE id=?",
                                  [(i,) for i in run_ids])
 
     async def runs(self, job_id: int, limit: int = 20) -> list[Run]:
-        rows = await self.store.db.execute_fetchall(
+        rows = await self._db.conn.execute_fetchall(
             f"SELECT {RUN_COLUMNS} FROM job_runs r WHERE r.job_id=? ORDER BY r.slot DESC"
             " LIMIT ?", (job_id, limit))
         return [_run(r) for r in rows]
 
     async def counts(self) -> dict[str, int]:
-        rows = await self.store.db.execute_fetchall(
+        rows = await self._db.conn.execute_fetchall(
             "SELECT status, COUNT(*) FROM jobs GROUP BY status")
         return {str(r[0]): int(r[1]) for r in rows}
 
     async def recent_prompt_runs(self, since: float) -> list[Claim]:
-        rows = await self.store.db.execute_fetchall(
+        rows = await self._db.conn.execute_fetchall(
             f"SELECT {RUN_COLUMNS}, {J_COLUMNS}"
             " FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.kind='prompt' AND"
             " r.claimed_at >= ? AND r.status IN ('done', 'delivering', 'claimed', 'retry')",

@@ -24,7 +24,7 @@ from orchestrator.config import Settings
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler.cron import Cron
 from orchestrator.scheduler.delivery import ChatDelivery, Delivery, Inject, job_session
-from orchestrator.scheduler.jobs import Claim, Job, JobStore, Run
+from orchestrator.scheduler.jobs import Claim, Job, JobPort, Run, SqliteJobs
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.lock import SchedulerLock
 from orchestrator.scheduler.ntfy import Ntfy
@@ -56,7 +56,7 @@ class Scheduler:
         self.messenger = messenger
         self.supervisor = supervisor
         self.clock = clock
-        self.jobs = JobStore(store)
+        self.jobs: JobPort = SqliteJobs(store.db)
         self.lock = SchedulerLock(settings.db_path)
         cfg = settings.scheduler
         self.ntfy = Ntfy(cfg.ntfy_url) if cfg.ntfy_url else None

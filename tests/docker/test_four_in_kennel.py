@@ -62,6 +62,6 @@ async def test_each_cli_edits_in_the_kennel(
     entries = [json.loads(x) for x in
                (fetch.services.settings.home_dir / "relay.jsonl").read_text().splitlines()]
     assert any(e["harness"] == name and e["status"] == 200 for e in entries)
-    rows = await fetch.services.store.db.execute_fetchall(
+    rows = await fetch.services.store.db.conn.execute_fetchall(
         "SELECT harness, status, tokens_in FROM tasks")
     assert [(r[0], r[1]) for r in rows] == [(name, "committed")]

@@ -98,7 +98,7 @@ async def test_duplicate_message_runs_once(fetch: Driver) -> None:
     await fetch.expect("Apply?")
     extra = await fetch.quiet(1.0)
     assert not any("On it" in t for t in extra), extra
-    tasks = await fetch.services.store.db.execute_fetchall("SELECT COUNT(*) FROM tasks")
+    tasks = await fetch.services.store.db.conn.execute_fetchall("SELECT COUNT(*) FROM tasks")
     assert next(iter(tasks))[0] == 1
 
 

@@ -23,7 +23,7 @@ async def test_unknown_command_gets_help_not_model(fetch: Driver) -> None:
     reply = await fetch.ask("/stauts", "don't know /stauts")
     assert "/status" in reply  # a suggestion
     assert "/help" in await fetch.ask("/zzzqqq", "don't know")
-    rows = await fetch.services.store.db.execute_fetchall("SELECT COUNT(*) FROM tasks")
+    rows = await fetch.services.store.db.conn.execute_fetchall("SELECT COUNT(*) FROM tasks")
     assert next(iter(rows))[0] == 0
 
 
@@ -87,7 +87,7 @@ async def test_messages_are_journaled_and_stored(fetch: Driver) -> None:
     assert any('"role": "owner"' in line and "/help" in line for line in lines)
     assert any('"role": "fetch"' in line for line in lines)
     assert journal.parent.name == "terminal_owner"
-    await fetch.services.store.flush_log()
-    rows = await fetch.services.store.db.execute_fetchall(
+    await fetch.services.store.messages.flush()
+    rows = await fetch.services.store.db.conn.execute_fetchall(
         "SELECT direction FROM messages ORDER BY id")
     assert [r[0] for r in rows][:2] == ["in", "out"]

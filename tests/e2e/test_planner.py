@@ -56,8 +56,8 @@ async def test_model_plans_and_hands_off_to_the_harness(
     assert any(m.get("role") == "tool" and "demo" in m.get("content", "") for m in second)
     assert model.requests[0].headers["authorization"] == "Bearer sk-orch"
     await planned.ask("no", "Discarded")
-    await planned.services.store.flush_log()
-    rows = await planned.services.store.db.execute_fetchall(
+    await planned.services.store.messages.flush()
+    rows = await planned.services.store.db.conn.execute_fetchall(
         "SELECT tokens_in, tokens_out, model FROM messages WHERE model IS NOT NULL")
     assert rows and rows[0][0] > 0 and rows[0][2] == "planner-1"
 
@@ -66,8 +66,8 @@ async def test_text_answer_records_tokens(planned: Driver, model: ScriptedModelS
     model.script(Text("A flaky test passes and fails without code changes."))
     reply = await planned.ask("what is a flaky test?", "flaky")
     assert "without code changes" in reply
-    await planned.services.store.flush_log()
-    rows = await planned.services.store.db.execute_fetchall(
+    await planned.services.store.messages.flush()
+    rows = await planned.services.store.db.conn.execute_fetchall(
         "SELECT tokens_in, tokens_out FROM messages WHERE direction='out' AND model='planner-1'")
     assert rows and rows[-1][0] > 0 and rows[-1][1] > 0
 

@@ -103,8 +103,8 @@ async def test_strangers_reach_nothing(
     elapsed = time.perf_counter() - started
     await asyncio.sleep(0.5)
     store = app.services.store
-    tasks = await store.db.execute_fetchall("SELECT COUNT(*) FROM tasks")
-    seen = await store.db.execute_fetchall(
+    tasks = await store.db.conn.execute_fetchall("SELECT COUNT(*) FROM tasks")
+    seen = await store.db.conn.execute_fetchall(
         "SELECT COUNT(*) FROM inbound WHERE channel='whatsapp'")
     figures = {"events": len(events), "senders": 200, "replies": len(phone.sent),
                "model_calls": len(model.requests) - requests_before,
@@ -226,7 +226,7 @@ async def test_forged_stale_and_foreign_approvals_are_refused(fetch: Driver) -> 
         accepted += git(repo, "rev-parse", "HEAD") != before
         assert session.state == "GUARDING", name
     # Expired: the approval's clock ran out while the owner was away.
-    await fetch.services.store._write(
+    await fetch.services.store.db.write(
         "UPDATE approvals SET expires_at=? WHERE id=?", (time.time() - 1, session.data.approval_id))
     expired = await fetch.ask("yes", "expired")
     assert "discarded" in expired

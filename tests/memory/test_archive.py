@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def _talk(run: Running, key: SessionKey, n: int, start: int = 0) -> None:
     for i in range(start, start + n):
-        await run.store.add_message(key, "in" if i % 2 == 0 else "out",
+        await run.store.messages.add(key, "in" if i % 2 == 0 else "out",
                                     f"message {i} about topic{i} {LINE}")
 
 
@@ -43,8 +43,8 @@ async def _watermark(run: Running, key: SessionKey) -> int:
 
 
 async def _message_ids(run: Running, key: SessionKey) -> list[int]:
-    await run.store.flush_log()
-    rows = await run.store.db.execute_fetchall(
+    await run.store.messages.flush()
+    rows = await run.store.db.conn.execute_fetchall(
         "SELECT id FROM messages WHERE session=? ORDER BY id", (thread_of(key),))
     return [int(r[0]) for r in rows]
 
@@ -108,7 +108,7 @@ async def test_observe_never_blocks_and_archives_under_concurrent_turns(
         async def chat(key: SessionKey, base: int) -> None:
             nonlocal slowest
             for i in range(60):
-                await run.store.add_message(key, "in", f"turn {base + i} {LINE}")
+                await run.store.messages.add(key, "in", f"turn {base + i} {LINE}")
                 started = time.perf_counter()
                 memory.observe(key)  # what the gateway does after every reply
                 slowest = max(slowest, time.perf_counter() - started)

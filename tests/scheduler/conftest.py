@@ -126,7 +126,7 @@ async def rig_factory(
 
         async def inject(inbound: Inbound) -> None:
             injected.append(inbound)
-            await store.accept_inbound(inbound.channel, inbound.message_id, inbound.key, {})
+            await store.inbox.accept(inbound.channel, inbound.message_id, inbound.key, {})
 
         scheduler = Scheduler(settings, store, inject, messenger, supervisor, clock)
         delivery = RecordingDelivery()

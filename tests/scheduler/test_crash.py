@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from core.events import SessionKey
-from orchestrator.scheduler.jobs import JobStore
+from orchestrator.scheduler.jobs import SqliteJobs
 from orchestrator.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ async def schedule(db: Path, start: float) -> None:
     """Due times spread over ~25 s, with three bursts of 150 at one instant."""
     rng = random.Random(5)
     async with Store(db) as store:
-        jobs = JobStore(store)
+        jobs = SqliteJobs(store.db)
         for i in range(JOBS):
             if i % 200 < 50 and i < 600:
                 due = start + 4 + 8 * (i // 200)  # bursts at +4 s, +12 s, +20 s

@@ -247,7 +247,7 @@ async def test_a_slot_can_never_be_claimed_twice(rig_factory: RigFactory) -> Non
     assert await rig.tick() == 1
     # Even if the job were put back on the same slot (a bug, a restored backup), the
     # unique (job, slot) key refuses a second run.
-    await rig.store.db.execute("UPDATE jobs SET status='active', next_at=? WHERE id=?",
+    await rig.store.db.conn.execute("UPDATE jobs SET status='active', next_at=? WHERE id=?",
                                (T0 + 60, job))
     assert await rig.tick() == 0
     assert rig.delivery.delivered == [(job, T0 + 60)]
@@ -284,7 +284,7 @@ async def test_interrupted_prompt_job_is_confirmed_by_the_gateway_record(
     assert [i.message_id for i in crashed.injected] == [f"job:{job.id}:{int(T0 + 60)}"]
     assert crashed.injected[0].from_owner and crashed.injected[0].chat.startswith("job-")
     # Pretend the process died after the hand-over, before it wrote "done".
-    await crashed.store.db.execute("UPDATE job_runs SET status='delivering'")
+    await crashed.store.db.conn.execute("UPDATE job_runs SET status='delivering'")
     await crashed.scheduler.stop()
     later = await rig_factory(T0 + 70, recording=False)
     await later.tick()

@@ -19,18 +19,18 @@ KEY = SessionKey("terminal", "owner")
 
 async def test_wal_and_schema_version(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
-        rows = await store.db.execute_fetchall("PRAGMA journal_mode")
+        rows = await store.db.conn.execute_fetchall("PRAGMA journal_mode")
         assert next(iter(rows))[0] == "wal"
-        assert await store.schema_version() == len(MIGRATIONS)
-        rows = await store.db.execute_fetchall("PRAGMA busy_timeout")
+        assert await store.db.schema_version() == len(MIGRATIONS)
+        rows = await store.db.conn.execute_fetchall("PRAGMA busy_timeout")
         assert next(iter(rows))[0] == 5000
 
 
 async def test_reopen_does_not_remigrate(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
-        await store.add_message(KEY, "in", "hello")
+        await store.messages.add(KEY, "in", "hello")
     async with Store(tmp_path / "f.db") as store:
-        rows = await store.db.execute_fetchall("SELECT text FROM messages")
+        rows = await store.db.conn.execute_fetchall("SELECT text FROM messages")
         assert [r[0] for r in rows] == ["hello"]
 
 
@@ -45,42 +45,42 @@ async def test_newer_schema_is_refused(tmp_path: Path) -> None:
 
 async def test_dedupe_is_persistent(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
-        assert await store.accept_inbound("wa", "m1", KEY, {"x": 1})
-        assert not await store.accept_inbound("wa", "m1", KEY, {"x": 1})
+        assert await store.inbox.accept("wa", "m1", KEY, {"x": 1})
+        assert not await store.inbox.accept("wa", "m1", KEY, {"x": 1})
     async with Store(tmp_path / "f.db") as store:
-        assert not await store.accept_inbound("wa", "m1", KEY, {"x": 1})
-        assert await store.accept_inbound("tg", "m1", KEY, {"x": 1})
-        assert [p["x"] for p in await store.queued_inbound()] == [1, 1]
+        assert not await store.inbox.accept("wa", "m1", KEY, {"x": 1})
+        assert await store.inbox.accept("tg", "m1", KEY, {"x": 1})
+        assert [p["x"] for p in await store.inbox.queued()] == [1, 1]
 
 
 async def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
         with pytest.raises(RuntimeError):
-            async with store.transaction() as db:
+            async with store.db.transaction() as db:
                 await db.execute("INSERT INTO messages(session, direction, text, ts)"
                                  " VALUES ('s','in','lost',0)")
                 raise RuntimeError("boom")
-        rows = await store.db.execute_fetchall("SELECT COUNT(*) FROM messages")
+        rows = await store.db.conn.execute_fetchall("SELECT COUNT(*) FROM messages")
         assert next(iter(rows))[0] == 0
-        await store.add_message(KEY, "in", "still works")
+        await store.messages.add(KEY, "in", "still works")
 
 
 async def test_cancelled_writer_leaves_no_open_transaction(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
-        tasks = [asyncio.create_task(store.add_message(KEY, "in", f"m{i}")) for i in range(50)]
+        tasks = [asyncio.create_task(store.messages.add(KEY, "in", f"m{i}")) for i in range(50)]
         await asyncio.sleep(0)
         for task in tasks[::3]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await store.add_message(KEY, "in", "after")  # would fail inside a dangling BEGIN
-        assert not store.db.in_transaction
+        await store.messages.add(KEY, "in", "after")  # would fail inside a dangling BEGIN
+        assert not store.db.conn.in_transaction
 
 
 def _writer(path: str, n: int) -> None:
     async def run() -> None:
         async with Store(Path(path)) as store:
             for i in range(n):
-                await store.add_message(KEY, "in", f"p{i}")
+                await store.messages.add(KEY, "in", f"p{i}")
     asyncio.run(run())
 
 

@@ -1,0 +1,39 @@
+"""``Store``: the table families over one connection owner, each seen through its port.
+
+Callers name the family: ``store.sessions.load(key)``, ``store.inbox.accept(...)``,
+``store.messages.log(...)``, ``store.work.create_task(...)``. ``store.db`` is the
+connection owner itself, for modules that own their tables (the scheduler's jobs) and
+for tests that inspect the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.store.db import Database
+from orchestrator.store.inbox import InboxPort, SqliteInbox
+from orchestrator.store.messages import MessagePort, SqliteMessages
+from orchestrator.store.sessions import SessionPort, SqliteSessions
+from orchestrator.store.work import SqliteWork, WorkPort
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.db = Database(path)
+        self.sessions: SessionPort = SqliteSessions(self.db)
+        self.inbox: InboxPort = SqliteInbox(self.db)
+        self.messages: MessagePort = SqliteMessages(self.db)
+        self.work: WorkPort = SqliteWork(self.db)
+
+    async def __aenter__(self) -> Store:
+        await self.db.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.db.close()
+
+    async def open(self) -> None:
+        await self.db.open()
+
+    async def close(self) -> None:
+        await self.db.close()

@@ -1,0 +1,195 @@
+"""The one owner of ``fetch.db``: open/close, migrations, and every way to write.
+
+aiosqlite serialises statements on its own thread, but a *transaction* spans several
+awaits, so writers also take an asyncio lock; BEGIN IMMEDIATE takes SQLite's write lock
+up front, so two processes on the same file queue on the busy timeout instead of
+deadlocking on a lock upgrade.
+
+The table families (``sessions``, ``inbox``, ``messages``, ``work``, the scheduler's
+jobs) hold their SQL and go through this object; none opens a connection of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from core.errors import StoreError
+from core.events import SessionKey
+from orchestrator.store.migrations import MIGRATIONS
+
+BUSY_TIMEOUT_MS = 5000
+FAST_BUSY_MS = 5  # the event-loop connection never waits longer than this
+FAST_BATCH = 64  # a write-behind batch larger than this takes the thread path
+
+
+def key_str(key: SessionKey) -> str:
+    """How every table names a session (``channel:chat``)."""
+    return f"{key.channel}:{key.chat}"
+
+
+class Database:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+        # Rows written behind the caller, in batches (the conversation log): each trip to
+        # aiosqlite's thread costs ~0.1-0.2 ms, and a command must answer in under 1 ms.
+        self._behind: dict[str, list[tuple[Any, ...]]] = {}
+        self._behind_wake = asyncio.Event()
+        self._behind_task: asyncio.Task[None] | None = None
+        self._fast: sqlite3.Connection | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def open(self) -> None:
+        if self._conn is not None:
+            raise StoreError("store already open")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = await aiosqlite.connect(self.path, isolation_level=None)
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot open {self.path}: {err}") from err
+        self._conn = conn
+        try:
+            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            await conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable across process crashes in WAL mode; only an OS crash
+            # can lose the last transactions, which is the usual trade for chat apps.
+            await conn.execute("PRAGMA synchronous=NORMAL")
+            await conn.execute("PRAGMA foreign_keys=ON")
+            await self._migrate()
+        except Exception:
+            await self.close()
+            raise
+        self._behind_task = asyncio.get_running_loop().create_task(
+            self._behind_writer(), name="store:message-log")
+        # A second connection used on the event loop itself, only for the writes every
+        # message waits for (the dedupe row, the done mark, the log batch): ~50 µs, where
+        # a trip to aiosqlite's thread costs 0.1-1 ms under load. Its busy timeout is
+        # tiny, so it can never stall the loop: when the file is busy the thread path is
+        # used.
+        fast = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        fast.execute(f"PRAGMA busy_timeout={FAST_BUSY_MS}")
+        fast.execute("PRAGMA synchronous=NORMAL")
+        self._fast = fast
+
+    async def close(self) -> None:
+        if self._fast is not None:
+            self._fast.close()
+            self._fast = None
+        if self._behind_task is not None:
+            self._behind_task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._behind_task
+            self._behind_task = None
+            with suppress(Exception):  # the last rows still go in before the file closes
+                await self.flush()
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await conn.close()
+
+    @property
+    def conn(self) -> aiosqlite.Connection:
+        """The aiosqlite connection: reads, and SQL inside ``transaction()``."""
+        if self._conn is None:
+            raise StoreError("store is not open")
+        return self._conn
+
+    async def _migrate(self) -> None:
+        version = await self.schema_version()
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this Fetch "
+                f"({len(MIGRATIONS)}); upgrade Fetch"
+            )
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            async with self.transaction() as conn:
+                for statement in filter(str.strip, script.split(";")):
+                    await conn.execute(statement)
+                await conn.execute(f"PRAGMA user_version={number}")
+
+    async def schema_version(self) -> int:
+        async with self.conn.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    # -- writes --------------------------------------------------------------------
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._write_lock:
+            conn = self.conn
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+                yield conn
+            except BaseException:
+                # Also when cancelled while BEGIN was in flight: the ROLLBACK is queued on
+                # aiosqlite's thread after it, and shielded so it is sent regardless.
+                with suppress(sqlite3.OperationalError, asyncio.CancelledError):
+                    await asyncio.shield(conn.execute("ROLLBACK"))
+                raise
+            else:
+                await conn.execute("COMMIT")
+
+    async def write(self, sql: str, params: tuple[Any, ...] = ()) -> aiosqlite.Cursor:
+        """One statement is its own transaction (autocommit): a single write cannot
+        deadlock, and skipping BEGIN/COMMIT saves two trips to aiosqlite's thread."""
+        async with self._write_lock:
+            return await self.conn.execute(sql, params)
+
+    async def write_fast(self, sql: str, params: tuple[Any, ...]) -> int:
+        """One statement a message waits for: on the loop's own connection when it can
+        be, else the thread path. Returns the row count."""
+        fast = self._write_now(sql, params)
+        if fast is not None:
+            return fast
+        cur = await self.write(sql, params)
+        return int(cur.rowcount)
+
+    def _write_now(self, sql: str, params: tuple[Any, ...]) -> int | None:
+        """One statement on the loop's own connection; None when it must go the thread
+        path (a transaction is open on the other connection, or the file is busy).
+        Checking the lock and writing happen with no await between: atomic here."""
+        if self._fast is None or self._write_lock.locked():
+            return None
+        try:
+            return int(self._fast.execute(sql, params).rowcount)
+        except sqlite3.OperationalError:
+            return None
+
+    # -- write-behind --------------------------------------------------------------
+    def write_behind(self, sql: str, row: tuple[Any, ...]) -> None:
+        """Queue one row for ``sql``; it is written shortly after, in a batch."""
+        self._behind.setdefault(sql, []).append(row)
+        self._behind_wake.set()
+
+    async def flush(self) -> None:
+        """Write every queued row now."""
+        batches, self._behind = self._behind, {}
+        for sql, rows in batches.items():
+            if self._fast is not None and not self._write_lock.locked() \
+                    and len(rows) <= FAST_BATCH:
+                try:
+                    # A handful of rows: one implicit transaction on the loop's connection.
+                    self._fast.executemany(sql, rows)
+                    continue
+                except sqlite3.OperationalError:
+                    pass  # busy: the thread path below waits properly
+            async with self._write_lock:
+                await self.conn.executemany(sql, rows)
+
+    async def _behind_writer(self) -> None:
+        while True:
+            await self._behind_wake.wait()
+            self._behind_wake.clear()
+            await asyncio.sleep(0.005)  # gather what arrives with the same message
+            try:
+                await self.flush()
+            except sqlite3.Error:
+                logging.getLogger(__name__).exception("message log write failed")

@@ -1,0 +1,58 @@
+"""The ``inbound`` table: the dedupe key of every message and the durable queue.
+
+A message stays ``queued`` until it is handled, so a restart replays it; its
+(channel, message id) is never accepted twice.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Protocol
+
+from core.events import SessionKey
+from orchestrator.store.db import Database, key_str
+
+
+class InboxPort(Protocol):
+    async def accept(self, channel: str, message_id: str, key: SessionKey,
+                     payload: dict[str, Any]) -> bool:
+        """Queue an inbound message; False if this (channel, id) was seen before."""
+
+    async def finish(self, channel: str, message_id: str) -> None:
+        """The message was handled: it leaves the queue (and stays seen)."""
+
+    async def queued(self) -> list[dict[str, Any]]:
+        """Payloads still queued, oldest first: what a restart replays."""
+
+    async def seen(self, channel: str, message_id: str) -> bool:
+        """Whether this (channel, id) was ever accepted."""
+
+
+ACCEPT = ("INSERT OR IGNORE INTO inbound(channel, message_id, session, payload, status,"
+          " received) VALUES (?,?,?,?, 'queued', ?)")
+FINISH = "UPDATE inbound SET status='done' WHERE channel=? AND message_id=?"
+
+
+class SqliteInbox:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def accept(self, channel: str, message_id: str, key: SessionKey,
+                     payload: dict[str, Any]) -> bool:
+        params = (channel, message_id, key_str(key), json.dumps(payload), time.time())
+        return await self._db.write_fast(ACCEPT, params) == 1
+
+    async def finish(self, channel: str, message_id: str) -> None:
+        await self._db.write_fast(FINISH, (channel, message_id))
+
+    async def queued(self) -> list[dict[str, Any]]:
+        async with self._db.conn.execute(
+            "SELECT payload FROM inbound WHERE status='queued' ORDER BY received"
+        ) as cur:
+            return [json.loads(r[0]) for r in await cur.fetchall()]
+
+    async def seen(self, channel: str, message_id: str) -> bool:
+        rows = list(await self._db.conn.execute_fetchall(
+            "SELECT 1 FROM inbound WHERE channel=? AND message_id=?", (channel, message_id)))
+        return bool(rows)

@@ -1,0 +1,76 @@
+"""The ``messages`` table: the conversation log, with the model's token usage.
+
+The log is written behind the reply (``log``): a command must answer in under 1 ms,
+and a trip to aiosqlite's thread alone can cost that under load.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from core.events import SessionKey
+from orchestrator.store.db import Database, key_str
+
+
+class MessagePort(Protocol):
+    async def add(self, key: SessionKey, direction: str, text: str, *,
+                  model: str | None = None, tokens_in: int = 0,
+                  tokens_out: int = 0) -> int:
+        """Write one log row now; returns its id."""
+
+    def log(self, key: SessionKey, direction: str, text: str, *, model: str | None = None,
+            tokens_in: int = 0, tokens_out: int = 0) -> None:
+        """Queue one log row; it is written shortly after, in a batch."""
+
+    async def flush(self) -> None:
+        """Write every queued row now."""
+
+    async def token_totals(self, key: SessionKey) -> tuple[int, int]:
+        """Tokens (in, out) the orchestrator model used in this chat."""
+
+
+INSERT = ("INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
+          " tokens_out) VALUES (?,?,?,?,?,?,?)")
+
+
+class SqliteMessages:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._totals: dict[str, list[int]] = {}  # session -> [in, out], once read
+
+    async def add(self, key: SessionKey, direction: str, text: str, *,
+                  model: str | None = None, tokens_in: int = 0,
+                  tokens_out: int = 0) -> int:
+        cur = await self._db.write(
+            INSERT, (key_str(key), direction, text, time.time(), model, tokens_in,
+                     tokens_out))
+        return int(cur.lastrowid or 0)
+
+    def log(self, key: SessionKey, direction: str, text: str, *, model: str | None = None,
+            tokens_in: int = 0, tokens_out: int = 0) -> None:
+        session = key_str(key)
+        self._db.write_behind(
+            INSERT, (session, direction, text, time.time(), model, tokens_in, tokens_out))
+        totals = self._totals.get(session)
+        if totals is not None:
+            totals[0] += tokens_in
+            totals[1] += tokens_out
+
+    async def flush(self) -> None:
+        await self._db.flush()
+
+    async def token_totals(self, key: SessionKey) -> tuple[int, int]:
+        """Read once, then kept current by ``log``."""
+        cached = self._totals.get(key_str(key))
+        if cached is not None:
+            return cached[0], cached[1]
+        await self._db.flush()
+        rows = list(await self._db.conn.execute_fetchall(
+            "SELECT COALESCE(SUM(tokens_in),0), COALESCE(SUM(tokens_out),0) FROM messages"
+            " WHERE session=? AND (tokens_in > 0 OR tokens_out > 0)",
+            (key_str(key),),
+        ))
+        totals = [int(rows[0][0]), int(rows[0][1])] if rows else [0, 0]
+        self._totals.setdefault(key_str(key), totals)
+        return totals[0], totals[1]

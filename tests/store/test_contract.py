@@ -1,0 +1,206 @@
+"""What each store port promises, asserted for the SQLite and the in-memory
+implementation alike (the ``ports`` fixture runs every test once per implementation)."""
+
+from __future__ import annotations
+
+import time
+
+from core.events import SessionKey
+from tests.store.conftest import Ports
+
+KEY = SessionKey("terminal", "owner")
+OTHER = SessionKey("telegram", "42")
+
+
+# -- sessions --------------------------------------------------------------------------
+async def test_an_unsaved_session_loads_as_none(ports: Ports) -> None:
+    assert await ports.sessions.load(KEY) is None
+
+
+async def test_a_saved_session_loads_back_as_a_copy(ports: Ports) -> None:
+    data = {"repo": "demo", "turns": [1, 2]}
+    await ports.sessions.save(KEY, "IDLE", data)
+    data["repo"] = "changed after saving"
+    row = await ports.sessions.load(KEY)
+    assert row is not None
+    assert (row.key, row.state, row.data) == (KEY, "IDLE", {"repo": "demo", "turns": [1, 2]})
+    row.data["repo"] = "changed after loading"
+    again = await ports.sessions.load(KEY)
+    assert again is not None and again.data["repo"] == "demo"
+
+
+async def test_saving_again_replaces_state_and_data(ports: Ports) -> None:
+    await ports.sessions.save(KEY, "IDLE", {"a": 1})
+    await ports.sessions.save(KEY, "WORKING", {"b": 2})
+    row = await ports.sessions.load(KEY)
+    assert row is not None and (row.state, row.data) == ("WORKING", {"b": 2})
+    assert await ports.sessions.load(OTHER) is None
+
+
+async def test_sessions_are_found_by_state(ports: Ports) -> None:
+    third = SessionKey("whatsapp", "7")
+    await ports.sessions.save(KEY, "WORKING", {"n": 1})
+    await ports.sessions.save(OTHER, "IDLE", {"n": 2})
+    await ports.sessions.save(third, "GUARDING", {"n": 3})
+    working = await ports.sessions.in_states(("WORKING",))
+    assert [(r.key, r.state, r.data) for r in working] == [(KEY, "WORKING", {"n": 1})]
+    both = await ports.sessions.in_states(("WORKING", "GUARDING"))
+    assert {r.key for r in both} == {KEY, third}
+    assert await ports.sessions.in_states(("STOPPED",)) == []
+
+
+# -- inbox -----------------------------------------------------------------------------
+async def test_a_message_is_accepted_once_per_channel_and_id(ports: Ports) -> None:
+    assert await ports.inbox.accept("wa", "m1", KEY, {"x": 1})
+    assert not await ports.inbox.accept("wa", "m1", KEY, {"x": 2})
+    assert await ports.inbox.accept("tg", "m1", KEY, {"x": 3})
+    assert await ports.inbox.accept("wa", "m2", KEY, {"x": 4})
+    assert [p["x"] for p in await ports.inbox.queued()] == [1, 3, 4]
+
+
+async def test_the_queue_replays_unfinished_messages_oldest_first(ports: Ports) -> None:
+    for i in range(5):
+        assert await ports.inbox.accept("wa", f"m{i}", KEY, {"i": i, "nested": {"k": [i]}})
+    await ports.inbox.finish("wa", "m1")
+    await ports.inbox.finish("wa", "m3")
+    assert await ports.inbox.queued() == [
+        {"i": i, "nested": {"k": [i]}} for i in (0, 2, 4)]
+
+
+async def test_a_finished_message_stays_seen(ports: Ports) -> None:
+    assert not await ports.inbox.seen("wa", "m1")
+    await ports.inbox.accept("wa", "m1", KEY, {})
+    assert await ports.inbox.seen("wa", "m1")
+    await ports.inbox.finish("wa", "m1")
+    assert await ports.inbox.seen("wa", "m1")
+    assert not await ports.inbox.accept("wa", "m1", KEY, {})  # never handled twice
+    assert await ports.inbox.queued() == []
+    assert not await ports.inbox.seen("tg", "m1")
+
+
+async def test_finishing_an_unknown_message_changes_nothing(ports: Ports) -> None:
+    await ports.inbox.accept("wa", "m1", KEY, {"x": 1})
+    await ports.inbox.finish("wa", "nope")
+    assert not await ports.inbox.seen("wa", "nope")
+    assert await ports.inbox.queued() == [{"x": 1}]
+
+
+# -- messages --------------------------------------------------------------------------
+async def test_a_chat_with_no_messages_used_no_tokens(ports: Ports) -> None:
+    assert await ports.messages.token_totals(KEY) == (0, 0)
+
+
+async def test_logged_rows_count_before_they_are_flushed(ports: Ports) -> None:
+    ports.messages.log(KEY, "in", "hi")
+    ports.messages.log(KEY, "out", "hello", model="m", tokens_in=10, tokens_out=3)
+    ports.messages.log(OTHER, "out", "elsewhere", model="m", tokens_in=100, tokens_out=100)
+    assert await ports.messages.token_totals(KEY) == (10, 3)
+
+
+async def test_totals_stay_current_after_the_first_read(ports: Ports) -> None:
+    ports.messages.log(KEY, "out", "a", model="m", tokens_in=1, tokens_out=2)
+    assert await ports.messages.token_totals(KEY) == (1, 2)
+    ports.messages.log(KEY, "out", "b", model="m", tokens_in=5, tokens_out=7)
+    assert await ports.messages.token_totals(KEY) == (6, 9)
+    await ports.messages.flush()
+    assert await ports.messages.token_totals(KEY) == (6, 9)
+    assert await ports.messages.token_totals(OTHER) == (0, 0)
+
+
+async def test_added_rows_get_increasing_ids_and_count_in_totals(ports: Ports) -> None:
+    first = await ports.messages.add(KEY, "in", "one")
+    second = await ports.messages.add(KEY, "out", "two", model="m", tokens_in=4,
+                                      tokens_out=1)
+    assert 0 < first < second
+    await ports.messages.flush()  # nothing queued: a no-op
+    assert await ports.messages.token_totals(KEY) == (4, 1)
+
+
+# -- work: tasks -----------------------------------------------------------------------
+async def test_a_new_task_is_running(ports: Ports) -> None:
+    task_id = await ports.work.create_task(KEY, "demo", "fix the typo", "claude")
+    task = await ports.work.get_task(task_id)
+    assert task is not None
+    assert (task.id, task.session, task.repo, task.prompt, task.harness, task.status) == (
+        task_id, "terminal:owner", "demo", "fix the typo", "claude", "running")
+    assert await ports.work.get_task(task_id + 100) is None
+    other = await ports.work.create_task(OTHER, "demo", "again", "codex")
+    assert other != task_id
+
+
+async def test_a_task_moves_through_its_statuses(ports: Ports) -> None:
+    task_id = await ports.work.create_task(KEY, "demo", "p", "claude")
+    await ports.work.finish_task(task_id, "proposed", "done: 3 files", tokens_in=5,
+                                 tokens_out=6, cost_usd=0.01)
+    task = await ports.work.get_task(task_id)
+    assert task is not None and task.status == "proposed"
+    await ports.work.set_task_status(task_id, "committed")
+    task = await ports.work.get_task(task_id)
+    assert task is not None and task.status == "committed"
+
+
+async def test_task_checks_are_kept(ports: Ports) -> None:
+    task_id = await ports.work.create_task(KEY, "demo", "p", "claude")
+    assert await ports.work.task_checks(task_id) == []
+    await ports.work.set_task_checks(task_id, ["pytest -q", "ruff check ."])
+    assert await ports.work.task_checks(task_id) == ["pytest -q", "ruff check ."]
+    assert await ports.work.task_checks(task_id + 100) == []
+
+
+# -- work: approvals -------------------------------------------------------------------
+async def _approval(ports: Ports, key: SessionKey, nonce: str, ttl: float = 600.0) -> int:
+    task_id = await ports.work.create_task(key, "demo", "p", "claude")
+    return await ports.work.create_approval(key, task_id, "demo", nonce, "hash", "base",
+                                            "owner", ttl)
+
+
+async def test_an_approval_starts_pending_with_its_expiry(ports: Ports) -> None:
+    before = time.time()
+    approval_id = await _approval(ports, KEY, "n1", ttl=600.0)
+    row = await ports.work.get_approval(approval_id)
+    assert row is not None
+    assert (row.session, row.repo, row.nonce, row.diff_hash, row.base_sha, row.owner,
+            row.status) == ("terminal:owner", "demo", "n1", "hash", "base", "owner",
+                            "pending")
+    assert before + 600.0 <= row.expires_at <= time.time() + 600.0
+    assert await ports.work.get_approval(approval_id + 100) is None
+
+
+async def test_a_new_approval_supersedes_the_sessions_pending_one(ports: Ports) -> None:
+    first = await _approval(ports, KEY, "n1")
+    elsewhere = await _approval(ports, OTHER, "n2")
+    second = await _approval(ports, KEY, "n3")
+    statuses = [(await ports.work.get_approval(i)) for i in (first, elsewhere, second)]
+    assert [r.status if r else None for r in statuses] == [
+        "superseded", "pending", "pending"]
+    assert not await ports.work.decide_approval(first, "approved")  # can never be answered
+
+
+async def test_an_approval_is_decided_once(ports: Ports) -> None:
+    approval_id = await _approval(ports, KEY, "n1")
+    assert await ports.work.decide_approval(approval_id, "approved")
+    assert not await ports.work.decide_approval(approval_id, "rejected")
+    row = await ports.work.get_approval(approval_id)
+    assert row is not None and row.status == "approved"
+    assert not await ports.work.decide_approval(approval_id + 100, "approved")
+
+
+# -- work: commits (for /undo) ---------------------------------------------------------
+async def test_undo_walks_back_through_the_sessions_commits(ports: Ports) -> None:
+    assert await ports.work.last_commit(KEY) is None
+    task_id = await ports.work.create_task(KEY, "demo", "p", "claude")
+    await ports.work.record_commit(KEY, "demo", "sha1", "base", task_id, "first")
+    await ports.work.record_commit(KEY, "demo", "sha2", "sha1", None, "second")
+    await ports.work.record_commit(OTHER, "demo", "sha9", "x", None, "elsewhere")
+    last = await ports.work.last_commit(KEY)
+    assert last is not None
+    assert (last.session, last.repo, last.sha, last.parent, last.task_id, last.summary) == (
+        "terminal:owner", "demo", "sha2", "sha1", None, "second")
+    await ports.work.mark_undone(last.id, "revert2")
+    previous = await ports.work.last_commit(KEY)
+    assert previous is not None
+    assert (previous.sha, previous.task_id, previous.summary) == ("sha1", task_id, "first")
+    await ports.work.mark_undone(previous.id, "revert1")
+    assert await ports.work.last_commit(KEY) is None
+    elsewhere = await ports.work.last_commit(OTHER)
+    assert elsewhere is not None and elsewhere.sha == "sha9"
