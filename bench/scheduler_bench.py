@@ -29,6 +29,7 @@ from bench._common import ratio, summary, table
 from channels.base import Capabilities, InboundSink
 from core.clock import SystemClock
 from core.events import Inbound, Outbound, SendResult, SessionKey
+from core.tasks import Spawner
 from orchestrator.config import load_settings
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler import Scheduler
@@ -43,14 +44,14 @@ class ArrivalChannel:
     """A channel that only notes when each message arrived."""
 
     name = "bench"
-    capabilities = Capabilities(max_message_chars=4000, markup="plain")
+    capabilities = Capabilities(message_limit=4000, markup="plain")
 
     def __init__(self) -> None:
         self.arrivals: dict[str, float] = {}
         self.all_in = asyncio.Event()
         self.expected = 0
 
-    async def start(self, sink: InboundSink) -> None:
+    async def start(self, sink: InboundSink, spawner: Spawner) -> None:
         return None
 
     async def stop(self) -> None:

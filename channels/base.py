@@ -7,13 +7,26 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.events import Inbound, Outbound, SendResult
+from core.tasks import Spawner
+from core.text import Measure
 
 InboundSink = Callable[[Inbound], Awaitable[None]]
 
 
+def as_is(text: str) -> str:
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    max_message_chars: int = 4000
+    # One message's size as ``measure`` counts it (Telegram: UTF-16 code units). The
+    # messenger cuts every reply to it (core.text.split_message); channels never split.
+    message_limit: int = 4000
+    measure: Measure = len
+    # The core's Markdown -> the channel's own markup, applied before the cut when that
+    # markup still marks code with ``` fences (WhatsApp); a channel whose wire format
+    # cannot be cut (Telegram's HTML) renders each message in ``send`` instead.
+    render: Callable[[str], str] = as_is
     can_edit: bool = False
     markup: str = "plain"  # plain | whatsapp | markdown | json
     can_react: bool = False  # inbound reactions (👍/👎) can answer approvals
@@ -29,13 +42,16 @@ class Channel(Protocol):
     name: str
     capabilities: Capabilities
 
-    async def start(self, sink: InboundSink) -> None:
-        """Begin delivering inbound messages to ``sink``."""
+    async def start(self, sink: InboundSink, spawner: Spawner) -> None:
+        """Begin delivering inbound messages to ``sink``. Every background task the
+        channel needs is started through ``spawner`` (the application's supervisor)."""
 
-    async def stop(self) -> None: ...
+    async def stop(self) -> None:
+        """Undo ``start``: cancel and await every task it spawned, in reverse order."""
 
     async def send(self, message: Outbound) -> SendResult:
-        """Send (or, with ``message.edit_of``, edit in place where ``can_edit``)."""
+        """Send one message (already cut to ``message_limit`` and ``render``ed by the
+        messenger), or with ``message.edit_of`` edit in place where ``can_edit``."""
 
     async def set_typing(self, chat: str, typing: bool) -> None:
         """Show or clear a typing indicator; a no-op where the channel has none."""

@@ -11,15 +11,16 @@ import sys
 import threading
 import uuid
 from contextlib import suppress
-from typing import TextIO
+from typing import Any, TextIO
 
 from channels.base import Capabilities, InboundSink
 from core.events import Inbound, Outbound, SendResult
+from core.tasks import Spawner, cancel_and_wait
 
 
 class TerminalChannel:
     name = "terminal"
-    capabilities = Capabilities(max_message_chars=4000, can_edit=False, markup="plain")
+    capabilities = Capabilities(message_limit=4000, can_edit=False, markup="plain")
 
     def __init__(
         self,
@@ -35,24 +36,20 @@ class TerminalChannel:
         self._read_stdin = read_stdin
         self._on_eof = on_eof
         self._sink: InboundSink | None = None
-        self._reader_task: asyncio.Task[None] | None = None
+        self._reader_task: asyncio.Task[Any] | None = None
         self._sent = 0
 
-    async def start(self, sink: InboundSink) -> None:
+    async def start(self, sink: InboundSink, spawner: Spawner) -> None:
         if self._sink is not None:
             raise RuntimeError("terminal channel already started")
         self._sink = sink
         if self._read_stdin:
-            self._reader_task = asyncio.get_running_loop().create_task(
-                self._read_lines(), name="channel:terminal:stdin"
-            )
+            self._reader_task = spawner.spawn(self._read_lines(),
+                                              name="channel:terminal:stdin")
 
     async def stop(self) -> None:
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._reader_task
-            self._reader_task = None
+        task, self._reader_task = self._reader_task, None
+        await cancel_and_wait(task)
         self._sink = None
 
     async def submit(self, text: str, *, message_id: str | None = None) -> Inbound:

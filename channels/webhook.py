@@ -54,9 +54,10 @@ from aiohttp import web
 
 from channels.base import Capabilities, InboundSink
 from channels.http import HttpServer
+from channels.webhook_settings import WebhookSettings
 from core.errors import ConfigError, SendFailed
 from core.events import Inbound, Outbound, SendResult
-from orchestrator.config import WebhookSettings
+from core.tasks import Spawner
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 
 class WebhookChannel:
     name = "webhook"
-    capabilities = Capabilities(max_message_chars=100_000, markup="json")
+    capabilities = Capabilities(message_limit=100_000, markup="json")
 
     def __init__(
         self,
@@ -126,7 +127,8 @@ class WebhookChannel:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def start(self, sink: InboundSink) -> None:
+    async def start(self, sink: InboundSink, spawner: Spawner) -> None:
+        # No task of its own: requests run in the HTTP listener's handlers.
         if self._sink is not None:
             raise RuntimeError("webhook channel already started")
         self._sink, self._closing = sink, False

@@ -188,7 +188,7 @@ class App:
         for row in await store.sessions.in_states((State.WORKING.value,)):
             await runner.recover(await sessions.get(row.key))
         for channel in self.channels:
-            await channel.start(gateway.receive)
+            await channel.start(gateway.receive, supervisor)  # its tasks are ours too
             stack.push_async_callback(channel.stop)
         if self.http is not None and self.http.routes:  # polling-only: no listener at all
             await self.http.start()

@@ -1,5 +1,6 @@
 """Outbound: the one way replies leave Fetch. Routed to the channel they belong to,
-split to the channel's size, recorded in SQLite and the session journal."""
+recorded in SQLite and the session journal, rendered in the channel's markup and cut to
+its size (the only place a reply is split: ``core.text.split_message``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from channels.base import Channel
 from core.errors import ChannelError
 from core.events import Outbound, SendResult, SessionKey
+from core.text import split_message
 from orchestrator.store import Journal, Store
 
 log = logging.getLogger(__name__)
@@ -38,34 +40,6 @@ def phone_wrap(text: str, width: int = PHONE_WIDTH) -> str:
         out.extend(textwrap.wrap(line, width=width, subsequent_indent=hang,
                                  break_long_words=True, break_on_hyphens=False))
     return "\n".join(out)
-
-
-def split_message(text: str, limit: int) -> list[str]:
-    """Chunks of at most ``limit`` chars, cut at line ends, never inside a ``` block
-    unless one block alone is longer than the limit (then it is closed and reopened)."""
-    if len(text) <= limit:
-        return [text]
-    chunks: list[str] = []
-    current: list[str] = []
-    size = 0
-    in_code = False
-    for line in text.split("\n"):
-        extra = len(line) + 1
-        if size + extra > limit and current:
-            if in_code:
-                current.append("```")
-            chunks.append("\n".join(current))
-            current, size = (["```"], 4) if in_code else ([], 0)
-        while len(line) + 1 > limit - 8:  # a single monster line: hard-cut it
-            head, line = line[: limit - 8], line[limit - 8 :]
-            chunks.append(head)
-        current.append(line)
-        size += len(line) + 1
-        if line.strip().startswith("```"):
-            in_code = not in_code
-    if current:
-        chunks.append("\n".join(current))
-    return [c for c in chunks if c.strip()]
 
 
 class Messenger:
@@ -145,7 +119,8 @@ class Messenger:
         log_key = key
         key = self._routes.get(key, key)
         channel = self.channel(key.channel)
-        if channel.capabilities.markup != "json":
+        caps = channel.capabilities
+        if caps.markup != "json":
             text = phone_wrap(text)
         # Recorded before it is sent: whatever the owner can see is already in the log.
         self._store.messages.log(
@@ -156,8 +131,8 @@ class Messenger:
         copy = self._copies.get(log_key)
         if copy is not None and edit_of is None:  # new messages only, not progress edits
             copy(text)
-        parts = split_message(text, channel.capabilities.max_message_chars)
-        if edit_of and channel.capabilities.can_edit and len(parts) == 1:
+        parts = split_message(caps.render(text), caps.message_limit, caps.measure)
+        if edit_of and caps.can_edit and len(parts) == 1:
             edited = await channel.send(Outbound(key.channel, key.chat, parts[0],
                                                  edit_of=edit_of))
             self._remember(key.channel, edited.message_id)
@@ -165,7 +140,8 @@ class Messenger:
         last = SendResult(message_id="")
         for i, part in enumerate(parts):
             nonce = approval_nonce if i == len(parts) - 1 else None  # buttons on the last
-            last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=reply_to,
+            quote = reply_to if i == 0 else None  # the first part quotes the question
+            last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=quote,
                                                approval_nonce=nonce))
             self._remember(key.channel, last.message_id)
         return last

@@ -7,8 +7,11 @@ a request without the exact secret in ``X-Telegram-Bot-Api-Secret-Token`` gets 4
 Stopping never deletes the webhook: Telegram keeps what arrives meanwhile and delivers
 it when Fetch is back.
 
-Replies are sent as Telegram HTML (see ``format``); a message carrying an approval nonce
-gets 👍/👎 buttons whose tap comes back as a yes/no reaction to that message.
+Replies arrive cut to Telegram's size (``Capabilities.measure`` counts UTF-16 code
+units, as Telegram does) and are sent as Telegram HTML (see ``format``); a message
+carrying an approval nonce gets 👍/👎 buttons whose tap comes back as a yes/no reaction
+to that message. The poller (or webhook registration) and the typing indicators are
+tasks of the application's supervisor (``start``'s spawner); ``stop`` ends them.
 """
 
 from __future__ import annotations
@@ -27,21 +30,18 @@ from aiohttp import web
 from channels.base import Capabilities, InboundSink
 from channels.http import HttpServer
 from channels.telegram.api import BotApi, TelegramApiError
-from channels.telegram.format import (
-    LIMIT,
-    approval_keyboard,
-    split_text,
-    to_html,
-)
+from channels.telegram.format import LIMIT, approval_keyboard, to_html
 from channels.telegram.updates import (
     SeenUpdates,
     message_ref,
     parse_ref,
     to_inbound,
 )
+from channels.telegram_settings import TelegramSettings
 from core.errors import ConfigError, SendFailed
 from core.events import Inbound, Outbound, SendResult
-from orchestrator.config import TelegramSettings
+from core.tasks import Spawner, cancel_and_wait
+from core.text import utf16_units
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,8 @@ def _chat_id(chat: str) -> int | str:
 class TelegramChannel:
     name = "telegram"
     # markup: the core writes Markdown (``` fences, `code`); this adapter renders it.
-    capabilities = Capabilities(max_message_chars=LIMIT, can_edit=True, markup="markdown",
-                                can_react=True, typing=True)
+    capabilities = Capabilities(message_limit=LIMIT, measure=utf16_units, can_edit=True,
+                                markup="markdown", can_react=True, typing=True)
 
     def __init__(
         self,
@@ -111,41 +111,37 @@ class TelegramChannel:
         self._seen = SeenUpdates()
         self._offset = 0
         self._sink: InboundSink | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._typing: dict[str, asyncio.Task[None]] = {}
+        self._spawner: Spawner | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._typing: dict[str, asyncio.Task[Any]] = {}
         self._problem: str | None = None
         self._ready = False  # polling started / webhook registered
         self._last_update: float | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def start(self, sink: InboundSink) -> None:
+    async def start(self, sink: InboundSink, spawner: Spawner) -> None:
         if self._sink is not None:
             raise RuntimeError("telegram channel already started")
         await self._api.open()
-        self._sink = sink
+        self._sink, self._spawner = sink, spawner
         # Network work happens in the background task: Telegram being unreachable at
         # boot must not keep the rest of Fetch (terminal, webhook) from starting.
         body = self._poll() if self._mode == "polling" else self._register_webhook()
-        self._task = asyncio.get_running_loop().create_task(
-            body, name=f"channel:telegram:{self._mode}")
+        self._task = spawner.spawn(body, name=f"channel:telegram:{self._mode}")
         self._task.add_done_callback(self._task_done)
 
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        # Both loops retry every API error; anything else is a bug worth a traceback,
-        # and health() must not keep claiming all is well.
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        # Both loops retry every API error; anything else is a bug (the supervisor logs
+        # its traceback), and health() must not keep claiming all is well.
         if not task.cancelled() and task.exception() is not None:
             self._problem, self._ready = f"stopped by {task.exception()!r}", False
-            log.error("telegram %s task failed", self._mode, exc_info=task.exception())
 
     async def stop(self) -> None:
         # The poller goes first: nothing it takes from here on could reach the gateway,
         # and it must not move the offset past an update it did not hand over.
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with suppress(asyncio.CancelledError, Exception):  # Exception: logged when done
-                await task
+        await cancel_and_wait(task)
         self._sink = None  # webhook requests from here on get 503, Telegram retries later
         for chat in list(self._typing):
             await self._stop_typing(chat)
@@ -157,6 +153,7 @@ class TelegramChannel:
                                                     "limit": 1}, request_seconds=5)
         await self._api.close()
         self._ready = False
+        self._spawner = None
 
     def health(self) -> str:
         if self._task is None:
@@ -279,29 +276,23 @@ class TelegramChannel:
     async def send(self, message: Outbound) -> SendResult:
         if self._task is None:
             raise SendFailed("telegram channel is not started")
-        chunks = split_text(message.text)
-        chat = _chat_id(message.chat)
-        last = ""
-        for i, chunk in enumerate(chunks):
-            params: dict[str, Any] = {"chat_id": chat, "text": to_html(chunk),
-                                      "parse_mode": "HTML",
-                                      "link_preview_options": {"is_disabled": True}}
-            if message.approval_nonce and i == len(chunks) - 1:
-                # Under the last chunk: its id is what send returns, so it is the message
-                # approvals compare a tap's reply_to with. Only diffs carry a nonce; a
-                # "more" page also ends in "Apply? (yes/no)" but a tap there would answer
-                # a message approvals do not know, so pages get no buttons.
-                params["reply_markup"] = approval_keyboard(message.approval_nonce)
-            try:
-                edited = await self._edit(message, params) if i == 0 else None
-                if edited is None:
-                    if i == 0:
-                        self._reply_params(message, params)
-                    edited = await self._send_one(params, chunk)
-            except TelegramApiError as err:
-                raise SendFailed(str(err)) from err
-            last = message_ref(message.chat, edited)
-        return SendResult(message_id=last)
+        params: dict[str, Any] = {"chat_id": _chat_id(message.chat),
+                                  "text": to_html(message.text), "parse_mode": "HTML",
+                                  "link_preview_options": {"is_disabled": True}}
+        if message.approval_nonce:
+            # The messenger puts the nonce on a reply's last message: its id is what send
+            # returns, so it is the message approvals compare a tap's reply_to with. Only
+            # diffs carry a nonce; a "more" page also ends in "Apply? (yes/no)" but a tap
+            # there would answer a message approvals do not know, so pages get no buttons.
+            params["reply_markup"] = approval_keyboard(message.approval_nonce)
+        try:
+            sent = await self._edit(message, params)
+            if sent is None:
+                self._reply_params(message, params)
+                sent = await self._send_one(params, message.text)
+        except TelegramApiError as err:
+            raise SendFailed(str(err)) from err
+        return SendResult(message_id=message_ref(message.chat, sent))
 
     def _reply_params(self, message: Outbound, params: dict[str, Any]) -> None:
         target = parse_ref(message.reply_to) if message.reply_to else None
@@ -351,16 +342,12 @@ class TelegramChannel:
 
     async def set_typing(self, chat: str, typing: bool) -> None:
         await self._stop_typing(chat)
-        if typing and self._task is not None:
-            self._typing[chat] = asyncio.get_running_loop().create_task(
+        if typing and self._task is not None and self._spawner is not None:
+            self._typing[chat] = self._spawner.spawn(
                 self._keep_typing(chat), name=f"channel:telegram:typing:{chat}")
 
     async def _stop_typing(self, chat: str) -> None:
-        task = self._typing.pop(chat, None)
-        if task is not None:
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._typing.pop(chat, None))
 
     async def _keep_typing(self, chat: str) -> None:
         # Telegram shows "typing…" for 5 s per call: repeat until cleared, but never

@@ -1,10 +1,11 @@
-"""Text for Telegram: the core's Markdown-ish replies rendered as Telegram HTML, cut into
-messages Telegram accepts, and the 👍/👎 keyboard under a diff that awaits approval.
+"""Text for Telegram: the core's Markdown-ish replies rendered as Telegram HTML, and the
+👍/👎 keyboard under a diff that awaits approval.
 
 HTML rather than MarkdownV2: it needs three characters escaped (``& < >``) instead of
 eighteen, so a diff or a stack trace can never break the parse. Telegram's limit (4096)
-counts UTF-16 code units of the text after entity parsing; cutting the *source* at that
-count is conservative, since fences and escapes only ever shrink when parsed.
+counts UTF-16 code units of the text after entity parsing; the messenger cuts the
+*Markdown* at that count (``Capabilities.measure``) before it is rendered here, which is
+conservative, since fences and escapes only ever shrink when parsed.
 """
 
 from __future__ import annotations
@@ -13,75 +14,14 @@ import html
 import re
 from typing import Any
 
-LIMIT = 4096
+from core.text import FENCE, fence_opener
+
+LIMIT = 4096  # UTF-16 code units
 CALLBACK_YES = "fetch:yes"
 CALLBACK_NO = "fetch:no"
-FENCE = "```"
 
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _BOLD = re.compile(r"\*\*([^*\n]+)\*\*")
-_LANG = re.compile(r"^[\w+-]{1,32}$")
-
-
-def units(text: str) -> int:
-    """Length as Telegram counts it: UTF-16 code units (an emoji is two)."""
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _hard_cut(line: str, limit: int) -> list[str]:
-    """A line longer than ``limit`` units, cut into pieces that fit (never mid-character)."""
-    if units(line) <= limit:
-        return [line]
-    pieces: list[str] = []
-    current: list[str] = []
-    size = 0
-    for ch in line:
-        width = units(ch)
-        if size + width > limit:
-            pieces.append("".join(current))
-            current = []
-            size = 0
-        current.append(ch)
-        size += width
-    pieces.append("".join(current))
-    return pieces
-
-
-def _opener(fence_line: str) -> str:
-    """The fence that reopens a cut block: same language, nothing else (bounded length)."""
-    tag = fence_line.strip()[len(FENCE):].strip()
-    return FENCE + tag if _LANG.match(tag) else FENCE
-
-
-def split_text(text: str, limit: int = LIMIT) -> list[str]:
-    """Chunks of at most ``limit`` units, cut at line ends. A code block that has to be cut
-    is closed at the end of one chunk and reopened (same language) at the start of the next,
-    so every chunk renders as balanced HTML."""
-    if units(text) <= limit:
-        return [text]
-    closer = units(FENCE) + 1
-    chunks: list[str] = []
-    current: list[str] = []
-    size = 0
-    opener = ""  # the fence line that opened the block we are in; "" outside code
-    for line in text.split("\n"):
-        is_fence = line.strip().startswith(FENCE)
-        closes = is_fence and bool(opener)
-        for piece in _hard_cut(line, limit - 2 * closer - units(opener or FENCE)):
-            # Inside a block every line keeps room for the fence that may have to close it.
-            reserve = closer if opener and not closes else 0
-            if current and size + units(piece) + 1 + reserve > limit:
-                if opener:
-                    current.append(FENCE)
-                chunks.append("\n".join(current))
-                current, size = ([opener], units(opener) + 1) if opener else ([], 0)
-            current.append(piece)
-            size += units(piece) + 1
-        if is_fence:
-            opener = "" if closes else _opener(line)
-    if current:
-        chunks.append("\n".join(current))
-    return [c for c in chunks if c.strip()]
 
 
 def _inline(text: str) -> str:
@@ -114,7 +54,7 @@ def to_html(text: str) -> str:
         if stripped.startswith(FENCE):
             if code is None:
                 flush_prose()
-                lang = _opener(stripped)[len(FENCE):]
+                lang = fence_opener(stripped)[len(FENCE):]
                 code = []
             else:
                 flush_code()

@@ -4,10 +4,12 @@ Inbound: neonize calls back from its own threads; ``_post`` only hands each even
 this channel's loop (``call_soon_threadsafe`` into a queue), and one owned task, the
 pump, handles them in order: normalise (``normalize.py``), drop what is not addressed
 to Fetch (``trigger.py``, logged only), download media, remember the chat wrote, deliver
-to the gateway, send a read receipt. Outbound: reply-only, WhatsApp markup, chunks,
-pacing, quote the message replied to, edit in place. A second owned task, the monitor
+to the gateway, send a read receipt. Outbound (one message, already in WhatsApp markup
+and cut to size by the messenger, see ``format``): reply-only, pacing, quote the message
+replied to, edit in place. A second owned task, the monitor
 (``connection.py``), probes the connection and reconnects with backoff; alerts (logged
-out, banned, session replaced) stop it and go to ``on_alert`` and ``health()``.
+out, banned, session replaced) stop it and go to ``on_alert`` and ``health()``. Both
+tasks are the application's (``start``'s spawner); ``stop`` cancels them in reverse.
 """
 
 from __future__ import annotations
@@ -32,16 +34,17 @@ from channels.whatsapp.connection import (
     wait_for_event,
 )
 from channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
-from channels.whatsapp.format import SAFE_CHARS, split_for_whatsapp, to_whatsapp
+from channels.whatsapp.format import SAFE_CHARS, to_whatsapp
 from channels.whatsapp.health import Backoff, ConnectionHealth
 from channels.whatsapp.jids import jid_str, parse_jid, participant, phone_digits
 from channels.whatsapp.ledger import Ledger
 from channels.whatsapp.normalize import MediaRef, NormalizeContext
 from channels.whatsapp.pacing import Pacer
 from channels.whatsapp.trigger import TriggerRules, route
+from channels.whatsapp_settings import WhatsAppSettings
 from core.errors import ChannelError, SendFailed
 from core.events import Attachment, Inbound, Outbound, SendResult
-from orchestrator.config import WhatsAppSettings
+from core.tasks import Spawner, cancel_and_wait
 
 log = logging.getLogger(__name__)
 AlertHandler = Callable[[str], None]
@@ -79,7 +82,8 @@ class WhatsAppChannel:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.capabilities = Capabilities(
-            max_message_chars=SAFE_CHARS, can_edit=True, markup="whatsapp", can_react=True,
+            message_limit=SAFE_CHARS, render=to_whatsapp, can_edit=True, markup="whatsapp",
+            can_react=True,
             typing=True, min_send_interval=settings.min_send_interval_seconds,
             sends_per_minute=settings.sends_per_minute, reply_only=True,
         )
@@ -103,7 +107,8 @@ class WhatsAppChannel:
         self._seen: OrderedDict[str, _Seen] = OrderedDict()
         self._sink: InboundSink | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._spawner: Spawner | None = None
+        self._tasks: list[asyncio.Task[Any]] = []  # in start order
         self._new_loop_state()
 
     def _new_loop_state(self) -> None:
@@ -114,10 +119,11 @@ class WhatsAppChannel:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def start(self, sink: InboundSink) -> None:
+    async def start(self, sink: InboundSink, spawner: Spawner) -> None:
         if self._sink is not None:
             raise RuntimeError("whatsapp channel already started")
         self._sink = sink
+        self._spawner = spawner
         self._loop = asyncio.get_running_loop()
         self._new_loop_state()
         self._conn.reset()
@@ -168,25 +174,19 @@ class WhatsAppChannel:
         self._health.set("stopped")
         self._sink = None
         self._loop = None
+        self._spawner = None
 
     async def _cancel(self, prefix: str) -> None:
-        tasks = {t for t in self._tasks if t.get_name().startswith(prefix)}
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with suppress(asyncio.CancelledError):
-                await task
-        self._tasks -= tasks
+        """Cancel and await this channel's tasks named ``prefix``*, newest first."""
+        tasks = [t for t in reversed(self._tasks) if t.get_name().startswith(prefix)]
+        await cancel_and_wait(*tasks)
+        self._tasks = [t for t in self._tasks if t not in tasks]
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("whatsapp: task %s failed", task.get_name(), exc_info=task.exception())
+        # Owned by the application's supervisor, which logs a failure; tracked here too
+        # so that stop() can end exactly what start() began.
+        assert self._spawner is not None
+        self._tasks.append(self._spawner.spawn(coro, name=name))
 
     def health(self) -> str:
         return self._health.line()
@@ -296,18 +296,14 @@ class WhatsAppChannel:
             error = RecipientNotAllowed(message.chat)
             log.warning("whatsapp: %s", error)
             raise error
-        parts = split_for_whatsapp(to_whatsapp(message.text), self.capabilities.max_message_chars)
         jid = parse_jid(message.chat)
-        last = ""
-        for index, part in enumerate(parts):
-            await self._pacer.acquire()
-            if index == 0 and message.edit_of:
-                last = await self._edit(jid, message.chat, message.edit_of, part,
-                                        message.reply_to)
-            else:
-                last = await self._send_text(jid, message.chat, part,
-                                             message.reply_to if index == 0 else None)
-        return SendResult(message_id=last)
+        await self._pacer.acquire()
+        if message.edit_of:
+            sent = await self._edit(jid, message.chat, message.edit_of, message.text,
+                                    message.reply_to)
+        else:
+            sent = await self._send_text(jid, message.chat, message.text, message.reply_to)
+        return SendResult(message_id=sent)
 
     async def _in_flight(self, call: Coroutine[Any, Any, str]) -> str:
         """Run one client send, counted so an echo arriving meanwhile waits for its id."""

@@ -31,7 +31,7 @@ class RecordingChannel:
         self.sent: list[Outbound] = []
         self.sink: Callable[[Inbound], object] | None = None
 
-    async def start(self, sink: Callable[[Inbound], object]) -> None:
+    async def start(self, sink: Callable[[Inbound], object], spawner: object) -> None:
         self.sink = sink
 
     async def stop(self) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from channels.telegram import TelegramChannel
 from channels.telegram.channel import Backoff
+from orchestrator.supervisor import TaskSupervisor
 from tests.channels.telegram.support import RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi
 
@@ -38,7 +39,7 @@ async def make_channel(
             kwargs.setdefault("backoff", Backoff(0.05, 0.2))
             channel = TelegramChannel(settings, **kwargs)
             if start:
-                await channel.start(sink)
+                await channel.start(sink, TaskSupervisor())
                 stack.push_async_callback(channel.stop)
             return channel
 

@@ -1,9 +1,20 @@
-"""Rendering and cutting, without the network."""
+"""Rendering and cutting (by the messenger's splitter, Telegram's measure), without the
+network."""
 
 from __future__ import annotations
 
-from channels.telegram.format import approval_keyboard, split_text, to_html, units
+from channels.telegram import TelegramChannel
+from channels.telegram.format import approval_keyboard, to_html
+from core.text import split_message
+from core.text import utf16_units as units
 from tests.fakes.telegram_api import parse_html
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """What the messenger does with a reply for Telegram: the one splitter, with the
+    measure and rendering the channel declares."""
+    caps = TelegramChannel.capabilities
+    return split_message(caps.render(text), limit, caps.measure)
 
 
 def test_every_special_character_is_escaped() -> None:

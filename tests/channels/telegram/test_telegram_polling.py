@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from channels.telegram.channel import Backoff, TelegramChannel
+from orchestrator.supervisor import TaskSupervisor
 from tests.channels.telegram.support import OWNER, RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi
 
@@ -75,7 +76,7 @@ async def test_unreachable_api_never_crashes_and_stops_cleanly(
 ) -> None:
     settings = settings_for(tg, api_base="http://127.0.0.1:9")  # nothing listens there
     channel = TelegramChannel(settings, poll_timeout=1, backoff=Backoff(0.02, 0.05))
-    await channel.start(sink)
+    await channel.start(sink, TaskSupervisor())
     try:
         for _ in range(100):
             if "not ready" in channel.health():
@@ -111,7 +112,7 @@ async def test_a_failing_sink_does_not_stop_the_poller(
             raise RuntimeError("gateway exploded")
 
     channel = await make_channel(start=False)
-    await channel.start(flaky)
+    await channel.start(flaky, TaskSupervisor())
     try:
         tg.push_message("boom", chat_id=OWNER, from_id=OWNER)
         tg.push_message("after", chat_id=OWNER, from_id=OWNER)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.errors import SendFailed
-from core.events import Outbound
+from core.events import Outbound, SessionKey
+from tests.channels.outbound import messenger_for
 from tests.channels.telegram.support import OWNER, RecordingSink
 from tests.fakes.telegram_api import FakeTelegramApi
 
@@ -123,12 +125,14 @@ async def test_edit_in_place(tg: FakeTelegramApi, make_channel: Callable[..., An
 
 
 async def test_long_message_is_chunked_without_breaking_the_code_block(
-    tg: FakeTelegramApi, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi, make_channel: Callable[..., Any], tmp_path: Path,
 ) -> None:
     channel = await make_channel()
     code = [f"line {i:03d} <{'x' * 40}> & more" for i in range(300)]
     text = "Here is the file:\n```python\n" + "\n".join(code) + "\n```\nApply? (yes/no)"
-    result = await channel.send(out(text, approval_nonce=NONCE))
+    async with messenger_for(channel, tmp_path) as messenger:  # the one place that cuts
+        result = await messenger.send(SessionKey("telegram", str(OWNER)), text,
+                                      approval_nonce=NONCE)
     sent = tg.sent(OWNER)
     assert len(sent) >= 3  # ~20k characters; the fake refuses anything over 4096
     for m in sent:

@@ -16,8 +16,11 @@ import pytest
 
 from channels.whatsapp import RecipientNotAllowed, WhatsAppChannel
 from channels.whatsapp import _neonize as nz
+from channels.whatsapp.format import to_whatsapp
 from core.errors import SendFailed
-from core.events import Outbound
+from core.events import Outbound, SessionKey
+from orchestrator.supervisor import TaskSupervisor
+from tests.channels.outbound import messenger_for
 
 from .builders import (
     FRIEND,
@@ -173,8 +176,9 @@ async def test_replies_are_whatsapp_markup_in_chunks(wa: Harness) -> None:
     wa.client.emit(text_from(OWNER, "show me", id="3EB0Q"))
     await wa.next()
     body = "```diff\n" + "\n".join(f"+ line {i:04d} " + "x" * 40 for i in range(200)) + "\n```"
-    result = await wa.channel.send(
-        Outbound("whatsapp", OWNER_CHAT, f"**Diff** for *myapp*:\n\n{body}", reply_to="3EB0Q"))
+    async with messenger_for(wa.channel, wa.home) as messenger:  # the one place that cuts
+        result = await messenger.send(SessionKey("whatsapp", OWNER_CHAT),
+                                      f"**Diff** for *myapp*:\n\n{body}", reply_to="3EB0Q")
     sends = wa.client.named("send")
     assert len(sends) == 4 and all(len(c.text) <= 3500 for c in sends)
     assert sends[0].text.startswith("*Diff* for _myapp_:\n\n```\n+ line 0000")
@@ -262,7 +266,7 @@ async def test_a_failed_send_is_send_failed(tmp_path: Path) -> None:
 
 async def test_start_twice_is_refused_and_stop_is_symmetric(wa: Harness) -> None:
     with pytest.raises(RuntimeError):
-        await wa.channel.start(wa.sink)
+        await wa.channel.start(wa.sink, TaskSupervisor())
     await wa.channel.stop()
     assert [c.name for c in wa.client.calls] == ["connect", "disconnect"]
     assert wa.channel.health().startswith("whatsapp: stopped")
@@ -275,7 +279,8 @@ def test_capabilities_follow_the_settings(tmp_path: Path) -> None:
     channel = WhatsAppChannel(settings(min_send_interval_seconds=4, sends_per_minute=10),
                               tmp_path, client=FakeWhatsAppClient())
     caps = channel.capabilities
-    assert (caps.max_message_chars, caps.markup, caps.can_edit, caps.can_react, caps.typing,
+    assert (caps.message_limit, caps.markup, caps.can_edit, caps.can_react, caps.typing,
             caps.reply_only) == (3500, "whatsapp", True, True, True, True)
     assert (caps.min_send_interval, caps.sends_per_minute) == (4, 10)
+    assert (caps.render, caps.measure) == (to_whatsapp, len)  # the goldens' pipeline
     assert channel.name == "whatsapp"

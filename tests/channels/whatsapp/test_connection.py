@@ -14,6 +14,7 @@ from channels.whatsapp import _neonize as nz
 from channels.whatsapp.health import Backoff, ConnectionHealth
 from core.errors import ChannelError
 from core.events import Outbound
+from orchestrator.supervisor import TaskSupervisor
 
 from .builders import OWNER, text_from
 from .fake_client import FakeWhatsAppClient
@@ -200,10 +201,10 @@ async def test_a_failed_start_leaves_nothing_running(tmp_path: Path) -> None:
         return None
 
     with pytest.raises(RuntimeError, match="boom"):
-        await channel.start(sink)
+        await channel.start(sink, TaskSupervisor())
     assert channel.health().startswith("whatsapp: stopped")
     assert client.sink is None
     client.explode = False
-    await channel.start(sink)  # and it can be started again
+    await channel.start(sink, TaskSupervisor())  # and it can be started again
     assert [c.name for c in client.calls] == ["disconnect", "connect"]
     await channel.stop()

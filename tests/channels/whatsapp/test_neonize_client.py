@@ -23,6 +23,7 @@ from channels.whatsapp import WhatsAppChannel
 from channels.whatsapp import _neonize as nz
 from channels.whatsapp.client import NeonizeClient
 from core.events import Inbound
+from orchestrator.supervisor import TaskSupervisor
 
 from .builders import FETCH, OWNER, jid, text_from
 from .harness import settings
@@ -72,7 +73,7 @@ async def test_neonize_callbacks_reach_the_adapter(tmp_path: Path, neonize_loop:
     async def sink(inbound: Inbound) -> None:
         await inbox.put(inbound)
 
-    await channel.start(sink)
+    await channel.start(sink, TaskSupervisor())
     try:
         go_calls_back(client, Device(JID=jid(FETCH), LID=jid("207391234567890", "lid"),
                                      Platform="", BussinessName="", PushName="Fetch",

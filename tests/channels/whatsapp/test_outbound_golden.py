@@ -11,20 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from channels.whatsapp.format import (
-    FENCE,
-    SAFE_CHARS,
-    split_for_whatsapp,
-    to_whatsapp,
-)
+from channels.whatsapp.format import SAFE_CHARS, to_whatsapp
+from core.text import FENCE, split_message
 
 FIXTURES = Path(__file__).parent / "fixtures" / "outbound"
 CASES = sorted(p.name.removesuffix(".input.md") for p in FIXTURES.glob("*.input.md"))
 LIMITS = {"emoji_long_line": 200}  # small enough to force cuts inside one line
 
 
+def split_for_whatsapp(text: str, limit: int = SAFE_CHARS) -> list[str]:
+    """What the messenger does with a reply already in WhatsApp markup: the one splitter,
+    with the channel's measure (characters)."""
+    return split_message(text, limit)
+
+
 def render(text: str, limit: int) -> list[str]:
-    return split_for_whatsapp(to_whatsapp(text), limit)
+    """Markdown in, the messages WhatsApp sends: ``Messenger.send`` applies the channel's
+    ``render`` (``to_whatsapp``), then cuts; ``WhatsAppChannel.send`` sends each as is."""
+    return split_message(to_whatsapp(text), limit)
 
 
 def assert_well_formed(chunks: list[str], limit: int) -> None:
