@@ -44,6 +44,10 @@ class Inbound:
     # Set by channels whose approval buttons carry the approval's nonce (Telegram).
     approval_nonce: str | None = None
     attachments: tuple[Attachment, ...] = ()
+    # Set once by the gateway when the (cleaned) text is a command: the word as typed,
+    # lower case (``/Jobs`` -> "jobs"), and everything after it. Nothing parses again.
+    command: str | None = None
+    args: str = ""
 
     @property
     def key(self) -> SessionKey:

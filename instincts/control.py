@@ -3,53 +3,53 @@
 from __future__ import annotations
 
 from core.state import State
+from instincts.contract import InstinctContext
 from instincts.router import InstinctRouter
-from orchestrator.context import Context
 
 router = InstinctRouter("control")
 
 
 @router.command("stop", aliases=("cancel", "abort"), help="stop the running task now",
                 bypass_queue=True)
-async def stop(ctx: Context, args: str) -> None:
-    result = await ctx.services.runner.stop(ctx.session.key)
+async def stop(ctx: InstinctContext, args: str) -> None:
+    session = ctx.session
+    result = await ctx.tasks.stop(session.key)
     if result is not None:
-        leftover = (f"\n⚠️ {len(result.leftover_pids)} process(es) still alive"
-                    if result.leftover_pids else "")
+        leftover = (f"\n⚠️ {result.leftover_processes} process(es) still alive"
+                    if result.leftover_processes else "")
         await ctx.reply(
             f"⏹ Stopped task #{result.task_id}: {result.harness} ended in "
             f"{result.kill_seconds:.2f} s. No changes were kept.{leftover}")
         return
-    session = ctx.session
-    if session.fsm_state is State.WAITING:
+    if session.state is State.WAITING:
         async with session.lock:
             session.data.question = None
             session.data.question_context = {}
-            await session.fire("answered")
+            await session.answered()
         await ctx.reply("⏹ OK, forget that question.")
         return
-    if session.fsm_state is State.GUARDING:
+    if session.state is State.GUARDING:
         await ctx.reply("Nothing is running. A diff waits for your yes or no.")
         return
     await ctx.reply("Nothing is running.")
 
 
 @router.command("pause", help="stop taking tasks until /resume", while_working=False)
-async def pause(ctx: Context, args: str) -> None:
-    if ctx.session.fsm_state is State.GUARDING:
+async def pause(ctx: InstinctContext, args: str) -> None:
+    if ctx.session.state is State.GUARDING:
         await ctx.reply("Answer the waiting diff (yes/no) first.")
         return
-    if ctx.session.fsm_state is State.RESTING:
+    if ctx.session.state is State.RESTING:
         await ctx.reply("Already paused. /resume to continue.")
         return
-    await ctx.session.fire("pause")
+    await ctx.session.pause()
     await ctx.reply("😴 Paused. /resume when you want me back.")
 
 
 @router.command("resume", help="take tasks again after /pause")
-async def resume(ctx: Context, args: str) -> None:
-    if ctx.session.fsm_state is not State.RESTING:
+async def resume(ctx: InstinctContext, args: str) -> None:
+    if ctx.session.state is not State.RESTING:
         await ctx.reply("I'm not paused.")
         return
-    await ctx.session.fire("resume")
+    await ctx.session.resume()
     await ctx.reply("🐕 Back. What's next?")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from instincts.contract import InstinctContext
 from instincts.router import InstinctRouter
-from orchestrator.context import Context
 
 router = InstinctRouter("help")
 
 
 @router.command("help", aliases=("h", "?", "start"), help="what I can do", bypass_queue=False)
-async def help_(ctx: Context, args: str) -> None:
+async def help_(ctx: InstinctContext, args: str) -> None:
     await ctx.reply(
         "🐕 I'm Fetch. Tell me a code change in plain words:\n"
         "  fix the typo in README.md of demo\n"
@@ -19,9 +19,9 @@ async def help_(ctx: Context, args: str) -> None:
 
 
 @router.command("commands", aliases=("cmds",), help="list every command")
-async def commands(ctx: Context, args: str) -> None:
+async def commands(ctx: InstinctContext, args: str) -> None:
     lines = []
-    for instinct in ctx.services.instincts.all():
+    for instinct in ctx.commands.all():
         alias = f" (/{', /'.join(instinct.aliases)})" if instinct.aliases else ""
         lines.append(f"/{instinct.name}{alias}\n   {instinct.help}")
     await ctx.reply("Commands:\n" + "\n".join(lines))

@@ -7,14 +7,10 @@ explicitly; a name or alias registered twice is an error at start, never an over
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from orchestrator.context import Context
-
-Handler = Callable[["Context", str], Awaitable[None]]
+from instincts.contract import Handler
 
 
 class DuplicateInstinct(ValueError):

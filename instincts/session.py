@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from core.state import State
+from instincts.contract import InstinctContext
 from instincts.router import InstinctRouter
-from orchestrator.context import Context
 
 router = InstinctRouter("session")
 
 
 @router.command("clear", aliases=("reset", "new"), help="forget this conversation's context",
                 while_working=False)
-async def clear(ctx: Context, args: str) -> None:
+async def clear(ctx: InstinctContext, args: str) -> None:
     session = ctx.session
-    if session.fsm_state is State.GUARDING:
+    if session.state is State.GUARDING:
         await ctx.reply("A diff waits for you: answer yes or no first.")
         return
     data = session.data
     data.repo = data.question = data.task_prompt = None
     data.question_context = {}
     data.harness = None
-    await session.fire("reset")
+    await session.reset()
     await ctx.reply("🧹 Cleared. Fresh start: no repo chosen, nothing pending.")

@@ -2,45 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
+from instincts.contract import InstinctContext
 from instincts.router import InstinctRouter
-from orchestrator.context import Context
 
 router = InstinctRouter("status")
 
 
 @router.command("status", aliases=("st",), help="state, repo, running task, sandbox",
                 bypass_queue=True)
-async def status(ctx: Context, args: str) -> None:
-    s, session = ctx.services, ctx.session
-    harness_name = session.data.harness or s.runner.default_harness()
-    lines = [f"🐕 Fetch · {session.state}"]
-    lines.append(f"repo: {session.data.repo or '(none chosen)'}")
-    try:
-        avail = s.runner.availability(s.harnesses.get(harness_name))
-        lines.append(f"harness: {harness_name} ({avail.detail})")
-    except Exception as err:  # an unknown harness name must not break /status
-        lines.append(f"harness: {harness_name} ({err})")
-    lines.append(f"sandbox: {s.kennel.isolation()}")
-    lines.append("model: " + (s.settings.model.name if s.planner.configured
-                               else "none (tasks go straight to the harness)"))
-    handle = s.runner.running(session.key)
-    if handle is not None:
-        lines.append(f"⏳ task #{handle.task_id}: {handle.prompt[:50]} "
-                     f"({time.monotonic() - handle.started:.0f} s)")
-    if session.data.approval_id is not None:
-        lines.append("⏸ a diff waits for your yes/no")
-    if session.data.question:
-        lines.append(f"❓ waiting for: {session.data.question}")
-    lines.append(s.memory.status_line())
-    if s.scheduler is not None:
-        lines.append(s.scheduler.status_line())
-    for channel in s.messenger.channels():
-        lines.append(f"channel {channel.health()}")
-    lines += s.alerts.lines()
-    tin, tout = await s.store.messages.token_totals(session.key)
-    lines.append(f"tokens (orchestrator): {tin} in / {tout} out")
-    up = time.time() - s.started_at
-    lines.append(f"up {up / 60:.0f} min")
-    await ctx.reply("\n".join(lines))
+async def status(ctx: InstinctContext, args: str) -> None:
+    await ctx.reply(await ctx.status.report(ctx.session))

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+from instincts.contract import InstinctContext
 from instincts.router import InstinctRouter
-from orchestrator.context import Context
-from orchestrator.conversation import list_repos, use_repo
 
 router = InstinctRouter("workspace")
 
 
 @router.command("workspace", aliases=("repos", "project"),
                 help="list repos; /workspace <name> picks one", while_working=False)
-async def workspace(ctx: Context, args: str) -> None:
+async def workspace(ctx: InstinctContext, args: str) -> None:
     if args:
-        await use_repo(ctx, args.split()[0])
+        await ctx.reply(await ctx.workspace.use(ctx.session, args.split()[0]))
     else:
-        await list_repos(ctx)
+        await ctx.reply(ctx.workspace.listing(ctx.session.data.repo))

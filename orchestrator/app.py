@@ -153,7 +153,7 @@ class App:
         supervisor = TaskSupervisor()
         # Runs and queues are cancelled before the store closes (exit runs in reverse).
         stack.push_async_callback(supervisor.stop, 0.0)
-        sessions = Sessions(store)
+        sessions = Sessions(store.sessions)
         approvals = Approvals(settings, store, messenger, workspace)
         memory = Memory(settings, supervisor)
         await memory.start()

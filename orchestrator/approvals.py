@@ -73,10 +73,7 @@ class Approvals:
         )
         session.data.approval_id = approval_id
         session.data.repo = repo
-        if session.state == "WORKING":
-            await session.fire("propose")
-        else:
-            await session.persist()
+        await session.settle(session.propose)
         text = diffview.summary(change, repo)
         if said:
             text = said.strip() + "\n\n" + text
@@ -203,10 +200,7 @@ class Approvals:
     async def _close(self, session: Session) -> None:
         session.data.approval_id = None
         session.data.approval_message_id = None
-        if session.state == "GUARDING":
-            await session.fire("decide")
-        else:
-            await session.persist()
+        await session.settle(session.decide)
 
 
 def _commit_message(prompt: str, row: ApprovalRow, owner: str) -> str:

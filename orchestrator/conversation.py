@@ -14,7 +14,7 @@ EXAMPLE = "fix the typo in README.md of demo"
 
 
 async def handle_text(ctx: Context) -> None:
-    state = ctx.session.fsm_state
+    state = ctx.session.state
     if state is State.GUARDING:
         await ctx.services.approvals.answer(ctx.session, ctx.inbound, ctx.text)
     elif state is State.WORKING:
@@ -43,7 +43,7 @@ async def _answer_question(ctx: Context) -> None:
     context = data.question_context or {}
     data.question = None
     data.question_context = {}
-    await ctx.session.fire("answered")
+    await ctx.session.answered()
     if context.get("kind") == "repo":
         names = ctx.services.workspace.repos()
         chosen = next((n for n in names if n.lower() == ctx.text.strip().lower()), None)
@@ -100,7 +100,7 @@ async def start_task(ctx: Context, prompt: str) -> None:
             return
         ctx.session.data.question = "Which repo?"
         ctx.session.data.question_context = {"kind": "repo", "prompt": prompt}
-        await ctx.session.fire("ask")
+        await ctx.session.ask()
         await ctx.reply("❓ Which repo should I work in?\n" + "\n".join(f"• {n}" for n in names))
         return
     await ctx.services.runner.start(ctx.session, repo, prompt)
@@ -110,29 +110,9 @@ async def _workspace(ctx: Context) -> None:
     m = re.match(r"^(?:use|switch to|work on|open|select)\s+(?:the\s+)?(?:repo\s+|project\s+)?"
                  r"([\w.-]+)$", ctx.text.strip(), re.IGNORECASE)
     if m:
-        await use_repo(ctx, m.group(1))
+        await ctx.reply(await ctx.workspace.use(ctx.session, m.group(1)))
     else:
-        await list_repos(ctx)
-
-
-async def use_repo(ctx: Context, name: str) -> None:
-    """Make ``name`` this chat's active repo (``use demo``, ``/workspace demo``)."""
-    ws = ctx.services.workspace
-    names = ws.repos()
-    if name not in names:
-        await ctx.reply(f"No repo named {name[:40]!r}. Repos: {', '.join(names) or 'none'}")
-        return
-    ctx.session.data.repo = name
-    await ctx.session.persist()
-    await ctx.reply(f"📂 Now working in {ws.describe(name)}.")
-
-
-async def list_repos(ctx: Context) -> None:
-    ws = ctx.services.workspace
-    active = ctx.session.data.repo
-    lines = [f"{'▶' if n == active else '•'} {ws.describe(n)}" for n in ws.repos()]
-    await ctx.reply(f"📂 {ws.root}\n" + ("\n".join(lines) or "(no git repos yet)")
-                    + "\n'use <name>' to pick one.")
+        await ctx.reply(ctx.workspace.listing(ctx.session.data.repo))
 
 
 def _small_talk(text: str) -> str:

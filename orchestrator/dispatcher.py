@@ -1,9 +1,11 @@
-"""The pipeline for one message: instincts first (no model), then the FSM group."""
+"""The pipeline for one message: instincts first (no model), then the FSM group.
+
+The command word and its arguments are already on the event (the gateway parsed them,
+``orchestrator/commandline.py``); nothing here parses again."""
 
 from __future__ import annotations
 
 import logging
-import re
 
 from core.errors import FetchError, StopPropagation
 from core.state import State
@@ -11,21 +13,6 @@ from orchestrator.context import Context
 from orchestrator.conversation import handle_text
 
 log = logging.getLogger(__name__)
-COMMAND = re.compile(r"^/([A-Za-z][\w-]{0,31})(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
-
-
-# Words people type on a phone without the slash; alone in a message they are commands.
-BARE_COMMANDS = {"undo", "stop", "status", "help", "commands", "cancel"}
-
-
-def parse_command(text: str) -> tuple[str, str] | None:
-    bare = text.strip().lower().rstrip("!.")
-    if bare in BARE_COMMANDS:
-        return bare, ""
-    m = COMMAND.match(text.strip())
-    if not m:
-        return None
-    return m.group(1).lower(), (m.group(2) or "").strip()
 
 
 async def dispatch(ctx: Context) -> None:
@@ -44,13 +31,12 @@ async def dispatch(ctx: Context) -> None:
 
 
 async def _instincts(ctx: Context) -> None:
-    parsed = parse_command(ctx.text)
-    if parsed is None:
+    word = ctx.inbound.command  # parsed once, by the gateway
+    if word is None:
         if ctx.text.startswith("/"):
             await ctx.reply("🤔 That looks like a command but isn't one. /help lists them.")
             raise StopPropagation
         return
-    word, args = parsed
     registry = ctx.services.instincts
     instinct = registry.get(word)
     if instinct is None:
@@ -58,9 +44,8 @@ async def _instincts(ctx: Context) -> None:
         hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else ""
         await ctx.reply(f"🤔 I don't know /{word}.{hint} /help lists what I can do.")
         raise StopPropagation
-    if not instinct.while_working and ctx.session.fsm_state is State.WORKING:
+    if not instinct.while_working and ctx.session.state is State.WORKING:
         await ctx.reply(f"⏳ /{instinct.name} has to wait until the task finishes (/stop ends it).")
         raise StopPropagation
-    ctx.args = args
-    await instinct.handler(ctx, args)
+    await instinct.handler(ctx, ctx.inbound.args)
     raise StopPropagation

@@ -2,7 +2,8 @@
 
 In order: the security gate (owner or allowlist, nothing else reaches anything),
 durable de-duplication (channel + message id, in SQLite before anything runs), input
-validation, then either an immediate answer (``/stop``, ``/status`` bypass the queue)
+validation, the command word parsed once onto the event (``command``/``args``; nothing
+downstream parses again), then either an immediate answer (``/stop``, ``/status`` bypass the queue)
 or the session's queue, which runs one message at a time. A queued message stays
 ``queued`` in SQLite until handled, so a restart re-runs what it had not finished.
 """
@@ -13,14 +14,15 @@ import asyncio
 import logging
 import re
 import unicodedata
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from aiolimiter import AsyncLimiter
 
 from core.events import Attachment, Inbound, SessionKey
+from orchestrator.commandline import with_command
 from orchestrator.context import Context
-from orchestrator.dispatcher import dispatch, parse_command
+from orchestrator.dispatcher import dispatch
 from orchestrator.services import Services
 
 log = logging.getLogger(__name__)
@@ -125,8 +127,8 @@ class Gateway:
             await self._s.messenger.send(inbound.key, f"⚠️ {cleaned.problem}")
             await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
             return
-        command = parse_command(cleaned.text)
-        instinct = self._s.instincts.get(command[0]) if command else None
+        inbound = with_command(inbound, cleaned.text)
+        instinct = self._s.instincts.get(inbound.command) if inbound.command else None
         self._in_flight += 1
         if instinct is not None and instinct.bypass_queue:
             self._s.supervisor.spawn(self._handle(inbound, cleaned.text),
@@ -173,7 +175,8 @@ class Gateway:
                                  self._s.settings.gateway.max_message_chars)
             if cleaned.problem is None:
                 self._in_flight += 1
-                self._queue(inbound.key).put_nowait((replace(inbound), cleaned.text))
+                self._queue(inbound.key).put_nowait(
+                    (with_command(inbound, cleaned.text), cleaned.text))
                 count += 1
             else:
                 await self._s.store.inbox.finish(inbound.channel, inbound.message_id)

@@ -135,7 +135,7 @@ class TaskRunner:
         task_id = await self._store.work.create_task(key, repo_name, prompt, harness.name)
         session.data.task_id, session.data.repo, session.data.task_prompt = (
             task_id, repo_name, prompt)
-        await session.fire("start_task")
+        await session.start_task()
         handle = RunHandle(task_id, harness.name, repo_name, prompt)
         self._runs[key] = handle
         handle.progress = Progress(self._messenger, key, harness.name,
@@ -313,10 +313,7 @@ class TaskRunner:
     async def _end(self, session: Session) -> None:
         session.data.task_id = None
         session.data.task_prompt = None
-        if session.state == "WORKING":
-            await session.fire("finish")
-        else:
-            await session.persist()
+        await session.settle(session.finish)
 
     async def recover(self, session: Session) -> None:
         """After a restart: a WORKING session lost its harness; clean up and say so."""

@@ -1,4 +1,5 @@
-"""The services one App wires together, handed to handlers through ``Context``."""
+"""The services one App wires together, handed to handlers through ``Context``, and the
+facades built from them that the instincts see (their contract: instincts/contract.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from identity import Identity
 from instincts.router import InstinctRegistry
 from kennel.base import Kennel
 from orchestrator.config import Settings
+from orchestrator.facades.commits import CommitsFacade
+from orchestrator.facades.harnesses import HarnessesFacade
+from orchestrator.facades.status import StatusFacade
+from orchestrator.facades.tasks import TasksFacade
+from orchestrator.facades.workspace import WorkspaceFacade
+from orchestrator.memory.facade import MemoryFacade
 from orchestrator.messenger import Messenger
+from orchestrator.scheduler.facade import SchedulingFacade
 from orchestrator.session import Sessions
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
@@ -25,6 +33,19 @@ if TYPE_CHECKING:
     from orchestrator.planner import Planner
     from orchestrator.runner import TaskRunner
     from orchestrator.scheduler import Scheduler
+
+
+@dataclass(frozen=True, slots=True)
+class Facades:
+    """One per instinct family; each family talks to its facade only."""
+
+    scheduling: SchedulingFacade
+    memory: MemoryFacade
+    tasks: TasksFacade
+    commits: CommitsFacade
+    workspace: WorkspaceFacade
+    harnesses: HarnessesFacade
+    status: StatusFacade
 
 
 @dataclass
@@ -48,3 +69,15 @@ class Services:
     memory: Memory
     scheduler: Scheduler | None  # None until the gateway exists (set by App)
     started_at: float = field(default_factory=time.time)
+    facades: Facades = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.facades = Facades(
+            scheduling=SchedulingFacade(lambda: self.scheduler),
+            memory=MemoryFacade(self.memory),
+            tasks=TasksFacade(self.runner),
+            commits=CommitsFacade(self.store, self.workspace),
+            workspace=WorkspaceFacade(self.workspace),
+            harnesses=HarnessesFacade(self.harnesses, self.runner),
+            status=StatusFacade(self),
+        )

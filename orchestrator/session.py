@@ -1,80 +1,116 @@
-"""A conversation's live state: FSM state plus the data that must survive a restart."""
+"""A conversation's live state: FSM state plus the data that must survive a restart.
+
+Every state change goes through one of ``Session``'s named transitions (the triggers of
+``orchestrator/fsm.py``); ``settle`` is the one place that tolerates a machine which has
+already moved on.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict
 
 from transitions import MachineError
 from transitions.extensions.asyncio import AsyncMachine
 
 from core.errors import FetchError
 from core.events import SessionKey
+from core.session_data import SessionData
 from core.state import State
 from orchestrator.fsm import build_machine
-from orchestrator.store import Store
-
-
-@dataclass
-class SessionData:
-    """Everything besides the state name that a restart must restore."""
-
-    repo: str | None = None
-    harness: str | None = None
-    task_id: int | None = None
-    task_prompt: str | None = None
-    approval_id: int | None = None
-    approval_message_id: str | None = None
-    question: str | None = None  # what Fetch asked while WAITING
-    question_context: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> SessionData:
-        known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+from orchestrator.store.sessions import SessionPort as SessionTable
 
 
 class InvalidTransition(FetchError):
     pass
 
 
-class Session:
-    # Added to each model by AsyncMachine.add_model; declared so the type is known.
+class _Driven:
+    """What the shared machine drives: its state string and trigger methods live here,
+    apart from ``Session``, so they never shadow the named transitions."""
+
+    # Both added by AsyncMachine.add_model; declared so the types are known.
+    state: str
     trigger: Callable[[str], Awaitable[bool]]
 
-    def __init__(self, key: SessionKey, store: Store, state: str, data: SessionData) -> None:
+    def __init__(self, persist: Callable[[], Awaitable[None]]) -> None:
+        self.persist = persist  # the machine's after_state_change callback
+
+
+class Session:
+    def __init__(
+        self, key: SessionKey, table: SessionTable, data: SessionData, machine: AsyncMachine,
+        state: State,
+    ) -> None:
         self.key = key
         self.data = data
-        self.state: str = state  # maintained by the machine
-        self._store = store
+        self._table = table
+        self._fsm = _Driven(self.persist)
+        machine.add_model(self._fsm, initial=state.value)
         # Held while a handler changes state/data, so a finishing harness run and a new
         # message never interleave their read-modify-write.
         self.lock = asyncio.Lock()
 
     @property
-    def fsm_state(self) -> State:
-        return State(self.state)
+    def state(self) -> State:
+        return State(self._fsm.state)
 
     async def persist(self) -> None:
-        await self._store.sessions.save(self.key, self.state, asdict(self.data))
+        await self._table.save(self.key, self.state.value, asdict(self.data))
 
-    async def fire(self, trigger: str) -> None:
-        """Run a transition and persist the new state together with ``data``."""
+    async def _move(self, trigger: str) -> None:
+        """Run a transition; the machine persists the new state together with ``data``."""
         try:
-            await self.trigger(trigger)  # added by AsyncMachine.add_model
+            await self._fsm.trigger(trigger)
         except MachineError as err:
             raise InvalidTransition(
                 f"cannot {trigger.replace('_', ' ')} while {self.state}"
             ) from err
 
+    # -- the transitions of orchestrator/fsm.py, one method each ------------------------
+    async def start_task(self) -> None:
+        await self._move("start_task")
+
+    async def ask(self) -> None:
+        await self._move("ask")
+
+    async def answered(self) -> None:
+        await self._move("answered")
+
+    async def propose(self) -> None:
+        await self._move("propose")
+
+    async def finish(self) -> None:
+        await self._move("finish")
+
+    async def decide(self) -> None:
+        await self._move("decide")
+
+    async def pause(self) -> None:
+        await self._move("pause")
+
+    async def resume(self) -> None:
+        await self._move("resume")
+
+    async def reset(self) -> None:
+        await self._move("reset")
+
+    async def settle(self, transition: Callable[[], Awaitable[None]]) -> None:
+        """Fire ``transition`` (e.g. ``session.finish``); if the machine refuses because
+        the session already moved (``/stop``, ``/clear``, a restart), keep the state and
+        just persist ``data``, which the caller has updated either way."""
+        try:
+            await transition()
+        except InvalidTransition:
+            await self.persist()
+
 
 class Sessions:
     """Loads sessions lazily from the store and keeps one live object per key."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, table: SessionTable) -> None:
+        self._table = table
         self._machine: AsyncMachine = build_machine()
         self._live: dict[SessionKey, Session] = {}
         self._loading = asyncio.Lock()
@@ -87,11 +123,10 @@ class Sessions:
             live = self._live.get(key)
             if live is not None:
                 return live
-            row = await self._store.sessions.load(key)
-            state = row.state if row else State.ALERT.value
+            row = await self._table.load(key)
+            state = State(row.state) if row else State.ALERT
             data = SessionData.from_dict(row.data) if row else SessionData()
-            session = Session(key, self._store, state, data)
-            self._machine.add_model(session, initial=state)
+            session = Session(key, self._table, data, self._machine, state)
             if row is None:
                 await session.persist()
             self._live[key] = session

@@ -126,7 +126,7 @@ def build_tools() -> ToolRegistry:
         question = args["question"].strip() or "Could you say a bit more?"
         ctx.session.data.question = question
         ctx.session.data.question_context = {"kind": "model", "original": ctx.text}
-        await ctx.session.fire("ask")
+        await ctx.session.ask()
         await ctx.reply(f"❓ {question}")
         return ToolResult("asked", final=True)
 

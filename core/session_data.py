@@ -1,0 +1,26 @@
+"""What a conversation remembers besides its state: shared by the application (which
+persists it) and the instincts (which read and adjust it through their contract)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SessionData:
+    """Everything besides the state name that a restart must restore."""
+
+    repo: str | None = None
+    harness: str | None = None
+    task_id: int | None = None
+    task_prompt: str | None = None
+    approval_id: int | None = None
+    approval_message_id: str | None = None
+    question: str | None = None  # what Fetch asked while WAITING
+    question_context: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> SessionData:
+        known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
+        return cls(**known)

@@ -1,0 +1,158 @@
+"""Everything an instinct handler may use: the kernel's types and the ports below.
+
+Instincts import only ``core`` and ``instincts``. The application's ``Context``
+(orchestrator/context.py) satisfies ``InstinctContext`` structurally and hands each
+family ONE facade; whatever needs application internals (job listings, memory items,
+the status report, git) is rendered behind that facade, so it comes back as text or as
+the plain data defined here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from core.events import Inbound, SendResult, SessionKey
+from core.session_data import SessionData
+from core.state import State
+
+
+class SessionPort(Protocol):
+    """The conversation the message belongs to: read its state and data, adjust the
+    data, and move it only through the named transitions."""
+
+    @property
+    def key(self) -> SessionKey: ...
+    @property
+    def state(self) -> State: ...
+    @property
+    def data(self) -> SessionData: ...
+    @property
+    def lock(self) -> asyncio.Lock: ...
+
+    async def persist(self) -> None: ...
+    async def answered(self) -> None: ...
+    async def pause(self) -> None: ...
+    async def resume(self) -> None: ...
+    async def reset(self) -> None: ...
+
+
+class Scheduling(Protocol):
+    """/remind /schedule /cron. ``viewer`` None: the owner, who sees every job; otherwise
+    only the jobs of that chat. Every method answers in the words the phone shows."""
+
+    @property
+    def enabled(self) -> bool: ...
+    def usage(self, kind: str) -> str: ...
+    async def manage(self, verb: str, rest: str, viewer: SessionKey | None) -> str | None:
+        """list / cancel / pause / resume / missed; None when ``verb`` is none of them."""
+        ...
+    async def create(self, kind: str, line: str, home: SessionKey) -> str: ...
+    async def create_cron(self, line: str, home: SessionKey) -> str: ...
+
+
+class Memory(Protocol):
+    """/remember /memory /forget, answered in words."""
+
+    async def remember(self, kind: str, text: str, tags: tuple[str, ...]) -> str: ...
+    async def overview(self) -> str: ...
+    async def search(self, query: str) -> str: ...
+    async def forget(self, item_id: int) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedTask:
+    task_id: int
+    harness: str
+    kill_seconds: float
+    leftover_processes: int
+
+
+class Tasks(Protocol):
+    """/stop: end this chat's running task, if there is one."""
+
+    async def stop(self, key: SessionKey) -> StoppedTask | None: ...
+
+
+class Commits(Protocol):
+    """/undo: revert the last commit made in this chat; the answer is the phone text."""
+
+    async def undo_last(self, key: SessionKey) -> str: ...
+
+
+class Workspace(Protocol):
+    """/workspace: the repos, or this chat's choice of one."""
+
+    def listing(self, active: str | None) -> str: ...
+    async def use(self, session: SessionPort, name: str) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessInfo:
+    name: str
+    usable: bool
+    detail: str
+
+
+class Harnesses(Protocol):
+    """/harness: the coding CLIs and whether each can run here."""
+
+    def default(self) -> str: ...
+    def all(self) -> list[HarnessInfo]: ...
+    def get(self, name: str) -> HarnessInfo:
+        """Raises ``core.errors.UnknownHarness``."""
+        ...
+
+
+class Status(Protocol):
+    """/status: the report is built by the application (it knows every part)."""
+
+    async def report(self, session: SessionPort) -> str: ...
+
+
+class CommandInfo(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+    @property
+    def help(self) -> str: ...
+
+
+class Commands(Protocol):
+    """/help /commands: the registry of instincts, in the order they were included."""
+
+    def all(self) -> Sequence[CommandInfo]: ...
+
+
+class InstinctContext(Protocol):
+    """What one handler call receives."""
+
+    @property
+    def inbound(self) -> Inbound: ...
+    @property
+    def session(self) -> SessionPort: ...
+
+    async def reply(self, text: str) -> SendResult: ...
+
+    @property
+    def scheduling(self) -> Scheduling: ...
+    @property
+    def memory(self) -> Memory: ...
+    @property
+    def tasks(self) -> Tasks: ...
+    @property
+    def commits(self) -> Commits: ...
+    @property
+    def workspace(self) -> Workspace: ...
+    @property
+    def harnesses(self) -> Harnesses: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def commands(self) -> Commands: ...
+
+
+Handler = Callable[[InstinctContext, str], Awaitable[None]]

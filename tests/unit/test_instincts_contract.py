@@ -1,0 +1,216 @@
+"""Instincts run against their contract alone: a fake context with fake facades, no
+application. (The real ``Context`` is checked against the same Protocols by mypy.)"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from core.errors import UnknownHarness
+from core.events import Inbound, SendResult, SessionKey
+from core.session_data import SessionData
+from core.state import State
+from instincts import build_registry
+from instincts.contract import CommandInfo, HarnessInfo, InstinctContext, SessionPort, StoppedTask
+from instincts.router import InstinctRegistry
+
+KEY = SessionKey("terminal", "me")
+
+
+@dataclass
+class FakeSession:
+    key: SessionKey = KEY
+    state: State = State.ALERT
+    data: SessionData = field(default_factory=SessionData)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    persisted: int = 0
+
+    async def persist(self) -> None:
+        self.persisted += 1
+
+    async def answered(self) -> None:
+        assert self.state is State.WAITING
+        self.state = State.ALERT
+
+    async def pause(self) -> None:
+        self.state = State.RESTING
+
+    async def resume(self) -> None:
+        self.state = State.ALERT
+
+    async def reset(self) -> None:
+        self.state = State.ALERT
+
+
+class FakeScheduling:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    def usage(self, kind: str) -> str:
+        return f"<{kind} example>"
+
+    async def manage(self, verb: str, rest: str, viewer: SessionKey | None) -> str | None:
+        self.calls.append(("manage", verb, rest, str(viewer)))
+        return "listed" if verb == "list" else None
+
+    async def create(self, kind: str, line: str, home: SessionKey) -> str:
+        self.calls.append(("create", kind, line))
+        return "created"
+
+    async def create_cron(self, line: str, home: SessionKey) -> str:
+        self.calls.append(("cron", line))
+        return "cron created"
+
+
+class FakeMemory:
+    async def remember(self, kind: str, text: str, tags: tuple[str, ...]) -> str:
+        return f"remembered {kind} {text} {tags}"
+
+    async def overview(self) -> str:
+        return "overview"
+
+    async def search(self, query: str) -> str:
+        return f"found {query}"
+
+    async def forget(self, item_id: int) -> str:
+        return f"forgot {item_id}"
+
+
+class FakeTasks:
+    def __init__(self, running: bool) -> None:
+        self.running = running
+
+    async def stop(self, key: SessionKey) -> StoppedTask | None:
+        return StoppedTask(3, "demo", 0.25, 1) if self.running else None
+
+
+class FakeCommits:
+    async def undo_last(self, key: SessionKey) -> str:
+        return "undone"
+
+
+class FakeWorkspace:
+    def listing(self, active: str | None) -> str:
+        return f"repos, active {active}"
+
+    async def use(self, session: SessionPort, name: str) -> str:
+        session.data.repo = name
+        return f"using {name}"
+
+
+class FakeHarnesses:
+    ALL = (HarnessInfo("demo", True, "no model needed"), HarnessInfo("codex", False, "nope"))
+
+    def default(self) -> str:
+        return "demo"
+
+    def all(self) -> list[HarnessInfo]:
+        return list(self.ALL)
+
+    def get(self, name: str) -> HarnessInfo:
+        for info in self.ALL:
+            if info.name == name:
+                return info
+        raise UnknownHarness(name, [i.name for i in self.ALL])
+
+
+class FakeStatus:
+    async def report(self, session: SessionPort) -> str:
+        return f"status {session.state}"
+
+
+@dataclass
+class FakeContext:
+    inbound: Inbound
+    session: FakeSession
+    registry: InstinctRegistry
+    scheduling: FakeScheduling = field(default_factory=FakeScheduling)
+    memory: FakeMemory = field(default_factory=FakeMemory)
+    tasks: FakeTasks = field(default_factory=lambda: FakeTasks(False))
+    commits: FakeCommits = field(default_factory=FakeCommits)
+    workspace: FakeWorkspace = field(default_factory=FakeWorkspace)
+    harnesses: FakeHarnesses = field(default_factory=FakeHarnesses)
+    status: FakeStatus = field(default_factory=FakeStatus)
+    said: list[str] = field(default_factory=list)
+
+    @property
+    def commands(self) -> InstinctRegistry:
+        return self.registry
+
+    async def reply(self, text: str) -> SendResult:
+        self.said.append(text)
+        return SendResult(str(len(self.said)))
+
+
+REGISTRY = build_registry()
+
+
+async def run(line: str, session: FakeSession | None = None, *, owner: bool = True,
+              ctx: FakeContext | None = None) -> FakeContext:
+    word, _, args = line.lstrip("/").partition(" ")
+    inbound = Inbound(channel="terminal", chat="me", sender="me", message_id="1", text=line,
+                      from_owner=owner, command=word, args=args)
+    if ctx is None:
+        ctx = FakeContext(inbound, session or FakeSession(), REGISTRY)
+    else:
+        ctx.inbound = inbound
+    instinct = REGISTRY.get(word)
+    assert instinct is not None
+    typed: InstinctContext = ctx  # the fake satisfies the same contract as the app
+    await instinct.handler(typed, args)
+    return ctx
+
+
+async def test_pause_resume_clear_move_the_session() -> None:
+    session = FakeSession()
+    assert (await run("/pause", session)).said == ["😴 Paused. /resume when you want me back."]
+    assert session.state is State.RESTING
+    assert (await run("/resume", session)).said == ["🐕 Back. What's next?"]
+    session.data.repo, session.data.harness = "demo", "codex"
+    await run("/clear", session)
+    assert session.data == SessionData()
+
+
+async def test_stop_forgets_a_question_or_reports_the_stopped_task() -> None:
+    session = FakeSession(state=State.WAITING, data=SessionData(question="Which repo?"))
+    assert (await run("/stop", session)).said == ["⏹ OK, forget that question."]
+    assert session.state is State.ALERT and session.data.question is None
+    ctx = FakeContext(Inbound("terminal", "me", "me", "1", "/stop"), FakeSession(), REGISTRY,
+                      tasks=FakeTasks(True))
+    said = (await run("/stop", ctx=ctx)).said[0]
+    assert "Stopped task #3: demo ended in 0.25 s" in said and "1 process(es)" in said
+
+
+async def test_cron_talks_to_its_facade_only() -> None:
+    ctx = await run("/jobs")
+    assert ctx.said == ["listed"] and ctx.scheduling.calls[0][:2] == ("manage", "list")
+    ctx = await run("/cron 0 9 * * 1-5 check the build", owner=False)
+    assert ctx.said == ["cron created"]
+    assert ctx.scheduling.calls[0] == ("manage", "0", "9 * * 1-5 check the build", str(KEY))
+    ctx = await run("/cron every weekday at 9 check the build")
+    assert ctx.scheduling.calls[-1] == ("create", "prompt", "every weekday at 9 check the build")
+    assert "<cron example>" in (await run("/cron")).said[0]
+
+
+async def test_harness_memory_workspace_status_help() -> None:
+    session = FakeSession()
+    assert "This chat now uses codex" in (await run("/harness codex", session)).said[0]
+    assert session.data.harness == "codex" and session.persisted == 1
+    listed = (await run("/harness", session)).said[0]
+    assert "▶ codex: nope" in listed and "✅ demo" in listed
+    assert "🤔 unknown harness 'x'; valid: demo, codex" in (await run("/harness x")).said[0]
+    assert (await run("/remember pref: tabs #style")).said == [
+        "remembered preference tabs ('style',)"]
+    assert (await run("/forget #4")).said == ["forgot 4"]
+    assert (await run("/memory tabs")).said == ["found tabs"]
+    assert (await run("/workspace demo", session)).said == ["using demo"]
+    assert (await run("/repos", session)).said == ["repos, active demo"]
+    assert (await run("/status")).said == ["status ALERT"]
+    commands: Sequence[CommandInfo] = REGISTRY.all()
+    listed = (await run("/commands")).said[0]
+    assert all(f"/{c.name}" in listed for c in commands)
