@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Fetch's own top-level packages: every folder at the root with an __init__.py.
 FETCH = frozenset(p.parent.name for p in ROOT.glob("*/__init__.py"))
 KERNEL = "core"
-PLUGINS = ("harnesses", "kennel", "identity", "skills", "channels")
+PLUGINS = ("harnesses", "kennel", "identity", "skills", "channels", "instincts")
 APPLICATION = "orchestrator"
 
 
