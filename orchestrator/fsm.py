@@ -2,6 +2,9 @@
 
 The states are ``core.state.State``. One machine serves every session (``add_model``):
 building a machine per session costs more than the whole instinct path is allowed to take.
+Nothing fires a trigger by name but ``orchestrator/session.py``: ``Session`` has one method
+per trigger below (``session.propose()``), and ``settle`` for "fire it unless the session
+already moved on".
 """
 
 from __future__ import annotations
