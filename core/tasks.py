@@ -16,6 +16,8 @@ class Spawner(Protocol):
 async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
     """Cancel ``tasks`` and wait until each has ended, in the order given (pass them in
     reverse start order). Their failures were already reported by whoever owns them."""
+    current = asyncio.current_task()
+    asked = current.cancelling() if current is not None else 0
     for task in tasks:
         if task is None:
             continue
@@ -23,8 +25,7 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
         try:
             await task
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # we are being cancelled ourselves: do not swallow that
+            if current is not None and current.cancelling() > asked:
+                raise  # we were cancelled while waiting, not just the task: pass it on
         except Exception:  # reported by the owner's done callback
             pass

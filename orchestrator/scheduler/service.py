@@ -16,10 +16,11 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
-from contextlib import suppress
+from typing import Any
 
 from core.clock import Clock
 from core.events import SessionKey
+from core.tasks import cancel_and_wait
 from orchestrator.config import Settings
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler.cron import Cron
@@ -70,6 +71,8 @@ class Scheduler:
         self._loop_task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._in_flight: dict[int, asyncio.Task[None]] = {}
+        self._pushes: set[asyncio.Task[Any]] = set()  # ntfy copies of job sessions' replies
+        self._stopped = False
         self._job_locks: dict[int, asyncio.Lock] = {}
         self._slots = asyncio.Semaphore(MAX_CONCURRENT_FIRES)
         self._homes: dict[SessionKey, SessionKey] = {}
@@ -91,6 +94,7 @@ class Scheduler:
             log.warning("scheduler %s", self.refusal)
             return
         self.up_since = self.clock.now()
+        self._stopped = False
         for claim in await self.jobs.recent_prompt_runs(self.up_since - ROUTE_MEMORY_SECONDS):
             self._route(claim)  # replies of job sessions replayed after a restart
         await self._refresh_summary()
@@ -98,24 +102,24 @@ class Scheduler:
             self._loop_task = self.supervisor.spawn(self._loop(), name="scheduler:tick")
 
     async def stop(self, grace: float = 5.0) -> None:
-        if self._loop_task is not None:
-            task, self._loop_task = self._loop_task, None
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
+        """Reverse of start: no more ticks, then the deliveries and pushes in flight end
+        (given ``grace``), then the lock and the push client go."""
+        task, self._loop_task = self._loop_task, None
+        await cancel_and_wait(task)
         # Deliveries in flight are short (a send, a hand-over to the gateway): let them
         # end rather than leave runs whose outcome the next start cannot know.
-        pending = set(self._in_flight.values())
-        if pending:
-            _done, pending = await asyncio.wait(pending, timeout=grace)
-            for task in pending:
-                task.cancel()
-            for task in pending:
-                with suppress(asyncio.CancelledError, Exception):
-                    await task
+        await self._finish(set(self._in_flight.values()), grace)
+        self._stopped = True  # replies after this are not pushed: the chat has them
+        await self._finish(set(self._pushes), grace)
         self.lock.release()
         if self.ntfy is not None:
             await self.ntfy.close()
+
+    @staticmethod
+    async def _finish(tasks: set[asyncio.Task[Any]], grace: float) -> None:
+        if tasks:
+            _done, pending = await asyncio.wait(tasks, timeout=grace)
+            await cancel_and_wait(*pending)
 
     async def _loop(self) -> None:
         tick = self.settings.scheduler.tick_seconds
@@ -127,13 +131,13 @@ class Scheduler:
             now = self.clock.now()
             pause = tick if self._next_due is None else min(tick, max(0.0, self._next_due - now))
             self._wake.clear()
-            sleeper = asyncio.ensure_future(self.clock.sleep(pause))
-            waker = asyncio.ensure_future(self._wake.wait())
+            # Whichever comes first: the pause ends (on the injected clock) or wake().
+            sleeper = self.supervisor.spawn(self.clock.sleep(pause), name="scheduler:sleep")
+            waker = self.supervisor.spawn(self._wake.wait(), name="scheduler:wake")
             try:
                 await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                for waiting in (sleeper, waker):
-                    waiting.cancel()
+                await cancel_and_wait(waker, sleeper)
 
     def wake(self) -> None:
         self._wake.set()
@@ -275,9 +279,16 @@ class Scheduler:
             return None
 
         def push(text: str) -> None:
-            with suppress(RuntimeError):  # shutting down: the chat has the message anyway
-                self.supervisor.spawn(ntfy.push(f"Fetch job #{job.id}", text, tags="repeat"),
-                                      name=f"ntfy:job:{job.id}")
+            if self._stopped:  # shutting down: the chat has the message anyway
+                return
+            try:
+                task = self.supervisor.spawn(
+                    ntfy.push(f"Fetch job #{job.id}", text, tags="repeat"),
+                    name=f"ntfy:job:{job.id}")
+            except RuntimeError:  # the supervisor is stopping
+                return
+            self._pushes.add(task)
+            task.add_done_callback(self._pushes.discard)
 
         return push
 
