@@ -1,16 +1,23 @@
 """Host-side git, hardened against anything the sandbox may have written into a repo.
 
 The harness edits files; only the host reads diffs and writes commits, and it does so
-without running a single program the repository could name:
+without running a single program the repository could name, and without reading or
+writing anywhere but the registered repository:
 
-* every command gets ``-c`` overrides that switch off hooks, fsmonitor, pagers,
-  external diff and textconv;
+* every command runs with an explicit ``GIT_DIR`` and ``GIT_WORK_TREE`` resolved once
+  from the registered path, in an environment built from nothing, against a repository
+  config checked against an allowlist (``orchestrator.gitconfig``);
+* before every operation the root must still resolve to the same folder and ``.git``
+  be the same real directory, free of symlinks, gitfiles, ``commondir`` and alternates
+  (``orchestrator.gittree``);
+* a change that adds a nested repository, a gitlink or a symlink leaving the tree is
+  refused; "no" removes nested repositories as well as every other untracked addition;
 * commits are made with ``commit-tree`` + ``update-ref`` (plumbing runs no hooks),
   and the ref moves only if HEAD is still the commit the diff was made against;
-* the diff is read through a private index file, so the owner's index is untouched;
-* ``guard_repo_config`` snapshots ``.git/config``, ``.git/hooks`` and
-  ``.git/info/attributes`` before a run and puts them back after it, so a filter or
-  fsmonitor the harness planted is gone before git runs on the host.
+* the diff is read through a private index file, so the owner's index is untouched, and
+  read with a size cap: big files are stated, never loaded;
+* ``guard_repo_config`` snapshots ``.git/config``, ``.git/hooks`` and the other files
+  that could steer git before a run and puts them back after it.
 """
 
 from __future__ import annotations
@@ -18,42 +25,54 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
-
 from core.errors import GitError
-
-HARDENING = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "core.pager=cat",
-    "-c", "core.editor=true",
-    "-c", "core.sshCommand=false",
-    "-c", "diff.external=",
-    "-c", "core.untrackedCache=false",
-    "-c", "protocol.allow=never",
+from orchestrator.gitconfig import HARDENING, check_config, repo_env
+from orchestrator.gittree import (
+    Anchor,
+    check_gitdir,
+    escapes,
+    nested_repos,
+    remove_nested_repos,
 )
+
 AUTHOR = {
     "GIT_AUTHOR_NAME": "Fetch",
     "GIT_AUTHOR_EMAIL": "fetch@localhost",
     "GIT_COMMITTER_NAME": "Fetch",
     "GIT_COMMITTER_EMAIL": "fetch@localhost",
 }
-# Paths inside .git that can make host git run programs.
-GUARDED = ("config", "hooks", "info/attributes")
+# Paths inside .git that can make host git run programs or look elsewhere.
+GUARDED = ("config", "config.worktree", "hooks", "info/attributes", "commondir",
+           "objects/info/alternates")
+# A file bigger than this is stated, never diffed (git treats it as binary and does not
+# load it); a diff is read up to PATCH_CAP bytes and cut there.
+FILE_CAP = 1024 * 1024
+PATCH_CAP = 2 * 1024 * 1024
+TIMEOUT = 600.0
+ZERO = "0" * 40
+GITLINK, SYMLINK = "160000", "120000"
+CLEAN_PASSES = 8
 
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
-    path: str
+    path: str  # as git quotes it (control and non-ASCII bytes escaped)
     added: int
     removed: int
     binary: bool
+    size: int = 0  # bytes of the new version (the old one for a deletion)
+
+    @property
+    def big(self) -> bool:
+        return self.size > FILE_CAP
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +83,7 @@ class Change:
     tree_sha: str
     patch: str
     files: tuple[FileStat, ...]
+    truncated: bool = False  # the patch was cut at PATCH_CAP
 
     @property
     def digest(self) -> str:
@@ -76,50 +96,104 @@ class Change:
         return not self.files
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One line of ``diff-tree --raw``."""
+
+    old_mode: str
+    new_mode: str
+    old_sha: str
+    new_sha: str
+    path: str
+
+
 class Repo:
     def __init__(self, path: Path) -> None:
         self.path = path
-        if not (path / ".git").is_dir():
-            raise GitError(f"{path.name} is not a git repository")
-        self._git = git.Git(str(path))
+        self._anchor = Anchor.of(path)
+        self._env = repo_env(self._anchor.gitdir, self._anchor.root)
+
+    # -- running git -------------------------------------------------------------------
+    def _preflight(self) -> None:
+        """The tree is still the registered one and its config holds nothing executable."""
+        self._anchor.verify(self.path)
+        check_config(self._anchor.gitdir / "config")
 
     def run(self, *args: str, env: dict[str, str] | None = None, strip: bool = True) -> str:
-        full_env = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", **(env or {})}
-        try:
-            out = self._git.execute(
-                # safe.directory: the Docker kennel hands the working tree to its uid;
-                # this repo, and only it, is trusted although another uid owns files.
-                ["git", "-c", f"safe.directory={self.path}", *HARDENING, *args],
-                env=full_env,
-                strip_newline_in_stdout=strip,
-            )
-        except git.GitCommandError as err:
-            detail = (err.stderr or "").strip().splitlines()
-            raise GitError(
-                f"git {args[0]} failed in {self.path.name}: {detail[-1] if detail else err}"
-            ) from err
-        return str(out)
+        self._preflight()
+        return self._run(*args, env=env, strip=strip)
+
+    def _argv(self, args: tuple[str, ...]) -> list[str]:
+        # safe.directory: the Docker kennel hands the working tree to its uid; this repo,
+        # and only it, is trusted although another uid owns files.
+        return ["git", "-c", f"safe.directory={self._anchor.root}", *HARDENING,
+                "-c", f"core.bigFileThreshold={FILE_CAP}", *args]
+
+    def _fail(self, args: tuple[str, ...], stderr: bytes) -> GitError:
+        detail = stderr.decode(errors="replace").strip().splitlines()
+        return GitError(f"git {args[0]} failed in {self._anchor.root.name}: "
+                        f"{detail[-1] if detail else 'no detail'}")
+
+    def _run(self, *args: str, env: dict[str, str] | None = None, strip: bool = True,
+             stdin: bytes = b"") -> str:
+        proc = subprocess.run(
+            self._argv(args), cwd=self._anchor.root, env={**self._env, **(env or {})},
+            input=stdin, capture_output=True, timeout=TIMEOUT, check=False,
+        )
+        if proc.returncode != 0:
+            raise self._fail(args, proc.stderr)
+        out = proc.stdout.decode(errors="replace")
+        return out[:-1] if strip and out.endswith("\n") else out
+
+    def _run_capped(self, *args: str, limit: int = PATCH_CAP) -> tuple[str, bool]:
+        """Read at most ``limit`` bytes of output; True if there was more (git is stopped)."""
+        # stderr goes to a file: a full stderr pipe must not stall git while we read.
+        with tempfile.TemporaryFile() as errors, subprocess.Popen(
+            self._argv(args), cwd=self._anchor.root, env=self._env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+        ) as proc:
+            assert proc.stdout is not None
+            data = proc.stdout.read(limit + 1)
+            cut = len(data) > limit
+            if cut:
+                proc.kill()
+                data = data[:limit]
+            code = proc.wait(TIMEOUT)
+            errors.seek(0)
+            err = errors.read(64 * 1024)
+        if not cut and code != 0:
+            raise self._fail(args, err)
+        return data.decode(errors="replace"), cut
 
     # -- reading ---------------------------------------------------------------------
     def head(self) -> str:
-        return self.run("rev-parse", "--verify", "HEAD")
+        self._preflight()
+        return self._run("rev-parse", "--verify", "HEAD")
 
     def has_commits(self) -> bool:
+        self._preflight()  # a refused repository is an error, not "no commits"
         try:
-            self.head()
+            self._run("rev-parse", "--verify", "HEAD")
         except GitError:
             return False
         return True
 
     def branch(self) -> str:
+        self._preflight()
         try:
-            return self.run("symbolic-ref", "--short", "HEAD")
+            return self._run("symbolic-ref", "--short", "HEAD")
         except GitError:
             return "(detached)"
 
     def status_lines(self) -> list[str]:
-        out = self.run("status", "--porcelain=v1", "--untracked-files=all", strip=False)
-        return [line for line in out.splitlines() if line.strip()]
+        self._preflight()
+        out = self._run("status", "--porcelain=v1", "--untracked-files=all",
+                        "--ignore-submodules=all", strip=False)
+        lines = [line for line in out.splitlines() if line.strip()]
+        # git does not list a .git below the root; the owner must hear of it anyway.
+        lines += [f"!! {rel} (nested git repository)"
+                  for rel in nested_repos(self._anchor.root)]
+        return lines
 
     def is_clean(self) -> bool:
         return not self.status_lines()
@@ -139,16 +213,24 @@ class Repo:
 
     def change(self) -> Change:
         """Snapshot the working tree (tracked + untracked, not ignored) against HEAD."""
-        base = self.head()
+        self._preflight()
+        nested = nested_repos(self._anchor.root)
+        if nested:
+            raise GitError(
+                "the change holds a nested git repository (" + ", ".join(nested[:3])
+                + "); I won't read or commit it. Say no (or /stop) to remove it.")
+        base = self._run("rev-parse", "--verify", "HEAD")
         with self._private_index() as env:
-            self.run("read-tree", base, env=env)
-            self.run("add", "-A", "--", ".", env=env)
-            tree = self.run("write-tree", env=env)
-        patch = self.run(
-            "diff-tree", "-p", "--binary", "--no-ext-diff", "--no-textconv",
-            "--find-renames", "--no-color", base, tree, strip=False,
-        )
-        numstat = self.run(
+            self._run("read-tree", base, env=env)
+            self._run("add", "-A", "--", ".", env=env)
+            tree = self._run("write-tree", env=env)
+        entries = self._raw(base, tree)
+        self._refuse_links(entries)
+        sizes = self._sizes(entries)
+        patch, cut = self._run_capped(
+            "diff-tree", "-p", "--no-ext-diff", "--no-textconv", "--find-renames",
+            "--no-color", "--ignore-submodules=all", base, tree)
+        numstat = self._run(
             "diff-tree", "-r", "--numstat", "--no-renames", "--no-ext-diff",
             "--no-textconv", base, tree,
         )
@@ -160,14 +242,54 @@ class Repo:
             add, rem, path = parts
             binary = add == "-"
             files.append(FileStat(path, 0 if binary else int(add), 0 if binary else int(rem),
-                                  binary))
-        return Change(base, tree, patch, tuple(files))
+                                  binary, sizes.get(path, 0)))
+        return Change(base, tree, patch, tuple(files), cut)
+
+    def _raw(self, base: str, tree: str) -> list[_Entry]:
+        out = self._run("diff-tree", "-r", "--raw", "--no-renames", "--no-abbrev", base, tree)
+        entries: list[_Entry] = []
+        for line in out.splitlines():
+            meta, _, path = line.partition("\t")
+            fields = meta.lstrip(":").split()
+            if len(fields) == 5:
+                entries.append(_Entry(fields[0], fields[1], fields[2], fields[3], path))
+        return entries
+
+    def _refuse_links(self, entries: list[_Entry]) -> None:
+        for e in entries:
+            if e.new_mode == GITLINK:
+                raise GitError(f"the change adds a submodule/gitlink at {e.path}; I won't "
+                               "commit one. Say no to discard it.")
+            if e.new_mode == SYMLINK:
+                target, _ = self._run_capped("cat-file", "blob", e.new_sha, limit=4096)
+                if escapes(e.path.strip('"'), target):
+                    raise GitError(f"the change adds a symlink {e.path} -> {target[:200]!r} "
+                                   "that points outside the repository; I won't commit it. "
+                                   "Say no to discard it.")
+
+    def _sizes(self, entries: list[_Entry]) -> dict[str, int]:
+        """Blob sizes by path, from the object database (never reading the blobs)."""
+        wanted = {e.path: (e.new_sha if e.new_sha != ZERO else e.old_sha) for e in entries
+                  if GITLINK not in (e.new_mode, e.old_mode)}
+        if not wanted:
+            return {}
+        out = self._run("cat-file", "--batch-check=%(objectname) %(objectsize)",
+                        stdin="".join(f"{sha}\n" for sha in wanted.values()).encode())
+        by_sha = {}
+        for line in out.splitlines():
+            sha, _, size = line.partition(" ")
+            if size.isdigit():
+                by_sha[sha] = int(size)
+        return {path: by_sha.get(sha, 0) for path, sha in wanted.items()}
 
     def file_patch(self, change: Change, path: str) -> str:
-        return self.run(
+        self._preflight()
+        patch, cut = self._run_capped(
             "diff-tree", "-p", "--no-ext-diff", "--no-textconv", "--no-color",
-            change.base_sha, change.tree_sha, "--", path, strip=False,
-        )
+            "--ignore-submodules=all", change.base_sha, change.tree_sha, "--", path)
+        if cut:
+            patch += f"\n… (cut at {PATCH_CAP // (1024 * 1024)} MB; the rest is not shown)\n"
+        return patch
 
     # -- writing ---------------------------------------------------------------------
     def commit(self, change: Change, message: str) -> str:
@@ -177,72 +299,100 @@ class Repo:
             raise GitError("the branch moved since the diff was made; nothing committed")
         if current.digest != change.digest:
             raise GitError("the files changed since the diff was shown; nothing committed")
-        sha = self.run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message,
-                       env=AUTHOR)
+        sha = self._run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message,
+                        env=AUTHOR)
         # Compare-and-swap: the ref only moves if it still points at the base.
-        self.run("update-ref", "-m", "fetch: approved change", "HEAD", sha, change.base_sha)
-        self.run("reset", "-q", "--", ".")  # index follows HEAD; the files already do
+        self._run("update-ref", "-m", "fetch: approved change", "HEAD", sha, change.base_sha)
+        self._preflight()
+        self._run("reset", "-q", "--", ".")  # index follows HEAD; the files already do
         return sha
 
     def discard(self) -> None:
-        """Put tracked files back to HEAD and remove untracked (not ignored) files."""
-        self.run("reset", "-q", "--hard", "HEAD")
-        self.run("clean", "-fdq")
+        """Put the tree back exactly as HEAD has it: tracked files restored, untracked (not
+        ignored) files and every nested repository removed. Nothing outside is touched."""
+        self._preflight()
+        remove_nested_repos(self._anchor.root)
+        self._run("reset", "-q", "--hard", "HEAD")
+        # Each pass can uncover more: an untracked .gitignore hides what it ignores until
+        # clean has removed it. -ff: remove untracked nested repositories too.
+        for _ in range(CLEAN_PASSES):
+            self._anchor.verify(self.path)
+            self._run("clean", "-ffdq")
+            if not self._run("ls-files", "--others", "--exclude-standard", "--directory",
+                             "--no-empty-directory"):
+                break
 
     def revert(self, sha: str, message: str) -> str:
         """Make a new commit that undoes ``sha``; works only on a clean tree."""
         if not self.is_clean():
             raise GitError("there are uncommitted changes; undo needs a clean tree")
-        head = self.head()
-        parent = self.run("rev-parse", "--verify", f"{sha}^")
+        head = self._run("rev-parse", "--verify", "HEAD")
+        parent = self._run("rev-parse", "--verify", "--end-of-options", f"{sha}^")
         if head == sha:
-            tree = self.run("rev-parse", f"{parent}^{{tree}}")
+            tree = self._run("rev-parse", f"{parent}^{{tree}}")
         else:
-            # Later commits exist: apply the inverse patch onto HEAD's tree.
-            with self._private_index() as env:
-                self.run("read-tree", head, env=env)
-                patch = self.run("diff-tree", "-p", "--binary", "--no-ext-diff",
-                                 "--no-textconv", sha, parent, strip=False)
-                with tempfile.NamedTemporaryFile("w", suffix=".patch", delete=False) as fh:
-                    fh.write(patch)
-                try:
-                    self.run("apply", "--cached", fh.name, env=env)
-                except GitError as err:
-                    raise GitError(
-                        "later commits touch the same lines; undo it by hand"
-                    ) from err
-                finally:
-                    os.unlink(fh.name)
-                tree = self.run("write-tree", env=env)
-        new = self.run("commit-tree", tree, "-p", head, "-m", message, env=AUTHOR)
-        self.run("update-ref", "-m", "fetch: undo", "HEAD", new, head)
-        self.run("reset", "-q", "--hard", "HEAD")
+            # Later commits exist: apply the inverse patch onto HEAD's tree. git writes
+            # the patch to a file itself, so a big one never passes through memory.
+            fd, patch_file = tempfile.mkstemp(prefix="fetch-undo-", suffix=".patch")
+            os.close(fd)
+            try:
+                with self._private_index() as env:
+                    self._run("read-tree", head, env=env)
+                    self._run("diff-tree", "-p", "--binary", "--no-ext-diff", "--no-textconv",
+                              f"--output={patch_file}", sha, parent)
+                    try:
+                        self._run("apply", "--cached", patch_file, env=env)
+                    except GitError as err:
+                        raise GitError(
+                            "later commits touch the same lines; undo it by hand"
+                        ) from err
+                    tree = self._run("write-tree", env=env)
+            finally:
+                os.unlink(patch_file)
+        new = self._run("commit-tree", tree, "-p", head, "-m", message, env=AUTHOR)
+        self._run("update-ref", "-m", "fetch: undo", "HEAD", new, head)
+        self._preflight()
+        self._run("reset", "-q", "--hard", "HEAD")
         return new
 
     def subject(self, sha: str) -> str:
-        return self.run("log", "-1", "--format=%s", sha)
+        self._preflight()
+        return self._run("log", "-1", "--no-show-signature", "--format=%s",
+                         "--end-of-options", sha)
 
 
 @contextmanager
 def guard_repo_config(path: Path) -> Iterator[list[str]]:
-    """Restore ``.git`` files that could make host git run programs; yield what changed."""
-    gitdir = path / ".git"
+    """Restore ``.git`` files that could make host git run programs; yield what changed.
+
+    Refuses (GitError) to restore anything if ``.git`` itself was replaced: writing into
+    a ``.git`` that is now a link would write wherever the link points."""
+    anchor = Anchor.of(path)
+    gitdir = anchor.gitdir
     saved = Path(tempfile.mkdtemp(prefix="fetch-gitguard-"))
     restored: list[str] = []
     try:
         for name in GUARDED:
             src = gitdir / name
+            if src.is_symlink():
+                continue  # not the owner's doing; check_gitdir refuses it later anyway
             if src.is_dir():
                 shutil.copytree(src, saved / name, symlinks=True)
             elif src.exists():
                 (saved / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, saved / name, follow_symlinks=False)
         yield restored
+        st = os.lstat(gitdir) if os.path.lexists(gitdir) else None
+        if (st is None or not stat.S_ISDIR(st.st_mode)
+                or (st.st_dev, st.st_ino) != (anchor.dev, anchor.ino)
+                or Path(os.path.realpath(path)) != anchor.root):
+            raise GitError(f"the harness replaced {anchor.root.name}/.git; I won't touch it")
         for name in GUARDED:
             now, before = gitdir / name, saved / name
             if _fingerprint(now) == _fingerprint(before):
                 continue
             restored.append(f".git/{name}")
+            _real_parents(gitdir, now)
             if now.is_dir() and not now.is_symlink():
                 shutil.rmtree(now)
             elif now.exists() or now.is_symlink():
@@ -251,18 +401,35 @@ def guard_repo_config(path: Path) -> Iterator[list[str]]:
                 shutil.copytree(before, now, symlinks=True)
             elif before.exists():
                 shutil.copy2(before, now, follow_symlinks=False)
+        check_gitdir(gitdir)
     finally:
         shutil.rmtree(saved, ignore_errors=True)
+
+
+def _real_parents(gitdir: Path, path: Path) -> None:
+    """Make every folder between ``gitdir`` and ``path`` a real directory (a link there
+    is replaced by an empty folder), so a restore never writes through a link."""
+    here = gitdir
+    for part in path.relative_to(gitdir).parts[:-1]:
+        here = here / part
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            here.unlink()
+        here.mkdir(exist_ok=True)
 
 
 def _fingerprint(path: Path) -> str:
     if path.is_symlink():
         return "link:" + os.readlink(path)
     if path.is_file():
-        return "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        return "file:" + digest.hexdigest()
     if path.is_dir():
         parts = sorted(
-            f"{p.relative_to(path)}={_fingerprint(p)}" for p in path.rglob("*") if not p.is_dir()
+            f"{p.relative_to(path)}={_fingerprint(p)}" for p in path.rglob("*")
+            if p.is_symlink() or not p.is_dir()
         )
         return "dir:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
     return "absent"
