@@ -124,8 +124,7 @@ async def test_fork_bomb_and_memory_hog_are_contained(
 
     async def task(script: str) -> tuple[int, list[str]]:
         layout = kennel.layout(repo, "probe")
-        proc = await kennel.exec(ExecSpec(("bash", "-c", script), {}, repo, layout,
-                                          relay=False))
+        proc = await kennel.exec(ExecSpec(("bash", "-c", script), {}, repo, layout))
         lines = [line async for line in proc.lines()]
         return await proc.wait(), lines
 
