@@ -1,7 +1,9 @@
 """The kennel port: run a coding CLI somewhere isolated and hand back a process.
 
 Harness adapters never know which backend runs them; they build argv/env for the paths
-the kennel's ``layout`` gives, and the kennel decides where and how isolated.
+the kennel's ``layout`` gives, and the kennel decides where and how isolated. The model
+relay belongs to the process it serves: ``ExecSpec.relay`` says what it forwards to, and
+every backend starts it before the CLI and stops it when the CLI ends (kennel/relayed.py).
 """
 
 from __future__ import annotations
