@@ -20,7 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from channels.http.settings import HttpSettings
+from channels.http_settings import HttpSettings
 from channels.telegram_settings import TelegramSettings
 from channels.terminal_settings import TerminalSettings
 from channels.webhook_settings import WebhookSettings

@@ -15,7 +15,7 @@ from types import TracebackType
 
 from aiohttp import web
 
-from channels.http.settings import HttpSettings
+from channels.http_settings import HttpSettings
 from core.errors import ConfigError
 
 log = logging.getLogger(__name__)

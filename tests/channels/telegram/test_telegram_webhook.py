@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from channels.http import HttpServer
-from channels.http.settings import HttpSettings
+from channels.http_settings import HttpSettings
 from channels.telegram import TelegramChannel
 from channels.telegram.channel import SECRET_HEADER, Backoff
 from core.errors import ConfigError

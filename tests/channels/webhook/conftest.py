@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from channels.http import HttpServer
-from channels.http.settings import HttpSettings
+from channels.http_settings import HttpSettings
 from channels.webhook import WebhookChannel
 from channels.webhook_settings import WebhookSettings
 from orchestrator.supervisor import TaskSupervisor

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from channels.http import HttpServer
-from channels.http.settings import HttpSettings
+from channels.http_settings import HttpSettings
 from core.errors import ConfigError
 
 

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from channels.http import HttpServer
-from channels.http.settings import HttpSettings
+from channels.http_settings import HttpSettings
 from channels.webhook import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,

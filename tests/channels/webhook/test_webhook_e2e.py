@@ -10,7 +10,7 @@ from collections.abc import Callable
 import aiohttp
 
 from channels.http import HttpServer
-from channels.http.settings import HttpSettings
+from channels.http_settings import HttpSettings
 from channels.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookChannel, sign
 from channels.webhook_settings import WebhookSettings
 from orchestrator.app import build_app

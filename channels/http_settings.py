@@ -1,4 +1,5 @@
-"""The HTTP listener's settings section (``http:``)."""
+"""The HTTP listener's settings section (``http:``): beside the package, so reading the
+config does not import aiohttp's server."""
 
 from __future__ import annotations
 
