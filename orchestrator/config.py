@@ -5,7 +5,7 @@ generic ``FETCH__SECTION__KEY=value`` overrides. Any bad value stops start-up wi
 ``ConfigError`` that names the file, the dotted key and what was expected.
 
 Each subsystem defines its own section next to its code (``kennel/settings.py``,
-``harnesses/settings.py``, ``channels/*settings.py``, all on ``core.settings``); this
+``harnesses/settings.py``, ``channels/*_settings.py``, all on ``core.settings``); this
 module composes them with the application's own sections.
 """
 
