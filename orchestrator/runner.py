@@ -11,13 +11,21 @@ from dataclasses import dataclass, field
 
 from core.errors import FetchError, GitError, HarnessFailed
 from core.events import SessionKey
-from harnesses.base import Availability, Harness, HarnessEvent, HarnessRegistry, HarnessRequest
-from kennel.base import ExecSpec, Kennel, KennelProcess
-from kennel.relay import ModelRelay
+from harnesses.base import (
+    Availability,
+    Harness,
+    HarnessEvent,
+    HarnessRegistry,
+    HarnessRequest,
+    McpServer,
+)
+from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
+from kennel.relay import PLACEHOLDER_KEY
 from orchestrator.approvals import Approvals
 from orchestrator.config import Settings
 from orchestrator.gitops import Repo, guard_repo_config
 from orchestrator.memory import Memory
+from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER_NAME
 from orchestrator.messenger import Messenger
 from orchestrator.progress import Progress
 from orchestrator.session import Session
@@ -207,17 +215,19 @@ class TaskRunner:
         settings = self._settings
         layout = await asyncio.to_thread(self._kennel.layout, repo.path, harness.name)
         async with AsyncExitStack() as stack:
-            needs_model = harness.provider is not None
-            relay: ModelRelay | None = None
-            # Memory rides on the relay's socket (/mcp): only runs that have a relay get it.
-            if self._memory is not None and needs_model:
-                await self._memory.mcp_ready()
-            mcp = (self._memory.mcp_handler(f"harness:{harness.name}")
-                   if self._memory is not None and needs_model else None)
+            relay: RelaySpec | None = None
+            mcp: McpServer | None = None
+            relay_url = f"http://127.0.0.1:{layout.relay_port}"
             if harness.provider is not None:
+                # Memory rides on the relay's socket (/mcp): only runs with a relay get it.
+                handler = None
+                if self._memory is not None:
+                    await self._memory.mcp_ready()
+                    handler = self._memory.mcp_handler(f"harness:{harness.name}")
+                if handler is not None:
+                    mcp = McpServer(MCP_SERVER_NAME, f"{relay_url}/mcp")
                 provider = settings.providers[harness.provider]
-                relay = ModelRelay(
-                    socket_path=layout.relay_socket,
+                relay = RelaySpec(
                     upstream=provider.base_url,
                     provider=harness.provider,
                     api_key=provider.api_key,
@@ -225,26 +235,26 @@ class TaskRunner:
                     task_id=handle.task_id,
                     log_path=settings.home_dir / "relay.jsonl",
                     token_budget=settings.kennel.token_budget,
-                    mcp=mcp,
+                    mcp=handler,
                 )
-                await stack.enter_async_context(relay)
             remembered = await self._memory.context_for(handle.prompt) if self._memory else ""
             req = HarnessRequest(
                 prompt=f"{handle.prompt}\n\n{remembered}" if remembered else handle.prompt,
                 workdir=layout.workdir,
                 state_dir=layout.state_seen,
-                model_url=f"http://127.0.0.1:{layout.relay_port}" if needs_model else None,
+                model_url=relay_url if relay is not None else None,
+                placeholder_key=PLACEHOLDER_KEY,
                 path_env=layout.path_env,
                 model=settings.harness.model,
                 max_retries=settings.harness.max_retries,
                 confined=layout.confined,
-                mcp_url=(f"http://127.0.0.1:{layout.relay_port}/mcp"
-                         if mcp is not None else None),
+                mcp=mcp,
             )
             layout.state_host.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(harness.prepare, req, layout.state_host)
             argv, env = harness.command(req)
-            spec = ExecSpec(tuple(argv), env, repo.path, layout, relay=needs_model)
+            # The kennel starts the relay with the process and stops it when it ends.
+            spec = ExecSpec(tuple(argv), env, repo.path, layout, relay=relay)
             proc = await self._kennel.exec(spec)
             handle.proc = proc
             stack.push_async_callback(self._reap, handle)
@@ -261,9 +271,9 @@ class TaskRunner:
             usage = next((e for e in reversed(handle.events) if e.kind == "usage"), None)
             tokens = (int(usage.data.get("tokens_in", 0)), int(usage.data.get("tokens_out", 0))
                       ) if usage else (0, 0)
-            if tokens == (0, 0) and relay is not None:
+            if tokens == (0, 0):
                 # Some CLIs (copilot BYOK) report no usage; the relay saw every call.
-                tokens = (relay.stats.tokens_in, relay.stats.tokens_out)
+                tokens = proc.relay_tokens()
             await self._store.work.finish_task(
                 handle.task_id, "running", tokens_in=tokens[0], tokens_out=tokens[1],
                 cost_usd=float(usage.data.get("cost_usd", 0.0)) if usage else 0.0)
