@@ -2,7 +2,7 @@
 
 ``adapter`` (the channel) · ``client`` (the port around neonize, and its real
 implementation) · ``normalize`` (MessageEv -> Inbound) · ``trigger`` (is it for Fetch?) ·
-``format`` (WhatsApp markup, chunking) · ``pacing`` · ``ledger`` (chats that wrote, ids
+``format`` (WhatsApp markup; the messenger cuts) · ``pacing`` · ``ledger`` (chats that wrote, ids
 sent) · ``health`` · ``media`` · ``pairing``. See ``docs/whatsapp.md``.
 """
 

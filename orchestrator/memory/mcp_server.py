@@ -110,7 +110,7 @@ class MemoryMcp:
 
     # -- lifecycle: the session manager's task group lives in its own task ---------------
     async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._serve(), name="memory:mcp")
+        self._task = self._memory.supervisor.spawn(self._serve(), name="memory:mcp")
         await self._ready.wait()
 
     async def _serve(self) -> None:

@@ -83,8 +83,8 @@ class Memory:
             await self._check_model()
             # The mcp package takes ~0.7 s to import: do it off the start-up path, in a
             # thread. Until it is up, a task simply runs without memory over MCP.
-            self._mcp_task = asyncio.get_running_loop().create_task(
-                self._start_mcp(), name="memory:mcp-start")
+            self._mcp_task = self.supervisor.spawn(self._start_mcp(),
+                                                   name="memory:mcp-start")
         except BaseException:
             await self.stop()
             raise

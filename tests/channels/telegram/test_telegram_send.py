@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from channels.telegram import TelegramChannel
+from channels.telegram.channel import Backoff
 from core.errors import SendFailed
 from core.events import Outbound, SessionKey
+from orchestrator.supervisor import TaskSupervisor
 from tests.channels.outbound import messenger_for
-from tests.channels.telegram.support import OWNER, RecordingSink
+from tests.channels.telegram.support import OWNER, RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi
 
 DIFF = ("📝 demo: 1 file, +1 −1\n• README.md +1 −1\n\n```\n▸ README.md\n-Teh <quick> & fox\n"
@@ -172,3 +175,18 @@ async def test_send_before_start_is_a_clear_error(make_channel: Callable[..., An
     channel = await make_channel(start=False)
     with pytest.raises(SendFailed, match="not started"):
         await channel.send(out("x"))
+
+
+async def test_stop_ends_every_task_the_channel_spawned(
+    tg: FakeTelegramApi, sink: RecordingSink,
+) -> None:
+    supervisor = TaskSupervisor()  # the application's, in a real Fetch
+    channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2),
+                              typing_every=0.05)
+    await channel.start(sink, supervisor)
+    await channel.set_typing(str(OWNER), True)
+    tasks = supervisor.running()
+    assert {t.get_name() for t in tasks} == {"channel:telegram:polling",
+                                             f"channel:telegram:typing:{OWNER}"}
+    await channel.stop()
+    assert supervisor.running() == [] and all(t.done() for t in tasks)

@@ -284,3 +284,11 @@ def test_capabilities_follow_the_settings(tmp_path: Path) -> None:
     assert (caps.min_send_interval, caps.sends_per_minute) == (4, 10)
     assert (caps.render, caps.measure) == (to_whatsapp, len)  # the goldens' pipeline
     assert channel.name == "whatsapp"
+
+
+async def test_stop_ends_every_task_the_channel_spawned(wa: Harness) -> None:
+    tasks = wa.supervisor.running()
+    assert {t.get_name() for t in tasks} == {"channel:whatsapp:events",
+                                             "channel:whatsapp:monitor"}
+    await wa.channel.stop()
+    assert wa.supervisor.running() == [] and all(t.done() for t in tasks)
