@@ -187,9 +187,10 @@ def split_message(text: str, limit: int, measure: Measure = len) -> list[str]:
         newline = measure("\n")
         room = limit - (measure(opener) + measure(FENCE) + 2 * newline if is_code else 0)
         for line in body:
+            # While the lead waits for the first part, it takes room in that part.
             room_now = room - (lead.size + newline if lead else 0)
             for piece in _hard_split(line, room_now, measure):
-                if not fits(piece, room - (lead.size + newline if lead else 0)):
+                if not fits(piece, room_now if lead else room):
                     flush(fenced=is_code)
                 current.add(piece)
         if is_code and current:  # the block's tail may share a message with what follows
