@@ -172,12 +172,12 @@ def test_config_in_git_dir_is_refused_by_name(scene: Scene, vector: Vector,
     edit(scene)
     vector.plant(scene)
     errors = exercise(scene, answer)
+    assert scene.fired() == []
+    assert snapshot(scene.victim) == victim
     assert errors, "a hostile config must be refused"
     if vector.name != "worktreeConfig":  # refused for config.worktree before its key
         assert vector.key in errors[0].lower(), errors[0]
     assert all("refusing" in e for e in errors), errors
-    assert scene.fired() == []
-    assert snapshot(scene.victim) == victim
 
 
 @pytest.mark.parametrize("answer", ["no", "yes"])

@@ -78,9 +78,9 @@ def test_relocated_git_dir_is_refused(scene: Scene, name: str, answer: str) -> N
     victim = snapshot(scene.victim)
     plant(scene)
     errors = exercise(scene, answer)
-    assert errors and all(says in e for e in errors), errors
     assert snapshot(scene.victim) == victim
     assert scene.fired() == []
+    assert errors and all(says in e for e in errors), errors
 
 
 def test_git_replaced_between_operations_stops_the_discard(scene: Scene) -> None:

@@ -50,9 +50,9 @@ def test_nested_repository_is_refused_and_removed(scene: Scene, where: str,
         (scene.repo / ".gitignore").write_text("vendor/\n")
     nested_repo(scene, where)
     errors = exercise(scene, answer)
-    assert any(f"nested git repository ({where}/.git" in e for e in errors), errors
     assert scene.fired() == []
     assert snapshot(scene.victim) == victim
+    assert any(f"nested git repository ({where}/.git" in e for e in errors), errors
     assert_back_to_head(scene)
 
 
@@ -88,9 +88,9 @@ def test_submodule_and_gitlink_never_followed(scene: Scene, answer: str) -> None
     # the unsafe local mode can stage a gitlink in the owner's index too
     git(scene.repo, "update-index", "--add", "--cacheinfo", f"160000,{sha},mod")
     errors = exercise(scene, answer)
-    assert any("nested git repository (mod/.git" in e for e in errors), errors
     assert scene.fired() == []
     assert snapshot(scene.victim) == victim
+    assert any("nested git repository (mod/.git" in e for e in errors), errors
     assert_back_to_head(scene)
 
 
@@ -118,8 +118,8 @@ def test_symlinks_out_of_the_tree_are_refused_and_never_followed(scene: Scene,
     os.rename(scene.repo / "src", scene.tmp / "src-moved")
     (scene.repo / "src").symlink_to(scene.victim / "dir")
     errors = exercise(scene, answer)
-    assert any("points outside the repository" in e for e in errors), errors
     assert snapshot(scene.victim) == victim
+    assert any("points outside the repository" in e for e in errors), errors
     assert not (scene.repo / "README.md").is_symlink()
     assert (scene.repo / "src" / "app.py").read_text() == "x = 1\n"
     assert_back_to_head(scene)
