@@ -102,3 +102,40 @@ def test_two_processes_write_without_deadlock(tmp_path: Path) -> None:
 async def _open_once(path: str) -> None:
     async with Store(Path(path)):
         pass
+
+
+def _count(path: Path, sql: str) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute(sql).fetchone()[0])
+    finally:
+        db.close()
+
+
+async def test_logged_rows_are_written_behind_without_a_flush(tmp_path: Path) -> None:
+    async with Store(tmp_path / "f.db") as store:
+        for i in range(100):  # more than one event-loop batch holds
+            store.messages.log(KEY, "in", f"m{i}")
+        assert _count(tmp_path / "f.db", "SELECT COUNT(*) FROM messages") == 0
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if _count(tmp_path / "f.db", "SELECT COUNT(*) FROM messages") == 100:
+                break
+        assert _count(tmp_path / "f.db", "SELECT COUNT(*) FROM messages") == 100
+        store.messages.log(KEY, "out", "the last one")
+    # Closing writes what is still queued.
+    assert _count(tmp_path / "f.db", "SELECT COUNT(*) FROM messages") == 101
+
+
+async def test_fast_writes_wait_for_an_open_transaction(tmp_path: Path) -> None:
+    async with Store(tmp_path / "f.db") as store:
+        async with store.db.transaction() as conn:
+            await conn.execute("INSERT INTO messages(session, direction, text, ts)"
+                               " VALUES ('s','in','held',0)")
+            accept = asyncio.create_task(store.inbox.accept("wa", "m1", KEY, {"x": 1}))
+            await asyncio.sleep(0.05)
+            assert not accept.done()  # queued behind the transaction, not interleaved
+        assert await accept
+        assert not await store.inbox.accept("wa", "m1", KEY, {"x": 1})
+        await store.inbox.finish("wa", "m1")
+        assert await store.inbox.queued() == []
