@@ -24,15 +24,17 @@ Signing (HMAC-SHA256 with the secret, hex)::
     X-Fetch-Timestamp: <unix seconds>
     X-Fetch-Signature: sha256=<hex of HMAC(secret, "<timestamp>." + raw body)>
 
-A timestamp more than five minutes off is refused, so a captured request cannot be
-replayed later. In a shell::
+A timestamp more than five minutes off is refused, and a signature already accepted
+within those five minutes is refused too (409), so a captured request cannot be replayed
+at all: sign every request anew (a poll of ``/webhook/replies`` as well). In a shell::
 
     ts=$(date +%s); body='{"text":"/status","wait":10}'
     sig=$(printf '%s.%s' "$ts" "$body" | openssl dgst -sha256 -hmac "$SECRET" -r | cut -d' ' -f1)
     curl -s http://127.0.0.1:8787/webhook -H "X-Fetch-Timestamp: $ts" \\
          -H "X-Fetch-Signature: sha256=$sig" -H 'Content-Type: application/json' -d "$body"
 
-Errors are JSON ``{"error": "..."}``: 401 bad or missing signature, 413 body over
+Errors are JSON ``{"error": "..."}``: 401 bad or missing signature, 409 a replayed
+request, 429 too many signed requests in five minutes, 413 body over
 ``max_body_bytes``, 400 malformed JSON or fields, 503 while Fetch is not running.
 """
 
@@ -54,6 +56,7 @@ from aiohttp import web
 
 from channels.base import Capabilities, InboundSink
 from channels.http import HttpServer
+from channels.replay import ReplayGuard
 from channels.webhook_settings import WebhookSettings
 from core.errors import ConfigError, SendFailed
 from core.events import Inbound, Outbound, SendResult
@@ -115,6 +118,7 @@ class WebhookChannel:
         self._mailbox_size = mailbox_size
         self._settle = settle
         self._clock = clock
+        self._replays = ReplayGuard(MAX_SKEW_SECONDS)
         self._sink: InboundSink | None = None
         self._boxes: dict[str, deque[Reply]] = {}
         self._changed = asyncio.Condition()
@@ -181,8 +185,8 @@ class WebhookChannel:
             inbound = Inbound(
                 channel=self.name, chat=chat,
                 sender=_field(payload, "sender") or "webhook",
-                # Derived from the signature when absent: a replay within the five
-                # minutes carries the same id and the gateway drops it.
+                # Derived from the signature when absent (unique: a replayed signature
+                # is refused above, and the gateway's dedupe would drop it too).
                 message_id=_field(payload, "message_id") or "sig-" + signature[:32],
                 text=text, from_owner=True,
             )
@@ -216,12 +220,20 @@ class WebhookChannel:
         if not given or not hmac.compare_digest(given.encode(), expected.encode()):
             raise _Refused(401, f"missing or bad {SIGNATURE_HEADER} (see the docs for signing)")
         try:
-            age = abs(self._clock() - int(stamp))
+            signed_at = int(stamp)
         except ValueError:
             raise _Refused(401, f"{TIMESTAMP_HEADER} must be unix seconds") from None
-        if age > MAX_SKEW_SECONDS:
+        now = self._clock()
+        if abs(now - signed_at) > MAX_SKEW_SECONDS:
             raise _Refused(401, f"{TIMESTAMP_HEADER} is more than 5 minutes off; "
                                 "check the sender's clock")
+        first = self._replays.first_use(expected, signed_at, now)
+        if first is None:
+            raise _Refused(429, "too many signed requests in five minutes; try again later")
+        if not first:
+            log.warning("webhook: replayed signed request refused")
+            raise _Refused(409, "this signed request was already accepted; sign each "
+                                "request anew (fresh timestamp)")
         self._last_request = self._clock()
         try:
             payload = json.loads(body)

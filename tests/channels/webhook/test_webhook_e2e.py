@@ -1,5 +1,5 @@
 """The whole app behind the webhook channel: the real gateway answers through JSON, and
-a replayed signed request is dropped by the gateway's persistent dedupe."""
+a replayed signed request is refused at the door (issue 11: accepted once)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from orchestrator.config import Settings
 from tests.channels.webhook.support import SECRET, Client
 
 
-async def test_status_round_trip_and_replay_is_dropped(
+async def test_status_round_trip_and_replay_is_refused(
     make_settings: Callable[..., Settings],
 ) -> None:
     http = HttpServer(HttpSettings(port=0))
@@ -40,7 +40,6 @@ async def test_status_round_trip_and_replay_is_dropped(
                 async with s.post(http.url + "/webhook", data=raw, headers=headers) as r:
                     answers.append((r.status, await r.json()))
         (first_status, first), (second_status, second) = answers
-        assert first_status == second_status == 202
-        assert first["message_id"] == second["message_id"]
+        assert (first_status, second_status) == (202, 409)
         assert "Fetch ·" in first["replies"][0]["text"]
-        assert second["replies"] == []
+        assert "already accepted" in second["error"] and "replies" not in second
