@@ -65,11 +65,16 @@ ALLOWED_KEYS = frozenset({
     "user.name", "user.email", "init.defaultbranch",
     "extensions.objectformat",
     "pull.rebase", "pull.ff", "push.default", "fetch.prune",
+    "gc.auto", "maintenance.auto", "maintenance.strategy",
 })
 # section.<subsection>.name: the subsection is free text, the name is not.
+# Not remote.*.uploadpack/receivepack/vcs/proxy (programs, a proxy), nor promisor or
+# partialclonefilter (lazy fetches); branch.*.mergeoptions passes options to merge.
 ALLOWED_SUBSECTION_KEYS = {
-    "remote": frozenset({"url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror"}),
-    "branch": frozenset({"remote", "merge", "rebase", "pushremote", "description"}),
+    "remote": frozenset({"url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror",
+                         "skipdefaultupdate", "skipfetchall", "gh-resolved"}),
+    "branch": frozenset({"remote", "merge", "rebase", "pushremote", "description",
+                         "vscode-merge-base"}),
 }
 # Values that matter even for allowed keys.
 REQUIRED_VALUES = {

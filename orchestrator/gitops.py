@@ -29,7 +29,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -365,15 +365,15 @@ class Repo:
 def guard_repo_config(path: Path) -> Iterator[list[str]]:
     """Restore ``.git`` files that could make host git run programs; yield what changed.
 
-    Refuses (GitError) to restore anything if ``.git`` itself was replaced: writing into
-    a ``.git`` that is now a link would write wherever the link points."""
+    Restores also when the run fails or is cancelled (then quietly: the next git command
+    refuses whatever is left). Refuses (GitError) to restore anything if ``.git`` itself
+    was replaced: writing into a ``.git`` that is now a link would write where it points."""
     anchor = Anchor.of(path)
-    gitdir = anchor.gitdir
     saved = Path(tempfile.mkdtemp(prefix="fetch-gitguard-"))
     restored: list[str] = []
     try:
         for name in GUARDED:
-            src = gitdir / name
+            src = anchor.gitdir / name
             if src.is_symlink():
                 continue  # not the owner's doing; check_gitdir refuses it later anyway
             if src.is_dir():
@@ -381,29 +381,39 @@ def guard_repo_config(path: Path) -> Iterator[list[str]]:
             elif src.exists():
                 (saved / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, saved / name, follow_symlinks=False)
-        yield restored
-        st = os.lstat(gitdir) if os.path.lexists(gitdir) else None
-        if (st is None or not stat.S_ISDIR(st.st_mode)
-                or (st.st_dev, st.st_ino) != (anchor.dev, anchor.ino)
-                or Path(os.path.realpath(path)) != anchor.root):
-            raise GitError(f"the harness replaced {anchor.root.name}/.git; I won't touch it")
-        for name in GUARDED:
-            now, before = gitdir / name, saved / name
-            if _fingerprint(now) == _fingerprint(before):
-                continue
-            restored.append(f".git/{name}")
-            _real_parents(gitdir, now)
-            if now.is_dir() and not now.is_symlink():
-                shutil.rmtree(now)
-            elif now.exists() or now.is_symlink():
-                now.unlink()
-            if before.is_dir():
-                shutil.copytree(before, now, symlinks=True)
-            elif before.exists():
-                shutil.copy2(before, now, follow_symlinks=False)
-        check_gitdir(gitdir)
+        try:
+            yield restored
+        except BaseException:
+            with suppress(GitError, OSError):
+                _restore(anchor, path, saved, restored)
+            raise
+        _restore(anchor, path, saved, restored)
     finally:
         shutil.rmtree(saved, ignore_errors=True)
+
+
+def _restore(anchor: Anchor, path: Path, saved: Path, restored: list[str]) -> None:
+    gitdir = anchor.gitdir
+    st = os.lstat(gitdir) if os.path.lexists(gitdir) else None
+    if (st is None or not stat.S_ISDIR(st.st_mode)
+            or (st.st_dev, st.st_ino) != (anchor.dev, anchor.ino)
+            or Path(os.path.realpath(path)) != anchor.root):
+        raise GitError(f"the harness replaced {anchor.root.name}/.git; I won't touch it")
+    for name in GUARDED:
+        now, before = gitdir / name, saved / name
+        if _fingerprint(now) == _fingerprint(before):
+            continue
+        restored.append(f".git/{name}")
+        _real_parents(gitdir, now)
+        if now.is_dir() and not now.is_symlink():
+            shutil.rmtree(now)
+        elif now.exists() or now.is_symlink():
+            now.unlink()
+        if before.is_dir():
+            shutil.copytree(before, now, symlinks=True)
+        elif before.exists():
+            shutil.copy2(before, now, follow_symlinks=False)
+    check_gitdir(gitdir)
 
 
 def _real_parents(gitdir: Path, path: Path) -> None:

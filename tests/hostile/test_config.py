@@ -204,3 +204,14 @@ def test_owner_config_from_a_clone_is_accepted(scene: Scene) -> None:
                  "[user]\n\tname = Me\n\temail = me@example.com\n[pull]\n\trebase = true\n")
     edit(scene)
     assert exercise(scene, "yes") == []
+
+
+def test_guard_puts_config_back_when_the_run_fails(scene: Scene) -> None:
+    config = (scene.repo / ".git" / "config").read_bytes()
+    with pytest.raises(RuntimeError), guard_repo_config(scene.repo):
+        fsmonitor(scene)
+        filters(scene)
+        raise RuntimeError("the harness crashed")
+    assert (scene.repo / ".git" / "config").read_bytes() == config
+    assert exercise(scene, "no") == []
+    assert scene.fired() == []

@@ -110,6 +110,7 @@ def test_gitlink_in_the_built_tree_is_refused(scene: Scene) -> None:
 @pytest.mark.parametrize("answer", ["no", "yes"])
 def test_symlinks_out_of_the_tree_are_refused_and_never_followed(scene: Scene,
                                                                   answer: str) -> None:
+    (scene.victim / "dir" / "app.py").write_text("the victim's own app.py\n")
     victim = snapshot(scene.victim)
     (scene.repo / "escape").symlink_to(scene.victim)
     (scene.repo / "relative").symlink_to(Path("..") / ".." / "victim" / "notes.txt")
@@ -170,3 +171,10 @@ def test_attributes_without_drivers_run_nothing(scene: Scene) -> None:
         (hooks / name).chmod(0o755)
     assert exercise(scene, "yes") == []
     assert scene.fired() == []
+
+
+def test_special_files_neither_hang_nor_escape(scene: Scene) -> None:
+    os.mkfifo(scene.repo / "pipe")
+    (scene.repo / "README.md").write_text("changed\n")
+    assert exercise(scene, "no") == []
+    assert Repo(scene.repo).status_lines() == []
