@@ -136,10 +136,14 @@ class Repo:
 
     def _run(self, *args: str, env: dict[str, str] | None = None, strip: bool = True,
              stdin: bytes = b"") -> str:
-        proc = subprocess.run(
-            self._argv(args), cwd=self._anchor.root, env={**self._env, **(env or {})},
-            input=stdin, capture_output=True, timeout=TIMEOUT, check=False,
-        )
+        try:
+            proc = subprocess.run(
+                self._argv(args), cwd=self._anchor.root, env={**self._env, **(env or {})},
+                input=stdin, capture_output=True, timeout=TIMEOUT, check=False,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise GitError(f"git {args[0]} took longer than {TIMEOUT:.0f} s in "
+                           f"{self._anchor.root.name}") from err
         if proc.returncode != 0:
             raise self._fail(args, proc.stderr)
         out = proc.stdout.decode(errors="replace")
@@ -158,11 +162,16 @@ class Repo:
             if cut:
                 proc.kill()
                 data = data[:limit]
-            code = proc.wait(TIMEOUT)
+            try:
+                code = proc.wait(TIMEOUT)
+            except subprocess.TimeoutExpired as late:
+                proc.kill()
+                raise GitError(f"git {args[0]} took longer than {TIMEOUT:.0f} s in "
+                               f"{self._anchor.root.name}") from late
             errors.seek(0)
-            err = errors.read(64 * 1024)
+            stderr = errors.read(64 * 1024)
         if not cut and code != 0:
-            raise self._fail(args, err)
+            raise self._fail(args, stderr)
         return data.decode(errors="replace"), cut
 
     # -- reading ---------------------------------------------------------------------
