@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = ["pyproject.toml", "README.md", "core", "channels", "orchestrator", "instincts",
-         "harnesses", "identity", "skills", "kennel", "data"]
+         "harnesses", "identity", "skills", "kennel"]
 CA_DIR = Path("/usr/local/share/ca-certificates")
 
 

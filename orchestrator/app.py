@@ -8,6 +8,7 @@ import logging
 import os
 from contextlib import AsyncExitStack
 from functools import partial
+from importlib import resources
 from pathlib import Path
 
 from channels.base import Channel
@@ -15,12 +16,15 @@ from channels.http import HttpServer
 from channels.terminal import TerminalChannel
 from core.clock import Clock, SystemClock
 from core.errors import ConfigError
+from core.gate import AllowlistGate
 from core.state import State
 from harnesses import builtin_harnesses
 from harnesses.base import HarnessRegistry
 from identity import load_identity
 from instincts import build_registry
 from kennel.base import Kennel
+from kennel.bwrap import BwrapKennel
+from kennel.choice import Choice, choose, docker_image
 from kennel.local import LocalKennel
 from orchestrator.alerts import Alerts
 from orchestrator.approvals import Approvals
@@ -28,6 +32,7 @@ from orchestrator.config import Settings
 from orchestrator.gateway import Gateway
 from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
+from orchestrator.permissions.service import Permissions
 from orchestrator.planner import Planner
 from orchestrator.runner import TaskRunner
 from orchestrator.scheduler import Scheduler
@@ -40,7 +45,9 @@ from orchestrator.workspace import Workspace
 from skills import discover
 
 log = logging.getLogger(__name__)
-SHIPPED_DATA = Path(__file__).resolve().parent.parent / "data"
+# The identity and skills Fetch ships, installed as package data of ``orchestrator`` (a
+# wheel carries them; a checkout has them in place). Installs are unpacked, so a Path.
+SHIPPED_DATA = Path(str(resources.files("orchestrator").joinpath("data")))
 
 
 def identity_dir(settings: Settings) -> Path:
@@ -48,17 +55,19 @@ def identity_dir(settings: Settings) -> Path:
     return own if (own / "COLLAR.md").exists() else SHIPPED_DATA / "identity"
 
 
-def build_kennel(settings: Settings) -> Kennel:
-    if settings.kennel.backend == "docker":
-        from kennel.build import image_tag
+def build_kennel(settings: Settings, choice: Choice | None = None) -> Kennel:
+    """The backend ``kennel.backend`` names (``auto``: see kennel/choice.py)."""
+    choice = choice or choose(settings.kennel)
+    path_env = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+    if choice.backend == "docker":
         from kennel.docker_backend import DockerKennel
 
         docker = settings.kennel.docker
-        image = image_tag() if docker.image == "auto" else docker.image
         secrets = tuple(p.api_key for p in settings.providers.values() if p.api_key)
-        return DockerKennel(settings.home_dir, docker, image, secrets)
-    return LocalKennel(settings.home_dir, settings.kennel.network_isolation,
-                       os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
+        return DockerKennel(settings.home_dir, docker, docker_image(settings.kennel), secrets)
+    if choice.backend == "unsafe-local":
+        return LocalKennel(settings.home_dir, settings.kennel.network_isolation, path_env)
+    return BwrapKennel(settings.home_dir, settings.kennel.bwrap.user, path_env)
 
 
 def build_harnesses() -> HarnessRegistry:
@@ -76,7 +85,7 @@ def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
 
         channels.append(WhatsAppChannel(settings.whatsapp, settings.home_dir,
                                         trigger=settings.gateway.trigger,
-                                        allowlist=settings.allowlist))
+                                        gate=AllowlistGate(settings.allowlist)))
     if settings.telegram.enabled:
         from channels.telegram import TelegramChannel
 
@@ -154,7 +163,10 @@ class App:
         # Runs and queues are cancelled before the store closes (exit runs in reverse).
         stack.push_async_callback(supervisor.stop, 0.0)
         sessions = Sessions(store.sessions)
-        approvals = Approvals(settings, store, messenger, workspace)
+        permissions = Permissions(settings, store, messenger, workspace,
+                                  owner_chats(settings, self.channels))
+        await permissions.start()
+        approvals = Approvals(settings, store, messenger, workspace, permissions)
         memory = Memory(settings, supervisor)
         await memory.start()
         stack.push_async_callback(memory.stop)
@@ -174,7 +186,7 @@ class App:
             sessions=sessions, workspace=workspace, harnesses=harnesses, kennel=kennel,
             instincts=build_registry(), identity=identity, skills=skills,
             supervisor=supervisor, runner=runner, approvals=approvals, planner=planner,
-            alerts=alerts, memory=memory, scheduler=None,
+            alerts=alerts, memory=memory, permissions=permissions, scheduler=None,
         )
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway

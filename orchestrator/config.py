@@ -29,6 +29,7 @@ from core.errors import ConfigError
 from core.settings import StrictSettings
 from harnesses.settings import HarnessSettings
 from kennel.settings import KennelSettings, ProviderSettings, default_providers
+from orchestrator.permissions.settings import MEMBER_NAME, MemberSettings, PermissionSettings
 
 ALLOW_ENTRY = re.compile(
     r"^(?:whatsapp:\d{6,15}|telegram:-?\d{1,20}|webhook:[A-Za-z0-9_.-]{1,64}"
@@ -92,6 +93,15 @@ class Settings(StrictSettings):
     # Senders besides the owner who may use Fetch, as "channel:id" (e.g. whatsapp:4915112345,
     # telegram:123456). Empty = the owner only. No wildcards, ever.
     allowlist: tuple[str, ...] = ()
+    # Named people with a profile (orchestrator/permissions/): {alice: {ids: [...],
+    # profile: collaborator, repos: [myapp]}}. Their ids join the allowlist (the gate);
+    # plain allowlist entries get ``permissions.allowlist_profile``.
+    members: dict[str, MemberSettings] = Field(default_factory=dict)
+    permissions: PermissionSettings = PermissionSettings()
+    # Settings per repository and per chat ("channel:chat"): only the keys of
+    # orchestrator/permissions/layers.py, later layers overriding earlier ones.
+    repos: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    chats: dict[str, dict[str, Any]] = Field(default_factory=dict)
     model: ModelSettings = ModelSettings()
     providers: dict[str, ProviderSettings] = Field(default_factory=default_providers)
     harness: HarnessSettings = HarnessSettings()
@@ -120,6 +130,41 @@ class Settings(StrictSettings):
                     f"{entry!r} is not 'channel:id' (whatsapp:<digits>, telegram:<user id>,"
                     " webhook:<name>, terminal:<name>)")
         return value
+
+    @field_validator("members")
+    @classmethod
+    def _member_names(cls, value: dict[str, MemberSettings]) -> dict[str, MemberSettings]:
+        for name in value:
+            if not MEMBER_NAME.match(name) or name == "owner":
+                raise ValueError(f"{name!r}: a member name is lower case letters, digits, "
+                                 "- or _ (and not 'owner')")
+        return value
+
+    @field_validator("repos", "chats")
+    @classmethod
+    def _layers(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from orchestrator.permissions.layers import flatten
+
+        for name, tree in value.items():
+            try:
+                flatten(tree)
+            except ValueError as err:
+                raise ValueError(f"{name}: {err}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _members_pass_the_gate(self) -> Settings:
+        seen: dict[str, str] = {}
+        for name, member in self.members.items():
+            for sender in member.ids:
+                if sender in seen:
+                    raise ValueError(f"{sender} belongs to both {seen[sender]} and {name}")
+                seen[sender] = name
+        # The gate (and the adapters' read receipts) know one list of who may write.
+        extra = tuple(s for s in seen if s not in self.allowlist)
+        if extra:
+            object.__setattr__(self, "allowlist", (*self.allowlist, *extra))
+        return self
 
     @field_validator("timezone")
     @classmethod
@@ -209,6 +254,19 @@ def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def _env_value(raw: str) -> Any:
+    """A list or mapping is written as YAML (``[a, b]``); a scalar stays the text it is and
+    the field's own type converts it ("3" to 3, "false" to False). YAML would turn ``off``
+    or ``no`` into False even where the field wants that word (network_isolation: off)."""
+    try:
+        parsed = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    if isinstance(parsed, list | dict) or (parsed is None and raw.strip() in {"null", "~"}):
+        return parsed
+    return raw
+
+
 def _env_overrides(env: Mapping[str, str]) -> list[tuple[str, str, Any]]:
     found: list[tuple[str, str, Any]] = []
     for name, dotted in _ENV_KEYS.items():
@@ -217,8 +275,7 @@ def _env_overrides(env: Mapping[str, str]) -> list[tuple[str, str, Any]]:
     for name, raw in env.items():
         if name.startswith("FETCH__") and raw != "":
             dotted = ".".join(p.lower() for p in name[len("FETCH__") :].split("__") if p)
-            # YAML parsing gives "3" -> 3 and "true" -> True, like the file would.
-            found.append((name, dotted, yaml.safe_load(raw)))
+            found.append((name, dotted, _env_value(raw)))
     return found
 
 
