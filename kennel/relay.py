@@ -4,14 +4,23 @@ It listens on a unix socket (a file the kennel can see; no network needed), forw
 each request to the one upstream configured for the harness, strips whatever
 credential the CLI sent, injects the real one, logs the call and enforces the task's
 token budget. The CLI inside only ever holds a placeholder key.
+
+Whatever talks to the socket is hostile, and the relay runs on Fetch's own event loop,
+so it bounds everything a client controls (``RelayLimits``): the request target is only
+ever a path under the upstream (kennel/relay_url.py), redirects are never followed,
+headers must arrive within a timeout, connections, concurrent upstream calls, body size
+and bytes held in memory are capped. A stream the upstream drops is cut, never closed
+as if complete and never followed by a second response.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +28,10 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
+
+from kennel.relay_url import BadTarget, join, upstream_base
+from kennel.relay_usage import Usage, UsageScanner, model_of
 
 log = logging.getLogger(__name__)
 
@@ -32,41 +45,29 @@ HOP_BY_HOP = {
     "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host",
     "content-length", "accept-encoding",
 }
+# Headers that ask a proxy or the upstream to route elsewhere: the kennel does not choose.
+ROUTING_HEADERS = {
+    "forwarded", "x-forwarded-host", "x-forwarded-for", "x-forwarded-proto",
+    "x-forwarded-port", "x-forwarded-server", "x-real-ip", "x-original-url",
+    "x-rewrite-url", "x-http-method-override", "x-host",
+}
 # How each vendor expects its key.
 AUTH_STYLE = {"anthropic": "x-api-key", "gemini": "x-goog-api-key", "openai": "bearer"}
-USAGE_IN = ("input_tokens", "prompt_tokens", "promptTokenCount")
-USAGE_OUT = ("output_tokens", "completion_tokens", "candidatesTokenCount")
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+         b"Content-Length: 40\r\nConnection: close\r\n\r\n"
+         b"relay busy: too many connections open\r\n\r\n")
 
 
-@dataclass
-class Usage:
-    tokens_in: int = 0
-    tokens_out: int = 0
+@dataclass(frozen=True, slots=True)
+class RelayLimits:
+    """What one kennel may hold of its relay (and so of Fetch's event loop)."""
 
-    def add_from(self, obj: Any) -> None:
-        """Take the largest usage figures found anywhere in ``obj`` (streams repeat them)."""
-        found_in, found_out = _walk_usage(obj)
-        self.tokens_in = max(self.tokens_in, found_in)
-        self.tokens_out = max(self.tokens_out, found_out)
-
-
-def _walk_usage(obj: Any) -> tuple[int, int]:
-    best_in = best_out = 0
-    stack = [obj]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if isinstance(value, int) and not isinstance(value, bool):
-                    if key in USAGE_IN:
-                        best_in = max(best_in, value)
-                    elif key in USAGE_OUT:
-                        best_out = max(best_out, value)
-                elif isinstance(value, dict | list):
-                    stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
-    return best_in, best_out
+    max_connections: int = 64  # open connections; more are answered 503 and closed
+    max_upstream: int = 8  # requests at the vendor at once; the rest wait their turn
+    max_body: int = 64 * 1024 * 1024  # one request body (413 above)
+    max_buffered: int = 128 * 1024 * 1024  # request bodies held at once (503 above)
+    header_timeout: float = 10.0  # a connection's headers, from connect or its last answer
+    body_timeout: float = 120.0  # a request's body, once its headers are in (408 after)
 
 
 @dataclass
@@ -74,7 +75,23 @@ class RelayStats:
     calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
-    log: list[dict[str, Any]] = field(default_factory=list)
+    # The latest calls (the full record is relay.jsonl): many requests cost no memory.
+    log: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=500))
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+class _Busy(asyncio.Protocol):
+    """A connection over ``max_connections``: told so and closed, nothing read."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        transport.write(_BUSY)
+        transport.close()
 
 
 class ModelRelay:
@@ -90,21 +107,27 @@ class ModelRelay:
         log_path: Path,
         token_budget: int = 0,
         mcp: Callable[[web.Request], Awaitable[web.StreamResponse]] | None = None,
+        limits: RelayLimits | None = None,
     ) -> None:
         # Fetch's memory as an MCP server (orchestrator/memory/mcp_server.py): served on
         # this same socket at /mcp, so the kennel needs no other way out.
         self.mcp = mcp
         self.socket_path = socket_path
-        self.upstream = upstream.rstrip("/")
+        self._base: URL = upstream_base(upstream)
+        self.upstream = str(self._base)
         self.provider = provider
         self._api_key = api_key
         self.harness = harness
         self.task_id = task_id
         self.log_path = log_path
         self.token_budget = token_budget
+        self.limits = limits or RelayLimits()
         self.stats = RelayStats()
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.AbstractServer | None = None
         self._client: aiohttp.ClientSession | None = None
+        self._slots = asyncio.Semaphore(self.limits.max_upstream)
+        self._buffered = 0  # bytes of request bodies held right now
 
     async def __aenter__(self) -> ModelRelay:
         await self.start()
@@ -119,16 +142,23 @@ class ModelRelay:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         if self.socket_path.exists():
             self.socket_path.unlink()
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=self.limits.max_body)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._client = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=15, sock_read=600),
             auto_decompress=False,
+            trust_env=False,  # no proxy from the environment: the key goes to the upstream
+            cookie_jar=aiohttp.DummyCookieJar(),  # and nothing one call set rides the next
         )
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        # aiohttp closes a connection whose handler is idle (no complete request yet)
+        # ``keepalive_timeout`` after it opened or last answered: that is the header
+        # timeout a client sending headers byte by byte runs into.
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0,
+                               keepalive_timeout=self.limits.header_timeout)
         await runner.setup()
         try:
-            await web.UnixSite(runner, str(self.socket_path)).start()
+            self._server = await asyncio.get_running_loop().create_unix_server(
+                self._protocol, str(self.socket_path))
         except Exception:
             await runner.cleanup()
             await self._client.close()
@@ -138,12 +168,22 @@ class ModelRelay:
         os.chmod(self.socket_path, 0o666)
         self._runner = runner
 
+    def _protocol(self) -> asyncio.Protocol:
+        assert self._runner is not None and self._runner.server is not None
+        server = self._runner.server
+        if len(server.connections) >= self.limits.max_connections:
+            return _Busy()
+        return server()
+
     async def stop(self) -> None:
         # Close the upstream side first: a request hanging on the vendor is aborted, so
         # its handler ends and the server side can shut down at once (a /stop is waiting).
         if self._client is not None:
             await self._client.close()
             self._client = None
+        if self._server is not None:
+            self._server.close()
+            self._server = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -151,10 +191,8 @@ class ModelRelay:
             self.socket_path.unlink()
 
     def _headers(self, incoming: Any) -> dict[str, str]:
-        headers = {
-            k: v for k, v in incoming.items()
-            if k.lower() not in CREDENTIAL_HEADERS and k.lower() not in HOP_BY_HOP
-        }
+        dropped = CREDENTIAL_HEADERS | HOP_BY_HOP | ROUTING_HEADERS
+        headers = {k: v for k, v in incoming.items() if k.lower() not in dropped}
         if self._api_key:
             style = AUTH_STYLE.get(self.provider, "bearer")
             if style == "bearer":
@@ -169,48 +207,110 @@ class ModelRelay:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         if self.mcp is not None and request.path.rstrip("/") == "/mcp":
-            return await self.mcp(request)  # never forwarded to the vendor
+            # Never forwarded to the vendor, and not counted as a vendor call: an MCP
+            # client may hold a stream open for the whole task.
+            return await self.mcp(request)
         started = time.monotonic()
-        body = await request.read()
-        model = _model_of(body, request.path)
-        if self._over_budget():
-            used = self.stats.tokens_in + self.stats.tokens_out
-            message = (f"Fetch budget exceeded: this task used {used} tokens of its "
-                       f"{self.token_budget} budget")
-            self._record(request, model, 429, started, Usage(), error=message)
-            return web.json_response(
-                {"type": "error", "error": {"type": "budget_exceeded", "message": message}},
-                status=429,
-            )
+        model = ""
+        held = 0
+        try:
+            url = join(self._base, request.raw_path)
+            body = await self._read_body(request)
+            held = len(body)
+            model = model_of(body, request.path)
+            if self._over_budget():
+                used = self.stats.tokens_in + self.stats.tokens_out
+                raise _Refused(429, "budget_exceeded",
+                               f"Fetch budget exceeded: this task used {used} tokens of its "
+                               f"{self.token_budget} budget")
+            async with self._slots:
+                return await self._forward(request, url, body, model, started)
+        except BadTarget as err:
+            return self._refuse(request, model, started,
+                                _Refused(400, "bad_target", f"relay: {err}"))
+        except _Refused as refusal:
+            return self._refuse(request, model, started, refusal)
+        finally:
+            self._buffered -= held
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        """The whole body, within ``max_body``, ``max_buffered`` and ``body_timeout``."""
+        lim = self.limits
+        length = request.content_length or 0
+        if length > lim.max_body:
+            raise _Refused(413, "too_large",
+                           f"relay: request body of {length} bytes is over {lim.max_body}")
+        body = bytearray()
+        kept = False
+        try:
+            async with asyncio.timeout(lim.body_timeout):
+                async for chunk in request.content.iter_chunked(256 * 1024):
+                    if len(body) + len(chunk) > lim.max_body:
+                        raise _Refused(413, "too_large",
+                                       f"relay: request body is over {lim.max_body} bytes")
+                    if self._buffered + len(chunk) > lim.max_buffered:
+                        raise _Refused(503, "relay_busy",
+                                       "relay busy: too many request bytes in flight")
+                    self._buffered += len(chunk)
+                    body += chunk
+        except TimeoutError:
+            raise _Refused(408, "timeout", f"relay: the request body took over "
+                                           f"{lim.body_timeout:g} s") from None
+        else:
+            kept = True  # still counted: the caller releases it when the call is done
+        finally:
+            if not kept:
+                self._buffered -= len(body)
+        return bytes(body)
+
+    async def _forward(
+        self, request: web.Request, url: URL, body: bytes, model: str, started: float
+    ) -> web.StreamResponse:
         if self._client is None or self._client.closed:
             raise web.HTTPServiceUnavailable(text="relay is shutting down")
-        url = self.upstream + request.path_qs
-        usage = Usage()
+        scanner = UsageScanner()
+        response: web.StreamResponse | None = None
         try:
             async with self._client.request(
-                request.method, url, data=body, headers=self._headers(request.headers)
+                request.method, url, data=body, headers=self._headers(request.headers),
+                allow_redirects=False,  # a redirect would take the key to its Location
             ) as upstream:
+                if 300 <= upstream.status < 400:
+                    where = upstream.headers.get("Location", "")[:200]
+                    raise _Refused(502, "relay_error",
+                                   f"upstream answered {upstream.status} (to {where!r}); "
+                                   "the relay follows no redirects")
                 response = web.StreamResponse(status=upstream.status)
                 for key, value in upstream.headers.items():
                     if key.lower() not in HOP_BY_HOP:
                         response.headers[key] = value
                 await response.prepare(request)
-                pending = b""
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
-                    pending = _scan_usage(pending + chunk, usage)
-                _scan_usage(pending + b"\n", usage)
+                    scanner.feed(chunk)
                 await response.write_eof()
                 status = upstream.status
         except aiohttp.ClientError as err:
-            self._record(request, model, 502, started, usage, error=str(err))
-            return web.json_response(
-                {"type": "error", "error": {"type": "relay_error",
-                                            "message": f"upstream unreachable: {err}"}},
-                status=502,
-            )
-        self._record(request, model, status, started, usage)
+            if response is None:
+                raise _Refused(502, "relay_error", f"upstream unreachable: {err}") from err
+            # Headers and part of the body are out: the only honest end is a cut
+            # connection (the client sees an incomplete body), never a tidy end of
+            # stream and never a second response inside the first.
+            self._record(request, model, response.status, started, scanner.close(),
+                         error=f"stream cut: {err}")
+            if request.transport is not None:
+                request.transport.abort()
+            return response
+        self._record(request, model, status, started, scanner.close())
         return response
+
+    def _refuse(
+        self, request: web.Request, model: str, started: float, refusal: _Refused
+    ) -> web.Response:
+        self._record(request, model, refusal.status, started, Usage(), error=refusal.message)
+        return web.json_response(
+            {"type": "error", "error": {"type": refusal.kind, "message": refusal.message}},
+            status=refusal.status)
 
     def _record(
         self, request: web.Request, model: str, status: int, started: float, usage: Usage,
@@ -225,14 +325,14 @@ class ModelRelay:
             "task": self.task_id,
             "provider": self.provider,
             "model": model,
-            "path": request.path,
+            "path": request.path[:500],
             "status": status,
             "latency_ms": round((time.monotonic() - started) * 1000, 1),
             "tokens_in": usage.tokens_in,
             "tokens_out": usage.tokens_out,
         }
         if error:
-            entry["error"] = error
+            entry["error"] = error[:500]
         self.stats.log.append(entry)
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -242,27 +342,4 @@ class ModelRelay:
             log.warning("relay log write failed: %s", err)
 
 
-def _model_of(body: bytes, path: str) -> str:
-    if "/models/" in path:  # gemini puts the model in the path
-        return path.split("/models/", 1)[1].split(":", 1)[0]
-    try:
-        parsed = json.loads(body) if body else {}
-    except ValueError:
-        return ""
-    return str(parsed.get("model", "")) if isinstance(parsed, dict) else ""
-
-
-def _scan_usage(buffer: bytes, usage: Usage) -> bytes:
-    """Parse complete lines of an SSE or JSON body for usage; return the unfinished tail."""
-    *complete, tail = buffer.split(b"\n")
-    for line in complete:
-        line = line.strip()
-        if line.startswith(b"data:"):
-            line = line[5:].strip()
-        if not line.startswith(b"{") or b"oken" not in line:
-            continue
-        try:
-            usage.add_from(json.loads(line))
-        except ValueError:
-            continue
-    return tail
+__all__ = ["PLACEHOLDER_KEY", "ModelRelay", "RelayLimits", "RelayStats"]
