@@ -3,13 +3,16 @@ importing ``channels.whatsapp`` loads neonize's Go library and reading the confi
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from channels.phone import normalise_number
 from core.settings import StrictSettings
 
 
 class WhatsAppSettings(StrictSettings):
-    """WhatsApp through neonize. ``owner`` is the owner's number (digits, country code)."""
+    """WhatsApp through neonize. ``owner`` is the owner's number with its country code, in
+    any usual spelling (``+49 170 1234567``, ``0049…``, ``49-170-…``); it is kept as digits
+    (``491701234567``), and a number that cannot exist refuses the start."""
 
     enabled: bool = False
     owner: str | None = None
@@ -19,6 +22,11 @@ class WhatsAppSettings(StrictSettings):
     min_send_interval_seconds: float = Field(3.0, ge=0)
     sends_per_minute: int = Field(12, ge=1)
     max_media_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+
+    @field_validator("owner")
+    @classmethod
+    def _owner_number(cls, value: str | None) -> str | None:
+        return normalise_number(value) if value is not None and value.strip() else None
 
 
 __all__ = ["WhatsAppSettings"]

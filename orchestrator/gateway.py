@@ -1,10 +1,19 @@
 """The gateway: every adapter's ``Inbound`` enters here.
 
-In order: the security gate (owner or allowlist, nothing else reaches anything),
-durable de-duplication (channel + message id, in SQLite before anything runs), input
-validation, the command word parsed once onto the event (``command``/``args``; nothing
-downstream parses again), then either an immediate answer (``/stop``, ``/status`` bypass the queue)
-or the session's queue, which runs one message at a time. A queued message stays
+In order: the security gate (owner or allowlist, nothing else reaches anything; the
+same ``core.gate.Gate`` adapters consult before keeping anything), the sender's rate
+limit (over it: refused at once, never waited for), durable de-duplication (channel +
+message id, in SQLite before anything runs), input validation, the command word parsed
+once onto the event (``command``/``args``; nothing downstream parses again), then either
+an immediate answer (``/stop``, ``/status`` bypass the queue) or the sender's queue in
+that session.
+
+The owner first: ``receive`` never waits on anyone's behalf (a limit refuses, a queue
+only takes), so an adapter handing over events one by one is never held up by one
+sender's flood. Queues are per sender within a session: a member's backlog in a group
+is theirs alone. Work still runs one message at a time per session (the session's lock,
+which is first come first served), so the owner's next message runs after at most the
+one message being handled, not after the member's whole backlog. A queued message stays
 ``queued`` in SQLite until handled, so a restart re-runs what it had not finished.
 """
 
@@ -17,13 +26,16 @@ import unicodedata
 from dataclasses import dataclass, fields
 from typing import Any
 
-from aiolimiter import AsyncLimiter
-
 from core.events import Attachment, Inbound, SessionKey
+from core.gate import AllowlistGate
+from core.state import State
+from core.throttle import LogThrottle
 from orchestrator.commandline import with_command
 from orchestrator.context import Context
 from orchestrator.dispatcher import dispatch
+from orchestrator.limits import SenderLimits, Verdict
 from orchestrator.services import Services
+from orchestrator.session import Session
 
 log = logging.getLogger(__name__)
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -69,18 +81,30 @@ def from_payload(payload: dict[str, Any]) -> Inbound:
     return Inbound(**payload, attachments=attachments)
 
 
+# One queue per sender in a session.
+QueueKey = tuple[SessionKey, str]
+
+
+def answers_pending_diff(session: Session, inbound: Inbound) -> bool:
+    """A reaction is an instruction only on the diff that waits now: 👍 on an old or
+    already answered diff (or on any other message) approves nothing and starts nothing."""
+    target = session.data.approval_message_id
+    return session.state is State.GUARDING and target is not None \
+        and inbound.reply_to == target
+
+
 class Gateway:
     def __init__(self, services: Services) -> None:
         self._s = services
-        self._queues: dict[SessionKey, asyncio.Queue[tuple[Inbound, str]]] = {}
-        self._limiters: dict[str, AsyncLimiter] = {}
+        self._gate = AllowlistGate(services.settings.allowlist)
+        self._queues: dict[QueueKey, asyncio.Queue[tuple[Inbound, str]]] = {}
+        self._limits = SenderLimits(services.settings.gateway.rate_per_minute)
+        self._strangers = LogThrottle(log)
         self._accepting = True
         self._in_flight = 0  # accepted but not yet fully handled
 
     def allowed(self, inbound: Inbound) -> bool:
-        if inbound.from_owner:
-            return True
-        return f"{inbound.channel}:{inbound.sender}" in self._s.settings.allowlist
+        return self._gate.allows(inbound)
 
     def addressed(self, inbound: Inbound) -> bool:
         """In groups only messages that start with the trigger, or quote one of Fetch's
@@ -98,23 +122,42 @@ class Gateway:
         if not self._accepting:
             return
         if not self.allowed(inbound):
-            # No reply, no model, no tool: strangers only reach the log.
-            log.info("dropped message from non-allowed sender %s on %s", inbound.sender,
-                     inbound.channel)
+            # No reply, no model, no tool: strangers only reach the log (rate-limited).
+            self._strangers.info("dropped message from non-allowed sender %s on %s",
+                                 inbound.sender, inbound.channel)
             return
         if not self.addressed(inbound):
             log.debug("group message without %s ignored", self._s.settings.gateway.trigger)
             return
-        if not inbound.from_owner:
-            limiter = self._limiters.setdefault(
-                inbound.sender, AsyncLimiter(self._s.settings.gateway.rate_per_minute, 60))
-            await limiter.acquire()
+        if not inbound.from_owner and not self._within_limit(inbound):
+            return
         accepted = await self._s.store.inbox.accept(
             inbound.channel, inbound.message_id, inbound.key, to_payload(inbound))
         if not accepted:
             log.info("duplicate %s:%s ignored", inbound.channel, inbound.message_id)
             return
         await self._admit(inbound)
+
+    def _within_limit(self, inbound: Inbound) -> bool:
+        verdict = self._limits.check(f"{inbound.channel}:{inbound.sender}")
+        if verdict is Verdict.PASS:
+            return True
+        log.info("rate limit: refused %s from %s", inbound.message_id, inbound.sender)
+        if verdict is Verdict.REFUSE_AND_TELL:
+            # Told in the background: a send can be slow (WhatsApp paces), and receive
+            # must not wait for it.
+            rate = self._s.settings.gateway.rate_per_minute
+            text = (f"⏳ You are sending faster than {rate:g} messages a minute; I am "
+                    "skipping your messages for now. Send it again in a minute.")
+            self._s.supervisor.spawn(self._tell(inbound.key, text),
+                                     name=f"limit:{inbound.key.slug}")
+        return False
+
+    async def _tell(self, key: SessionKey, text: str) -> None:
+        try:
+            await self._s.messenger.send(key, text)
+        except Exception as err:  # a refusal notice that cannot be sent is not an error
+            log.info("rate limit notice to %s not sent: %s", key, err)
 
     async def _admit(self, inbound: Inbound) -> None:
         settings = self._s.settings.gateway
@@ -134,14 +177,16 @@ class Gateway:
             self._s.supervisor.spawn(self._handle(inbound, cleaned.text),
                                      name=f"bypass:{inbound.key.slug}:{instinct.name}")
             return
-        self._queue(inbound.key).put_nowait((inbound, cleaned.text))
+        self._queue(inbound).put_nowait((inbound, cleaned.text))
 
-    def _queue(self, key: SessionKey) -> asyncio.Queue[tuple[Inbound, str]]:
-        queue = self._queues.get(key)
+    def _queue(self, inbound: Inbound) -> asyncio.Queue[tuple[Inbound, str]]:
+        qkey = (inbound.key, inbound.sender)
+        queue = self._queues.get(qkey)
         if queue is None:
             queue = asyncio.Queue()
-            self._queues[key] = queue
-            self._s.supervisor.spawn(self._worker(key, queue), name=f"session:{key.slug}")
+            self._queues[qkey] = queue
+            self._s.supervisor.spawn(self._worker(inbound.key, queue),
+                                     name=f"session:{inbound.key.slug}:{inbound.sender}")
         return queue
 
     async def _worker(self, key: SessionKey, queue: asyncio.Queue[tuple[Inbound, str]]) -> None:
@@ -149,7 +194,15 @@ class Gateway:
             inbound, text = await queue.get()
             try:
                 session = await self._s.sessions.get(key)
+                # The session's lock is FIFO: each sender's worker waits its turn, so one
+                # sender's backlog cannot starve the others in the same chat.
                 async with session.lock:
+                    if inbound.reaction and not answers_pending_diff(session, inbound):
+                        log.info("reaction %s on %s ignored: not the diff that waits",
+                                 inbound.reaction, inbound.reply_to)
+                        self._in_flight -= 1
+                        await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
+                        continue
                     await self._handle(inbound, text)
             except Exception:
                 # Even a failed error reply (channel down) must not end this chat's
@@ -175,7 +228,7 @@ class Gateway:
                                  self._s.settings.gateway.max_message_chars)
             if cleaned.problem is None:
                 self._in_flight += 1
-                self._queue(inbound.key).put_nowait(
+                self._queue(inbound).put_nowait(
                     (with_command(inbound, cleaned.text), cleaned.text))
                 count += 1
             else:

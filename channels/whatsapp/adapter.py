@@ -3,8 +3,12 @@
 Inbound: neonize calls back from its own threads; ``_post`` only hands each event to
 this channel's loop (``call_soon_threadsafe`` into a queue), and one owned task, the
 pump, handles them in order: normalise (``normalize.py``), drop what is not addressed
-to Fetch (``trigger.py``, logged only), download media, remember the chat wrote, deliver
-to the gateway, send a read receipt. Outbound (one message, already in WhatsApp markup
+to Fetch (``trigger.py``, logged only), ask the gate whether the sender may reach Fetch
+at all (if not: nothing is downloaded, written or recorded, and the log line is
+rate-limited), learn the sender's LID -> number mapping, download media, remember the
+chat wrote, deliver to the gateway, send a read receipt. Fetch's own messages echoed
+back are recognised by the text being sent right now (``echo.py``) or by their id,
+however slow the send. Outbound (one message, already in WhatsApp markup
 and cut to size by the messenger, see ``format``): reply-only, pacing, quote the message
 replied to, edit in place. A second owned task, the monitor
 (``connection.py``), probes the connection and reconnects with backoff; alerts (logged
@@ -18,7 +22,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Coroutine
+from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,29 +32,27 @@ from channels.base import Capabilities, InboundSink
 from channels.whatsapp import _neonize as nz
 from channels.whatsapp import media
 from channels.whatsapp.client import NeonizeClient, WhatsAppClient
-from channels.whatsapp.connection import (
-    PAIR_HINT,
-    ConnectionSupervisor,
-    wait_for_event,
-)
+from channels.whatsapp.connection import PAIR_HINT, ConnectionSupervisor
+from channels.whatsapp.echo import PendingSends
 from channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
 from channels.whatsapp.format import SAFE_CHARS, to_whatsapp
 from channels.whatsapp.health import Backoff, ConnectionHealth
-from channels.whatsapp.jids import jid_str, parse_jid, participant, phone_digits
+from channels.whatsapp.jids import jid_str, lid_pair, parse_jid, participant
 from channels.whatsapp.ledger import Ledger
-from channels.whatsapp.normalize import MediaRef, NormalizeContext
+from channels.whatsapp.normalize import MediaRef, NormalizeContext, text_of
 from channels.whatsapp.pacing import Pacer
 from channels.whatsapp.trigger import TriggerRules, route
 from channels.whatsapp_settings import WhatsAppSettings
 from core.errors import ChannelError, SendFailed
 from core.events import Attachment, Inbound, Outbound, SendResult
+from core.gate import Gate, OwnerOnlyGate
 from core.tasks import Spawner, cancel_and_wait
+from core.throttle import LogThrottle
 
 log = logging.getLogger(__name__)
 AlertHandler = Callable[[str], None]
 SEEN_KEEP = 500  # recent inbound messages kept for quoting and read receipts
 DOWNLOAD_TIMEOUT = 120.0
-ECHO_WAIT = 5.0
 STOP_GRACE = 2.0
 
 
@@ -74,7 +76,7 @@ class WhatsAppChannel:
         *,
         client: WhatsAppClient | None = None,
         trigger: str = "@fetch",
-        allowlist: Collection[str] = (),
+        gate: Gate | None = None,
         on_alert: AlertHandler | None = None,
         backoff: Backoff | None = None,
         probe_interval: float = 60.0,
@@ -93,10 +95,11 @@ class WhatsAppChannel:
         self._sessions_root = home / "sessions"
         self._client: WhatsAppClient = client or NeonizeClient(self._store_dir / "device.db")
         self._rules = TriggerRules.from_settings(settings, trigger)
-        self._owner = phone_digits(settings.owner) or None
-        # Settings.allowlist holds "channel:id" entries; ours are "whatsapp:<digits>".
-        self._allowlist = frozenset(entry.split(":", 1)[1] for entry in allowlist
-                                    if entry.startswith(f"{self.name}:"))
+        self._owner = settings.owner or None  # digits, normalised by the settings
+        # The gateway's own question, asked before anything of the sender's is kept.
+        self._gate: Gate = gate or OwnerOnlyGate()
+        self._quiet_log = LogThrottle(log)
+        self._pending = PendingSends()
         self._pacer = pacer or Pacer(settings.min_send_interval_seconds,
                                      settings.sends_per_minute)
         self._health = ConnectionHealth(clock)
@@ -113,9 +116,6 @@ class WhatsAppChannel:
 
     def _new_loop_state(self) -> None:
         self._events: asyncio.Queue[Any] = asyncio.Queue()
-        self._sending = 0  # client sends in flight
-        self._sends_idle = asyncio.Event()
-        self._sends_idle.set()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -231,27 +231,39 @@ class WhatsAppChannel:
     async def _on_message(self, event: Any) -> None:
         self._health.inbound()  # any traffic proves the connection works
         message_id = str(event.Info.ID)
-        if event.Info.MessageSource.IsFromMe and self._sending:
-            # Our own send may echo back before send() has recorded its id.
-            await wait_for_event(self._sends_idle, ECHO_WAIT)
+        source = event.Info.MessageSource
+        if source.IsFromMe and message_id not in self._ledger \
+                and self._pending.claim(text_of(event.Message)):
+            # Our own send echoing back before the send call returned its id.
+            self._ledger.record_sent(message_id, jid_str(source.Chat))
+            log.debug("whatsapp: %s is the echo of a send in flight", message_id)
+            return
         ctx = NormalizeContext(self._owner, self._settings.max_media_bytes,
-                               self._client.own_users())
+                               self._client.own_users(), self._ledger.lids)
         decision = route(event, ctx, self._rules, self._ledger)
         if decision.message is None or not decision.deliver:
-            log.info("whatsapp: %s not for Fetch: %s", message_id, decision.reason)
+            self._quiet_log.info("whatsapp: %s not for Fetch: %s", message_id,
+                                 decision.reason)
             return
         result = decision.message
         inbound = result.inbound
+        if not self._gate.allows(inbound):
+            # Before the download, the media file, the ledger, the LID table: nothing of
+            # a sender who is not allowed is kept (the gateway would drop it anyway).
+            self._quiet_log.info("whatsapp: %s from non-allowed sender %s dropped",
+                                 message_id, inbound.sender)
+            return
+        if (pair := lid_pair(source)) is not None:
+            self._ledger.record_lid(*pair)
         if result.media is not None:
             inbound = await self._fetch_media(inbound, result.media)
         self._ledger.record_wrote(inbound.chat)
-        source = event.Info.MessageSource
-        self._remember(message_id, _Seen(source.Chat, source.Sender, participant(source),
+        self._remember(message_id, _Seen(source.Chat, source.Sender,
+                                         participant(source, self._ledger.lids),
                                          inbound.text))
         assert self._sink is not None
         await self._sink(inbound)
-        if inbound.from_owner or inbound.sender in self._allowlist:
-            await self._mark_read(message_id)
+        await self._mark_read(message_id)
 
     async def _fetch_media(self, inbound: Inbound, ref: MediaRef) -> Inbound:
         def refused(reason: str) -> Inbound:
@@ -305,25 +317,15 @@ class WhatsAppChannel:
             sent = await self._send_text(jid, message.chat, message.text, message.reply_to)
         return SendResult(message_id=sent)
 
-    async def _in_flight(self, call: Coroutine[Any, Any, str]) -> str:
-        """Run one client send, counted so an echo arriving meanwhile waits for its id."""
-        self._sending += 1
-        self._sends_idle.clear()
-        try:
-            return await call
-        finally:
-            self._sending -= 1
-            if not self._sending:
-                self._sends_idle.set()
-
     async def _edit(self, jid: Any, chat: str, edit_of: str, text: str,
                     reply_to: str | None) -> str:
         if not self._ledger.sent_by_fetch(edit_of):
             log.info("whatsapp: %s is not Fetch's message; sending instead of editing", edit_of)
             return await self._send_text(jid, chat, text, reply_to)
         try:
-            edit_id = await self._in_flight(
-                self._client.edit_message(jid, edit_of, nz.Message(conversation=text)))
+            # An edit echoes as an edit, which normalize skips; its id is recorded below.
+            edit_id = await self._client.edit_message(jid, edit_of,
+                                                      nz.Message(conversation=text))
         except Exception as err:  # too old to edit (15 min), or deleted: send it new
             log.info("whatsapp: edit of %s failed (%s); sending as a new message", edit_of, err)
             return await self._send_text(jid, chat, text, reply_to)
@@ -341,7 +343,8 @@ class WhatsAppChannel:
         else:
             payload = nz.Message(conversation=text)
         try:
-            message_id = await self._in_flight(self._client.send_message(jid, payload))
+            with self._pending.sending(text):  # registered before the call: see echo.py
+                message_id = await self._client.send_message(jid, payload)
         except Exception as err:
             raise SendFailed(f"WhatsApp send to {chat} failed: {err}") from err
         self._ledger.record_sent(message_id, chat)

@@ -8,6 +8,9 @@
   Fetch's own message apart from the owner typing in the self-chat, and a 👍 on a diff
   (which must survive a restart, like the pending approval it answers) from a 👍 on
   anything else.
+* ``lids``: LID -> phone number, learned from events that carried both forms of an
+  allowed sender (never a stranger's: nothing of theirs is kept), so a later message
+  with only the LID is still recognised as the owner's or a member's.
 
 Writes are atomic (temp file + rename) and owner-only; sends are paced to a few a
 minute, so rewriting the file on each is cheap.
@@ -31,6 +34,7 @@ class Ledger:
         self._max_sent = max_sent
         self._chats: set[str] = set()
         self._sent: OrderedDict[str, str] = OrderedDict()  # message id -> chat
+        self._lids: dict[str, str] = {}  # LID user -> phone digits
         if path is not None:
             self._load(path)
 
@@ -46,6 +50,9 @@ class Ledger:
         self._chats = {str(c) for c in data.get("chats", [])}
         for item in data.get("sent", [])[-self._max_sent:]:
             self._sent[str(item[0])] = str(item[1])
+        lids = data.get("lids", {})
+        if isinstance(lids, dict):
+            self._lids = {str(k): str(v) for k, v in lids.items()}
 
     def _save(self) -> None:
         if self._path is None:
@@ -53,7 +60,8 @@ class Ledger:
         self._path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._path.with_suffix(".tmp")
         payload = {"chats": sorted(self._chats),
-                   "sent": [[mid, chat] for mid, chat in self._sent.items()]}
+                   "sent": [[mid, chat] for mid, chat in self._sent.items()],
+                   "lids": dict(sorted(self._lids.items()))}
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh)
@@ -65,6 +73,15 @@ class Ledger:
     def record_wrote(self, chat: str) -> None:
         if chat not in self._chats:
             self._chats.add(chat)
+            self._save()
+
+    @property
+    def lids(self) -> dict[str, str]:
+        return self._lids
+
+    def record_lid(self, lid: str, number: str) -> None:
+        if lid and number and self._lids.get(lid) != number:
+            self._lids[lid] = number
             self._save()
 
     def sent_by_fetch(self, message_id: str) -> bool:

@@ -14,6 +14,7 @@ edited command would surprise), removed reactions, stickers, locations, polls.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ from channels.whatsapp import media
 from channels.whatsapp.jids import (
     GROUP_SERVER,
     IGNORED_SERVERS,
+    bare_user,
     jid_str,
     sender_number,
 )
@@ -40,6 +42,7 @@ class NormalizeContext:
     owner: str | None  # the owner's number, digits only
     max_media_bytes: int
     own_users: frozenset[str] = frozenset()  # the linked account's user parts (number, LID)
+    lids: Mapping[str, str] = field(default_factory=dict)  # LID user -> number, learned
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,16 @@ def _unwrap(message: Any) -> Any:
         else:
             return message
     return message
+
+
+def text_of(message: Any) -> str:
+    """The plain text a message carries (inside any wrapper), "" when it has none."""
+    inner = _unwrap(message)
+    if inner.conversation:
+        return str(inner.conversation)
+    if inner.HasField("extendedTextMessage"):
+        return str(inner.extendedTextMessage.text)
+    return ""
 
 
 def _timestamp(raw: int) -> float:
@@ -161,9 +174,10 @@ def normalize(event: Any, ctx: NormalizeContext) -> Normalized | Skipped:
         return body
     is_group = bool(source.IsGroup) or source.Chat.Server == GROUP_SERVER
     is_from_me = bool(source.IsFromMe)
-    sender = sender_number(source)
-    me = {str(source.Sender.User), str(source.SenderAlt.User), *ctx.own_users} - {""}
-    is_self_chat = is_from_me and not is_group and str(source.Chat.User) in me
+    sender = sender_number(source, ctx.lids)
+    me = {bare_user(str(source.Sender.User)), bare_user(str(source.SenderAlt.User)),
+          *ctx.own_users} - {""}
+    is_self_chat = is_from_me and not is_group and bare_user(str(source.Chat.User)) in me
     from_owner = bool(ctx.owner and sender == ctx.owner) or is_self_chat
     inbound = Inbound(
         channel=CHANNEL,

@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from channels.whatsapp import WhatsAppChannel
+from core.gate import AllowlistGate
 from orchestrator.app import App, build_app
 from orchestrator.config import Settings
 from tests.channels.whatsapp.builders import OWNER, text_from
@@ -66,7 +67,8 @@ async def whatsapp(
                              FETCH_NTFY_URL=ntfy.url, FETCH_TIMEZONE="Europe/Berlin")
     client = FakeWhatsAppClient()
     channel = WhatsAppChannel(settings.whatsapp, settings.home_dir, client=client,
-                              trigger=settings.gateway.trigger, allowlist=settings.allowlist)
+                              trigger=settings.gateway.trigger,
+                              gate=AllowlistGate(settings.allowlist))
     app = build_app(settings, channels=[channel])
     await app.__aenter__()
     try:

@@ -11,6 +11,7 @@ from typing import Any
 from channels.whatsapp import WhatsAppChannel
 from channels.whatsapp_settings import WhatsAppSettings
 from core.events import Inbound
+from core.gate import AllowlistGate
 from orchestrator.supervisor import TaskSupervisor
 
 from .builders import FRIEND, OWNER, self_chat
@@ -69,7 +70,8 @@ async def started(tmp_path: Path, client: FakeWhatsAppClient | None = None,
                   **kw: Any) -> Harness:
     client = client or FakeWhatsAppClient()
     ws = kw.pop("ws", settings())
-    channel = WhatsAppChannel(ws, tmp_path, client=client, allowlist=kw.pop("allowlist", ()),
+    channel = WhatsAppChannel(ws, tmp_path, client=client,
+                              gate=AllowlistGate(kw.pop("allowlist", ())),
                               **kw)
     harness = Harness(channel, client, tmp_path)
     await channel.start(harness.sink, harness.supervisor)

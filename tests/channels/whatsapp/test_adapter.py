@@ -146,7 +146,10 @@ async def test_a_failed_or_oversized_download_is_said_in_the_text(tmp_path: Path
 
 
 async def test_never_messages_a_chat_that_did_not_write_first(
-        wa: Harness, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # FRIEND is allowlisted: a stranger's message is not kept, so it enables nothing
+    # (test_gate_whatsapp.py); an allowed sender's first message opens the chat.
+    wa = await started(tmp_path, allowlist=[f"whatsapp:{FRIEND}"])
     with pytest.raises(RecipientNotAllowed):
         await wa.channel.send(Outbound("whatsapp", FRIEND_CHAT, "hello stranger"))
     assert wa.client.named("send") == []
@@ -157,6 +160,7 @@ async def test_never_messages_a_chat_that_did_not_write_first(
     await wa.next()
     await wa.channel.send(Outbound("whatsapp", FRIEND_CHAT, "hi, I only answer my owner"))
     assert [c.chat for c in wa.client.named("send")] == [FRIEND_CHAT]
+    await wa.channel.stop()
 
 
 async def test_who_wrote_first_survives_a_restart(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from channels.whatsapp import WhatsAppChannel
+from core.gate import AllowlistGate
 from orchestrator.app import App, build_app
 from orchestrator.config import Settings
 from tests.channels.whatsapp.builders import OWNER, reaction, text_from
@@ -27,7 +28,8 @@ async def whatsapp(
                              FETCH__WHATSAPP__TRIGGER_IN_DIRECT_CHAT="false")
     client = FakeWhatsAppClient()
     channel = WhatsAppChannel(settings.whatsapp, settings.home_dir, client=client,
-                              trigger=settings.gateway.trigger, allowlist=settings.allowlist)
+                              trigger=settings.gateway.trigger,
+                              gate=AllowlistGate(settings.allowlist))
     app = build_app(settings, channels=[channel])
     await app.__aenter__()
     try:

@@ -1,0 +1,50 @@
+"""Phone numbers as the owner writes them -> the digits WhatsApp uses, via ``phonenumbers``.
+
+``"+49 170 1234567"``, ``"0049 170 1234567"``, ``"49-170-1234567"`` and
+``"+49 (0)170 1234567"`` are all ``"491701234567"``. The number must carry its country
+code (there is no home region to guess from). A number that cannot exist (a country
+code nobody has, too short or too long for its country) is refused with the reason, so
+a typo stops the start instead of silently locking the owner out. "Possible", not
+"valid": WhatsApp numbers in new ranges, and the fictional ranges tests use, are not in
+the library's tables of assigned blocks.
+"""
+
+from __future__ import annotations
+
+import re
+
+import phonenumbers
+from phonenumbers import NumberParseException, ValidationResult
+
+_REASONS = {
+    ValidationResult.INVALID_COUNTRY_CODE: "no country has that calling code",
+    ValidationResult.TOO_SHORT: "too short for its country",
+    ValidationResult.TOO_LONG: "too long for its country",
+    ValidationResult.INVALID_LENGTH: "not a length its country uses",
+    ValidationResult.IS_POSSIBLE_LOCAL_ONLY: "too short: only dialable within its area",
+}
+
+
+def normalise_number(text: str) -> str:
+    """The number's digits with the country code (E.164 without ``+``), or ValueError."""
+    raw = text.strip()
+    if not re.fullmatch(r"[0-9+()\-./ ]+", raw) or not re.search(r"\d", raw):
+        raise ValueError(f"{text!r} is not a phone number (digits with the country code, "
+                         "e.g. +49 170 1234567)")
+    compact = re.sub(r"[^\d+]", "", raw)
+    if compact.startswith("00"):
+        compact = "+" + compact[2:]
+    elif not compact.startswith("+"):
+        compact = "+" + compact  # written without + or 00: the digits start with the code
+    try:
+        number = phonenumbers.parse(compact, None)
+    except NumberParseException:
+        raise ValueError(f"{text!r} cannot be a real number (no country calling code "
+                         "recognised); write it with the country code, e.g. "
+                         "+49 170 1234567") from None
+    reason = phonenumbers.is_possible_number_with_reason(number)
+    if reason is not ValidationResult.IS_POSSIBLE:
+        why = _REASONS.get(reason, "not a possible number")
+        raise ValueError(f"{text!r} cannot be a real number ({why}); write it with the "
+                         "country code, e.g. +49 170 1234567")
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)[1:]
