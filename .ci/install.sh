@@ -13,6 +13,15 @@ log "pip install -e .[test]"
 "$PY" -c "import orchestrator, transitions, aiosqlite, openai, git, pexpect" \
     || { log "python dependencies missing after install"; exit 1; }
 
+# The local sandbox (kennel/bwrap.py): bubblewrap, from Debian.
+if ! command -v bwrap >/dev/null 2>&1; then
+    SUDO=(); [ "$(id -u)" = 0 ] || SUDO=(sudo)
+    log "apt-get install bubblewrap"
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
+fi
+command -v bwrap >/dev/null 2>&1 || { log "bwrap is not on PATH after install"; exit 1; }
+
 # Pinned: the wire formats, flags and event streams the harnesses parse were
 # verified against exactly these versions (shared/facts/harness-clis.md).
 CLIS=(

@@ -34,6 +34,7 @@ from docker.utils.socket import frames_iter
 
 from core.errors import KennelError
 from kennel.base import ExecSpec, Layout
+from kennel.owner import hand_over, user_for
 from kennel.paths import run_dir
 from kennel.relayed import RelayedProcess, start_relayed
 from kennel.settings import DockerKennelSettings
@@ -54,26 +55,6 @@ class _Warm:
     repo: Path
     relay_dir: Path
     last_used: float
-
-
-def _user_for(repo: Path, setting: str) -> str:
-    if setting != "auto":
-        return setting
-    st = repo.stat()
-    return f"{st.st_uid}:{st.st_gid}" if st.st_uid != 0 else "1000:1000"
-
-
-def _hand_over(repo: Path, user: str) -> None:
-    """Make the working tree writable by the kennel's uid; ``.git`` stays the owner's."""
-    uid, gid = (int(x) for x in user.split(":"))
-    for root, dirs, files in os.walk(repo):
-        if Path(root) == repo and ".git" in dirs:
-            dirs.remove(".git")
-        os.chown(root, uid, gid)
-        for name in files:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chown(path, uid, gid)
 
 
 class HostPaths:
@@ -219,8 +200,8 @@ class DockerKennel:
         with suppress(docker.errors.NotFound):
             client.containers.get(name).remove(force=True)  # a leftover from a crash
         s = self._settings
-        user = _user_for(repo, s.user)
-        _hand_over(repo, user)
+        user = user_for(repo, s.user)
+        hand_over(repo, user)
         relay_dir = self._relay_dir(repo)
         empty = self._home / "kennel" / "empty"
         empty.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,12 @@
-"""The local kennel: the CLI runs on this host in its own process group and, where the
-kernel allows, in a private network namespace whose only way out is the relay socket.
+"""The unsafe local kennel (``kennel.backend: unsafe-local``): the CLI runs on this host in
+its own process group and, where the kernel allows, in a private network namespace whose
+only way out is the relay socket.
 
-This is the backend for machines without Docker. It does not hide host files or drop
-privileges: ``isolation()`` says so plainly, and the Docker backend exists for that.
+It hides nothing else: the CLI runs as Fetch's own user, reads and writes every file Fetch
+can (FETCH_HOME and its keys included), sees host processes, and what it starts in a new
+session may outlive the task. ``isolation()`` says so plainly; the bwrap sandbox
+(kennel/bwrap.py) and the Docker kennel exist for that, and only an explicit setting
+picks this one.
 """
 
 from __future__ import annotations
@@ -47,8 +51,13 @@ def _unshare_argv() -> tuple[str, ...]:
     return (unshare, "-n") if probe.returncode == 0 else (unshare, "-rn")
 
 
+NOT_PROTECTED = ("runs as Fetch's own user: it can read and change FETCH_HOME (your keys) "
+                 "and every file Fetch can, see host processes, and leave processes "
+                 "running after the task")
+
+
 class LocalKennel:
-    name = "local"
+    name = "unsafe-local"
 
     def __init__(self, home: Path, network_isolation: str = "auto",
                  path_env: str = "/usr/local/bin:/usr/bin:/bin") -> None:
@@ -87,12 +96,12 @@ class LocalKennel:
         try:
             netns = self.uses_netns()
         except KennelError as err:
-            return f"local, refusing to run: {err}"
+            return f"unsafe-local, refusing to run: {err}"
         if netns:
-            return ("local: own process group and private network namespace (model relay "
-                    "only); host files and user are NOT isolated")
-        return ("local: own process group only; host network, files and user are NOT "
-                "isolated")
+            return ("UNSAFE local: only a process group and a private network namespace "
+                    f"(model relay only); NOT protected: the CLI {NOT_PROTECTED}")
+        return ("UNSAFE local: only a process group; NOT protected: the CLI also reaches "
+                f"the host network, and {NOT_PROTECTED}")
 
     async def exec(self, spec: ExecSpec) -> RelayedProcess:
         return await start_relayed(spec, lambda: self._start(spec))

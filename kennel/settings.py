@@ -40,13 +40,27 @@ class DockerKennelSettings(StrictSettings):
     user: str = "auto"
 
 
+class BwrapKennelSettings(StrictSettings):
+    # The uid:gid the CLIs run as when Fetch is root; "auto" = the repo's owner, or
+    # 1000:1000 if that is root. Never root. (When Fetch is not root: Fetch's own uid.)
+    user: str = "auto"
+
+
+# "auto": docker when its engine answers and the kennel image is there, else bwrap.
+# "local" is the old name of the local backend, now the bwrap sandbox. "unsafe-local" is
+# the namespace-only mode that hides nothing on the host (kennel/local.py).
+Backend = Literal["auto", "docker", "bwrap", "local", "unsafe-local"]
+
+
 class KennelSettings(StrictSettings):
-    backend: Literal["local", "docker"] = "local"
-    # "auto": a private network namespace when the kernel allows it, else say so in /status.
+    backend: Backend = "auto"
+    # unsafe-local only: "auto" = a private network namespace when the kernel allows it.
     network_isolation: Literal["auto", "required", "off"] = "auto"
     docker: DockerKennelSettings = DockerKennelSettings()
+    bwrap: BwrapKennelSettings = BwrapKennelSettings()
     # Per-task model budget enforced by the relay (input + output tokens); 0 = no limit.
     token_budget: int = Field(2_000_000, ge=0)
 
 
-__all__ = ["DockerKennelSettings", "KennelSettings", "ProviderSettings", "default_providers"]
+__all__ = ["Backend", "BwrapKennelSettings", "DockerKennelSettings", "KennelSettings",
+           "ProviderSettings", "default_providers"]

@@ -61,6 +61,8 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
                   f"   harness: {s.runner.default_harness()} · channels: {channels}{listen}"
                   + (" · type /help · Ctrl-C quits" if interactive else ""),
                   flush=True)
+            if s.kennel.name == "unsafe-local":
+                print(f"   ⚠️ sandbox: {s.kennel.isolation()}", flush=True)
             if s.scheduler is not None and not s.scheduler.running:
                 print(f"   ⚠️ {s.scheduler.status_line()}", flush=True)
             # End of input (a pipe) finishes what was asked before stopping.
@@ -81,6 +83,7 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
 
 
 def _doctor(settings: Settings) -> int:
+    from kennel.choice import choose
     from orchestrator.app import build_harnesses, build_kennel
     from orchestrator.workspace import Workspace
 
@@ -91,7 +94,9 @@ def _doctor(settings: Settings) -> int:
     print(f"identity:  {identity_dir(settings)}")
     print(f"model:     {settings.model.base_url or 'none (tasks go straight to the harness)'}")
     try:
-        kennel = build_kennel(settings)
+        choice = choose(settings.kennel)
+        print(f"backend:   {choice.reason}")
+        kennel = build_kennel(settings, choice)
         print(f"kennel:    {kennel.isolation()}")
     except FetchError as err:
         print(f"kennel:    ERROR {err}")

@@ -55,8 +55,9 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def make_settings(tmp_path: Path, workspace: Path) -> Callable[..., Settings]:
     def make(**env: str) -> Settings:
+        # The loop runs through the real bwrap sandbox: what users get without Docker.
         base = {"FETCH_HOME": str(tmp_path / "home"), "FETCH_WORKSPACE": str(workspace),
-                "FETCH_HARNESS": "demo"}
+                "FETCH_HARNESS": "demo", "FETCH_KENNEL": "bwrap"}
         base.update(env)
         return load_settings(None, base)
     return make

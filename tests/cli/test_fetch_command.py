@@ -43,7 +43,7 @@ def _fetch_executable() -> str:
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
-    env.update(FETCH_HOME=str(home), TERM="dumb", PYTHONUNBUFFERED="1")
+    env.update(FETCH_HOME=str(home), TERM="dumb", PYTHONUNBUFFERED="1", FETCH_KENNEL="bwrap")
     env.update(extra)
     return env
 

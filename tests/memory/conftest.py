@@ -25,7 +25,7 @@ async def model() -> AsyncIterator[ScriptedModelServer]:
 def memory_settings(tmp_path: Path, model: ScriptedModelServer) -> Callable[..., Settings]:
     def make(embeddings: bool = True, summaries: bool = True, **env: str) -> Settings:
         base = {"FETCH_HOME": str(tmp_path / "home"), "FETCH_WORKSPACE": str(tmp_path),
-                "FETCH_HARNESS": "demo"}
+                "FETCH_HARNESS": "demo", "FETCH_KENNEL": "bwrap"}
         if embeddings:
             base["FETCH_EMBEDDING_BASE_URL"] = model.url + "/v1"
         if summaries:

@@ -17,6 +17,7 @@ from orchestrator.supervisor import TaskSupervisor
 async def main(home: str, where: str, url: str) -> None:
     settings = load_settings(None, {
         "FETCH_HOME": home, "FETCH_WORKSPACE": home, "FETCH_EMBEDDING_BASE_URL": url + "/v1",
+        "FETCH_KENNEL": "bwrap",
         "FETCH_MODEL_BASE_URL": url + "/v1", "FETCH__MEMORY__ARCHIVE_TOKENS": "500"})
     real = archive.commit_chunk
 

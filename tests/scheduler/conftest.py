@@ -92,6 +92,7 @@ class Rig:
 def sched_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(**env: str) -> Settings:
         base = {"FETCH_HOME": str(tmp_path / "home"), "FETCH_TIMEZONE": BERLIN,
+                "FETCH_KENNEL": "bwrap",
                 "FETCH__SCHEDULER__TICK_SECONDS": "1",
                 "FETCH__SCHEDULER__RETRY_BASE_SECONDS": "30",
                 "FETCH__SCHEDULER__MAX_ATTEMPTS": "3"}

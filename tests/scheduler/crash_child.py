@@ -44,6 +44,7 @@ class FileDelivery:
 
 async def main(home: Path, deliveries: Path) -> None:
     settings = load_settings(None, {"FETCH_HOME": str(home), "FETCH_TIMEZONE": "Europe/Berlin",
+                                    "FETCH_KENNEL": "bwrap",
                                     "FETCH__SCHEDULER__TICK_SECONDS": "0.05"})
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -21,7 +21,7 @@ def test_defaults_without_a_file(tmp_path: Path) -> None:
     assert s.home_dir == tmp_path.resolve()
     assert s.workspace_dir == (tmp_path / "workspace").resolve()
     assert s.model.base_url is None and s.model.max_iterations == 25
-    assert s.kennel.backend == "local"
+    assert s.kennel.backend == "auto"
 
 
 def test_file_then_env_overrides(tmp_path: Path) -> None:
@@ -37,7 +37,7 @@ def test_file_then_env_overrides(tmp_path: Path) -> None:
     [
         ("model:\n  max_iterations: lots\n", "model.max_iterations", "valid integer"),
         ("model:\n  max_iterations: 99\n", "model.max_iterations", "less than or equal to 25"),
-        ("kennel:\n  backend: vm\n", "kennel.backend", "'local' or 'docker'"),
+        ("kennel:\n  backend: vm\n", "kennel.backend", "'local' or 'unsafe-local'"),
         ("gateway:\n  rate_per_minute: -1\n", "gateway.rate_per_minute", "greater than 0"),
         ("surprise: 1\n", "surprise", "Extra inputs are not permitted"),
         ("- just\n- a list\n", "(top level)", "mapping"),

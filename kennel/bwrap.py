@@ -1,0 +1,245 @@
+"""The bubblewrap kennel: the CLI runs on this host, but in a sandbox that hides the host.
+
+Inside it sees a fresh root: ``/usr`` and the few ``/etc`` files programs need, read-only;
+the Python that runs the launcher and Fetch's own packages (the demo CLI), read-only; its
+own ``/proc``, ``/dev`` and an empty ``/tmp``; the repository's working tree writable with
+``.git`` read-only over it; the harness's state folder writable; the relay socket, and
+nothing else: no FETCH_HOME, no home, no ``/run``, no Docker socket, no other unix socket.
+It has its own pid, network, IPC and UTS namespaces; the only way out is the relay socket,
+reached through the launcher's forwarder on ``127.0.0.1:4100``. The CLI never runs as
+root and has no capabilities and no way to gain privileges. When the CLI ends (or is
+stopped), the namespace's init ends and the kernel kills everything left in it, so no
+process outlives the task; if Fetch itself dies, bwrap and the sandbox die with it.
+
+When Fetch is root, bwrap runs as root (it must read the repository wherever it is) and
+``setpriv`` drops to the sandbox uid, clears every capability and sets no-new-privileges
+before the launcher starts. When Fetch is not root, bwrap makes an unprivileged user
+namespace and drops every capability itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+from core.errors import KennelError
+from kennel import launcher
+from kennel.base import ExecSpec, Layout
+from kennel.owner import hand_over, parse_user, user_for
+from kennel.paths import run_dir
+from kennel.process import MAX_LINE, GroupProcess
+from kennel.relayed import RelayedProcess, start_relayed
+
+RELAY_PORT = 4100
+RELAY_SEEN = Path("/relay/relay.sock")
+STATE_SEEN = Path("/fetch/state")
+# Host /etc entries programs need (certificates, users, the dynamic loader, Debian's
+# alternatives symlinks); the rest of /etc stays out.
+ETC = ("alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "passwd", "group",
+       "hosts", "nsswitch.conf", "localtime", "timezone", "ld.so.cache", "ld.so.conf",
+       "ld.so.conf.d", "profile", "profile.d", "bash.bashrc", "mime.types", "os-release",
+       "debian_version", "inputrc", "terminfo")
+# The top-level packages Fetch installs (see pyproject): the demo CLI imports them.
+PACKAGES = ("core", "channels", "orchestrator", "instincts", "harnesses", "identity",
+            "skills", "kennel")
+ISOLATION = ("bwrap sandbox: runs as uid {uid}, no capabilities; sees only the repo (.git "
+             "read-only), its own state, /usr and the model relay; own pid and network "
+             "namespaces, nothing outlives the task")
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+@cache
+def probe() -> str | None:
+    """None if a sandbox can start here, else why not (for ``auto`` and ``fetch doctor``)."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        return "bwrap is not installed (Debian: apt-get install bubblewrap)"
+    argv = [*_isolation_flags(), "--ro-bind", "/usr", "/usr", *_usr_links(), "--",
+            "/usr/bin/true"]
+    try:
+        done = subprocess.run([bwrap, *argv], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"bwrap does not start: {err}"
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
+        return f"bwrap cannot make its namespaces here: {tail[0]}"
+    return None
+
+
+def _root() -> bool:
+    return os.geteuid() == 0
+
+
+def _isolation_flags() -> list[str]:
+    flags = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+             "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    if not _root():
+        # No privilege to begin with: a user namespace gives bwrap its mounts, and the
+        # capabilities it holds there are dropped before the command starts.
+        flags += ["--unshare-user", "--cap-drop", "ALL"]
+    return flags
+
+
+def _usr_links() -> list[str]:
+    """/bin, /lib... as the host has them (merged-/usr symlinks, or read-only binds)."""
+    out: list[str] = []
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            out += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            out += ["--ro-bind", str(path), str(path)]
+    return out
+
+
+def _python_roots() -> list[Path]:
+    """Where the interpreter and its packages live, outside /usr."""
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parents[1]}
+    return sorted(r for r in roots if r.is_dir() and not _under(r, Path("/usr")))
+
+
+def _fetch_packages() -> list[Path]:
+    source = Path(launcher.__file__).resolve().parents[1]
+    return [source / p for p in PACKAGES if (source / p).is_dir()]
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+class _Mounts:
+    """bwrap's mount arguments, creating every missing parent world-searchable: bwrap
+    would otherwise copy the host's modes (``/root`` 0700 hides the interpreter)."""
+
+    def __init__(self) -> None:
+        self.argv: list[str] = []
+        self._dirs: set[Path] = {Path("/")}
+
+    def dirs_for(self, dest: Path) -> None:
+        for parent in reversed(dest.parents):
+            if parent not in self._dirs:
+                self.argv += ["--perms", "0755", "--dir", str(parent)]
+                self._dirs.add(parent)
+
+    def add(self, flag: str, src: Path, dest: Path) -> None:
+        self.dirs_for(dest)
+        self.argv += [flag, str(src), str(dest)]
+        self._dirs.add(dest)
+
+    def tmpfs(self, dest: Path, perms: str) -> None:
+        self.dirs_for(dest)
+        self.argv += ["--perms", perms, "--tmpfs", str(dest)]
+        self._dirs.add(dest)
+
+    def raw(self, *args: str) -> None:
+        self.argv += args
+
+
+class BwrapKennel:
+    name = "bwrap"
+
+    def __init__(self, home: Path, user: str = "auto",
+                 path_env: str = "/usr/local/bin:/usr/bin:/bin") -> None:
+        self._home = home
+        self._user = user
+        self._path_env = path_env
+
+    def isolation(self) -> str:
+        why = probe()
+        if why is not None:
+            return f"bwrap sandbox, refusing to run: {why}"
+        uid = "the repo's owner (never root)" if _root() else str(os.geteuid())
+        return ISOLATION.format(uid=uid)
+
+    def layout(self, repo: Path, harness: str) -> Layout:
+        state = self._home / "kennel" / "bwrap" / repo.name / harness
+        return Layout(workdir=repo, state_host=state, state_seen=STATE_SEEN,
+                      relay_socket=run_dir(self._home) / f"bwrap-{repo.name}.sock",
+                      relay_port=RELAY_PORT, path_env=self._path_env, confined=True)
+
+    async def close(self) -> None:
+        return None
+
+    async def exec(self, spec: ExecSpec) -> RelayedProcess:
+        why = probe()
+        if why is not None:
+            raise KennelError(f"the bwrap sandbox cannot run here: {why}")
+        return await start_relayed(spec, lambda: self._start(spec))
+
+    def argv(self, spec: ExecSpec) -> list[str]:
+        """The whole command line: bwrap, [setpriv], the launcher, the CLI."""
+        bwrap = bwrap_path() or "bwrap"
+        repo, work = spec.repo, spec.layout.workdir
+        m = _Mounts()
+        m.raw(*_isolation_flags())
+        m.raw("--ro-bind", "/usr", "/usr", *_usr_links())
+        for name in ETC:
+            m.add("--ro-bind-try", Path("/etc") / name, Path("/etc") / name)
+        m.raw("--proc", "/proc", "--dev", "/dev")
+        m.tmpfs(Path("/tmp"), "1777")
+        m.tmpfs(Path("/home"), "0755")
+        for root in _python_roots():
+            m.add("--ro-bind", root, root)
+        for package in _fetch_packages():
+            m.add("--ro-bind", package, package)
+        m.add("--bind", repo, work)
+        git = repo / ".git"
+        if git.is_symlink():
+            raise KennelError(f"{repo.name}/.git is a symlink: refusing to run there")
+        if git.exists():
+            m.add("--ro-bind", git, work / ".git")
+        m.add("--bind", spec.layout.state_host, spec.layout.state_seen)
+        if spec.relay is not None:
+            m.add("--ro-bind", spec.layout.relay_socket, RELAY_SEEN)
+        m.raw("--chdir", str(work))
+        argv = [bwrap, *m.argv, "--"]
+        if _root():
+            uid, gid = parse_user(user_for(repo, self._user))
+            argv += ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        argv += [sys.executable, "-I", str(Path(launcher.__file__).resolve())]
+        if spec.relay is not None:
+            argv += ["--port", str(spec.layout.relay_port), "--socket", str(RELAY_SEEN)]
+        return [*argv, "--", *spec.argv]
+
+    def _prepare(self, spec: ExecSpec) -> None:
+        if not spec.repo.is_dir():
+            raise KennelError(f"could not start {spec.argv[0]}: no folder {spec.repo}")
+        spec.layout.state_host.mkdir(parents=True, exist_ok=True)
+        if _root():
+            user = user_for(spec.repo, self._user)
+            if parse_user(user)[0] == 0:
+                raise KennelError("kennel.bwrap.user must not be root")
+            hand_over(spec.repo, user)
+            hand_over(spec.layout.state_host, user, skip_git=False)
+
+    async def _start(self, spec: ExecSpec) -> GroupProcess:
+        await asyncio.to_thread(self._prepare, spec)
+        argv = self.argv(spec)
+        # Fetch dies → bwrap dies (→ the sandbox's init, → everything in it).
+        argv = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", *argv]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd="/",
+                env=spec.env,  # exactly what the harness asked for, never Fetch's own
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=MAX_LINE,
+            )
+        except OSError as err:
+            raise KennelError(f"could not start {spec.argv[0]}: {err.strerror}") from err
+        return GroupProcess(proc)
+
+
+__all__ = ["BwrapKennel", "bwrap_path", "probe"]

@@ -1,0 +1,73 @@
+"""Which backend runs the CLIs, and why: ``kennel.backend: auto`` picks Docker when its
+engine answers and the kennel image is there, else the bwrap sandbox. It never falls back
+to the unsafe namespace-only mode: that takes ``backend: unsafe-local``, said in full.
+
+``auto`` does not build the image at start (two minutes and the npm registry); ``fetch
+doctor`` says how to build it, and the next start picks Docker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kennel.settings import KennelSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    backend: str  # "docker", "bwrap" or "unsafe-local"
+    reason: str  # one line for `fetch doctor`
+
+
+def docker_image(settings: KennelSettings) -> str:
+    from kennel.build import image_tag
+
+    return image_tag() if settings.docker.image == "auto" else settings.docker.image
+
+
+def docker_unusable(image: str, timeout: float = 3.0) -> str | None:
+    """None if the engine answers and has ``image``, else why not."""
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.from_env(timeout=timeout)
+    except docker.errors.DockerException as err:
+        return f"docker engine not answering ({_short(err)})"
+    try:
+        client.ping()
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        return f"kennel image {image} is not built (python -m kennel.build)"
+    except docker.errors.DockerException as err:
+        return f"docker engine not answering ({_short(err)})"
+    except OSError as err:
+        return f"docker engine not answering ({_short(err)})"
+    finally:
+        client.close()
+    return None
+
+
+def choose(settings: KennelSettings) -> Choice:
+    backend = settings.backend
+    if backend == "docker":
+        return Choice("docker", "kennel.backend: docker")
+    if backend == "bwrap":
+        return Choice("bwrap", "kennel.backend: bwrap")
+    if backend == "local":
+        return Choice("bwrap", "kennel.backend: local (the bwrap sandbox)")
+    if backend == "unsafe-local":
+        return Choice("unsafe-local", "kennel.backend: unsafe-local (chosen explicitly)")
+    image = docker_image(settings)
+    why = docker_unusable(image)
+    if why is None:
+        return Choice("docker", f"auto → docker: engine answers, image {image} is there")
+    return Choice("bwrap", f"auto → bwrap: {why}")
+
+
+def _short(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+__all__ = ["Choice", "choose", "docker_image", "docker_unusable"]
