@@ -6,6 +6,7 @@ from instincts.router import InstinctRegistry
 def build_registry() -> InstinctRegistry:
     from instincts import (
         control,
+        grants,
         harness,
         help,
         memory,
@@ -19,7 +20,7 @@ def build_registry() -> InstinctRegistry:
     registry = InstinctRegistry()
     for router in (help.router, status.router, control.router, session.router,
                    undo.router, workspace.router, harness.router, schedule.router,
-                   memory.router):
+                   memory.router, grants.router):
         registry.include(router)
     return registry
 

@@ -54,7 +54,7 @@ class Scheduling(Protocol):
 
 
 class Memory(Protocol):
-    """/remember /memory /forget, answered in words."""
+    """/remember /memory /forget, answered in words: the sender's own memories only."""
 
     async def remember(self, kind: str, text: str, tags: tuple[str, ...]) -> str: ...
     async def overview(self) -> str: ...
@@ -77,7 +77,8 @@ class Tasks(Protocol):
 
 
 class Commits(Protocol):
-    """/undo: revert the last commit made in this chat; the answer is the phone text."""
+    """/undo: revert the last commit made in this chat, if it was made for the sender
+    (or the sender may undo others'); the answer is the phone text."""
 
     async def undo_last(self, key: SessionKey) -> str: ...
 
@@ -122,9 +123,23 @@ class CommandInfo(Protocol):
 
 
 class Commands(Protocol):
-    """/help /commands: the registry of instincts, in the order they were included."""
+    """/help /commands: the instincts the sender may use, in the order they were
+    included (what they may not use is never listed)."""
 
     def all(self) -> Sequence[CommandInfo]: ...
+
+
+class Grants(Protocol):
+    """/grants: the owner's view of who may do what beyond their profile."""
+
+    @property
+    def for_owner(self) -> bool: ...
+    def listing(self) -> str: ...
+    async def revoke(self, grant_id: int) -> str: ...
+    async def answer(self, nonce: str, yes: bool, scope: str) -> str:
+        """The owner's yes/no to an ask; ``scope`` once | session | always."""
+        ...
+    async def grant(self, who: str, action: str, scope: str) -> str: ...
 
 
 class InstinctContext(Protocol):
@@ -153,6 +168,8 @@ class InstinctContext(Protocol):
     def status(self) -> Status: ...
     @property
     def commands(self) -> Commands: ...
+    @property
+    def grants(self) -> Grants: ...
 
 
 Handler = Callable[[InstinctContext, str], Awaitable[None]]

@@ -3,6 +3,13 @@
 An approval row holds the owner, a nonce, the sha256 of the exact change and an
 expiry. ``yes`` commits only if the tree still hashes to what was shown; anything
 else (expired, superseded, foreign, changed files) is refused with the reason.
+
+Who may answer is the permission model's ``approve`` (orchestrator/permissions/): the
+owner, and a member only when granted and only for their own task. Before a diff is
+offered, every changed file is checked against the path rules (``path:<file>``, e.g.
+``permissions.deny: [path:secrets/**]``): one refused file refuses the whole change. In a
+group the diff goes to the owner's direct chat and the group gets a short note (what
+is posted in a group, everyone in it sees).
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from orchestrator import diffview
 from orchestrator.config import Settings
 from orchestrator.gitops import Change
 from orchestrator.messenger import Messenger
+from orchestrator.permissions.model import Effect
+from orchestrator.permissions.service import Permissions
 from orchestrator.session import Session
 from orchestrator.store import Store
 from orchestrator.store.work import ApprovalRow
@@ -54,9 +63,11 @@ def parse_answer(text: str) -> Answer:
 
 class Approvals:
     def __init__(
-        self, settings: Settings, store: Store, messenger: Messenger, workspace: Workspace
+        self, settings: Settings, store: Store, messenger: Messenger, workspace: Workspace,
+        permissions: Permissions,
     ) -> None:
         self._settings = settings
+        self._permissions = permissions
         self._store = store
         self._messenger = messenger
         self._workspace = workspace
@@ -66,6 +77,10 @@ class Approvals:
         self, session: Session, task_id: int, repo: str, change: Change, said: str = ""
     ) -> int:
         """Store the approval, show the diff, move to GUARDING. Caller holds the lock."""
+        refused = await self._refused_path(session, task_id, repo, change)
+        if refused is not None:
+            await self._refuse(session, task_id, repo, refused)
+            return 0
         nonce = secrets.token_hex(8)
         approval_id = await self._store.work.create_approval(
             session.key, task_id, repo, nonce, change.digest, change.base_sha,
@@ -77,25 +92,71 @@ class Approvals:
         text = diffview.summary(change, repo)
         if said:
             text = said.strip() + "\n\n" + text
+        owner = self._permissions.owner_chat(session.key.channel)
+        if self._permissions.is_group(session.key) and owner is not None:
+            await self._messenger.send(owner, f"📬 From the group {session.key.chat} "
+                                              f"(answer there: yes or no):\n\n{text}")
+            text = (f"📬 Task #{task_id} is ready for review: the diff went to the owner's "
+                    "direct chat. Apply? The owner answers here: yes or no.")
         sent = await self._messenger.send(session.key, text, approval_nonce=nonce)
         session.data.approval_message_id = sent.message_id
         await session.persist()
         self._pages[approval_id] = diffview.FIRST_HUNK_LINES
         return approval_id
 
+    async def _refused_path(self, session: Session, task_id: int, repo: str,
+                            change: Change) -> str | None:
+        """The first changed file the path rules refuse to whoever the task is for."""
+        task = await self._store.work.get_task(task_id)
+        subject = self._permissions.subject_named(task.requester if task else "owner")
+        policy = await self._permissions.policy(session.key, repo)
+        for entry in change.files:
+            decision = self._permissions.decide(subject, f"path:{entry.path}", session.key,
+                                                policy)
+            if decision.effect is not Effect.ALLOW:
+                return f"{entry.path} ({decision.why})"
+        return None
+
+    async def _refuse(self, session: Session, task_id: int, repo: str, why: str) -> None:
+        await asyncio.to_thread(self._workspace.repo(repo).discard)
+        await self._store.work.set_task_status(task_id, "refused")
+        session.data.task_id = None
+        session.data.task_prompt = None
+        await session.settle(session.finish)
+        await self._messenger.send(
+            session.key, f"🔒 Refused: the change touches {why}. I discarded it; {repo} is "
+                         "unchanged.")
+
     async def pending(self, session: Session) -> ApprovalRow | None:
         if session.data.approval_id is None:
             return None
         return await self._store.work.get_approval(session.data.approval_id)
 
-    def _check(self, row: ApprovalRow | None, session: Session, inbound: Inbound) -> ApprovalRow:
+    async def _may_answer(self, row: ApprovalRow, session: Session, inbound: Inbound) -> bool:
+        """The owner; or someone granted ``approve``, for their own task only."""
+        subject = self._permissions.subject_of(inbound)
+        if subject.is_owner:
+            return True
+        decision = self._permissions.decide(subject, "approve", session.key)
+        if decision.effect is Effect.ASK:
+            await self._permissions.check(subject, "approve", session.key,
+                                          lambda text: self._messenger.send(session.key, text),
+                                          what="approving this diff")
+            return False
+        if not decision.allowed:
+            return False
+        task = await self._store.work.get_task(row.task_id)
+        return task is not None and task.requester == subject.id
+
+    async def _check(self, row: ApprovalRow | None, session: Session,
+                     inbound: Inbound) -> ApprovalRow:
         if row is None:
             raise ApprovalError("there is no change waiting for approval")
         if row.status != "pending":
             raise ApprovalError(f"that approval was already {row.status}")
         if row.session != f"{session.key.channel}:{session.key.chat}":
             raise ApprovalError("that approval belongs to another conversation")
-        if not inbound.from_owner:
+        if not await self._may_answer(row, session, inbound):
             raise ApprovalError("only the owner can approve changes")
         if inbound.reply_to and session.data.approval_message_id and (
             inbound.reply_to != session.data.approval_message_id
@@ -118,7 +179,7 @@ class Approvals:
             return
         row = await self.pending(session)
         try:
-            row = self._check(row, session, inbound)
+            row = await self._check(row, session, inbound)
         except ApprovalError as err:
             await self._messenger.send(key, f"⚠️ Refused: {err}.")
             if row is None or row.status != "pending":
@@ -175,7 +236,8 @@ class Approvals:
         if not await self._store.work.decide_approval(row.id, "approved"):
             return  # a concurrent answer won; it has replied
         await self._store.work.record_commit(session.key, row.repo, sha, row.base_sha, row.task_id,
-                                        message.splitlines()[0])
+                                        message.splitlines()[0],
+                                        requester=task.requester if task else "owner")
         await self._store.work.set_task_status(row.task_id, "committed")
         await self._close(session)
         files = "\n".join(f"• {f.path} +{f.added} −{f.removed}" for f in change.files[:6])

@@ -3,24 +3,31 @@
 It satisfies the instincts' contract (``instincts.contract.InstinctContext``)
 structurally: the inbound event, the session, ``reply`` and one facade per instinct
 family. Application handlers (conversation, tools, planner) also reach ``services``.
+
+``subject`` is who sent the message, with their own authority (orchestrator/permissions/):
+the owner, a member, or an allowlisted sender; in a group it is the sender, never the
+chat. The memory and commits facades handed to instincts are bound to it, and /help,
+/commands and the model's tools list only what it may use.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from core.events import Inbound, SendResult
+from orchestrator.permissions.model import Subject
 from orchestrator.session import Session
 
 if TYPE_CHECKING:
-    from instincts.router import InstinctRegistry
     from orchestrator.facades.commits import CommitsFacade
     from orchestrator.facades.harnesses import HarnessesFacade
     from orchestrator.facades.status import StatusFacade
     from orchestrator.facades.tasks import TasksFacade
     from orchestrator.facades.workspace import WorkspaceFacade
     from orchestrator.memory.facade import MemoryFacade
+    from orchestrator.permissions.facade import GrantsFacade
+    from orchestrator.permissions.visible import VisibleCommands
     from orchestrator.scheduler.facade import SchedulingFacade
     from orchestrator.services import Services
 
@@ -31,6 +38,17 @@ class Context:
     session: Session
     services: Services
     text: str  # the message with the trigger stripped and validated
+    subject: Subject = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.services.permissions.note(self.inbound)
+        self.subject = self.services.permissions.subject_of(self.inbound)
+
+    async def permit(self, action: str, what: str | None = None) -> bool:
+        """Ask the permission model (resolver.py has the order); on no, the sender has
+        been told why (or the owner has been asked)."""
+        return await self.services.permissions.check(
+            self.subject, action, self.session.key, self.reply, what=what)
 
     async def reply(
         self, text: str, *, tokens: tuple[int, int] = (0, 0), model: str | None = None
@@ -46,7 +64,7 @@ class Context:
 
     @property
     def memory(self) -> MemoryFacade:
-        return self.services.facades.memory
+        return self.services.facades.memory.of(self.subject.id)
 
     @property
     def tasks(self) -> TasksFacade:
@@ -54,7 +72,9 @@ class Context:
 
     @property
     def commits(self) -> CommitsFacade:
-        return self.services.facades.commits
+        return self.services.facades.commits.of(
+            self.subject.id, self.services.permissions.decide(
+                self.subject, "undo:others", self.session.key).allowed)
 
     @property
     def workspace(self) -> WorkspaceFacade:
@@ -69,5 +89,14 @@ class Context:
         return self.services.facades.status
 
     @property
-    def commands(self) -> InstinctRegistry:
-        return self.services.instincts
+    def commands(self) -> VisibleCommands:
+        from orchestrator.permissions.visible import VisibleCommands
+
+        return VisibleCommands(self.services.instincts, self.services.permissions,
+                               self.subject, self.session.key)
+
+    @property
+    def grants(self) -> GrantsFacade:
+        from orchestrator.permissions.facade import GrantsFacade
+
+        return GrantsFacade(self.services.permissions, self.subject, self.session.key)

@@ -54,7 +54,9 @@ async def _answer_question(ctx: Context) -> None:
             return
         data.repo = chosen
         await ctx.session.persist()
-        await ctx.services.runner.start(ctx.session, chosen, str(context.get("prompt", "")))
+        if await ctx.permit(f"repo:{chosen}", f"tasks in {chosen}"):
+            await ctx.services.runner.start(ctx.session, chosen,
+                                            str(context.get("prompt", "")), ctx.subject.id)
         return
     original = str(context.get("original", ""))
     combined = f"{original}\n(Answer to your question: {ctx.text})" if original else ctx.text
@@ -103,7 +105,8 @@ async def start_task(ctx: Context, prompt: str) -> None:
         await ctx.session.ask()
         await ctx.reply("❓ Which repo should I work in?\n" + "\n".join(f"• {n}" for n in names))
         return
-    await ctx.services.runner.start(ctx.session, repo, prompt)
+    if await ctx.permit(f"repo:{repo}", f"tasks in {repo}"):
+        await ctx.services.runner.start(ctx.session, repo, prompt, ctx.subject.id)
 
 
 async def _workspace(ctx: Context) -> None:

@@ -1,7 +1,11 @@
 """The pipeline for one message: instincts first (no model), then the FSM group.
 
 The command word and its arguments are already on the event (the gateway parsed them,
-``orchestrator/commandline.py``); nothing here parses again."""
+``orchestrator/commandline.py``); nothing here parses again.
+
+Before any instinct runs, and before free text reaches the model or the task pipeline
+(``talk``), the permission model is asked for the sender (``ctx.subject``, never the
+chat). Answers to a waiting diff are judged by approvals (``approve``)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,9 @@ async def dispatch(ctx: Context) -> None:
     """Run one message through the groups; every failure becomes a clear reply."""
     try:
         await _instincts(ctx)
+        if ctx.session.state is not State.GUARDING and not await ctx.permit(
+                "talk", "free text (only commands)"):
+            raise StopPropagation
         await handle_text(ctx)
     except StopPropagation:
         return
@@ -44,8 +51,13 @@ async def _instincts(ctx: Context) -> None:
         hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else ""
         await ctx.reply(f"🤔 I don't know /{word}.{hint} /help lists what I can do.")
         raise StopPropagation
+    if not await ctx.permit(f"instinct:{instinct.name}", f"/{instinct.name}"):
+        raise StopPropagation
     if not instinct.while_working and ctx.session.state is State.WORKING:
         await ctx.reply(f"⏳ /{instinct.name} has to wait until the task finishes (/stop ends it).")
         raise StopPropagation
     await instinct.handler(ctx, ctx.inbound.args)
+    if instinct.name == "clear" and ctx.session.state is State.ALERT:
+        # "for this chat until /clear": the chat's session grants end with it.
+        await ctx.services.permissions.end_session(ctx.session.key)
     raise StopPropagation

@@ -81,7 +81,7 @@ class Planner:
                 response = await self._client.chat.completions.create(
                     model=self._settings.name,
                     messages=messages,  # type: ignore[arg-type]
-                    tools=self._tools.schemas(),  # type: ignore[arg-type]
+                    tools=self._tools.schemas_for(ctx),  # type: ignore[arg-type]
                 )
             except Exception as err:
                 import openai
@@ -125,9 +125,18 @@ class Planner:
         if function is None:
             return "error: only function tools are available", False
         tool = self._tools.get(function.name)
-        if tool is None:
+        permissions = ctx.services.permissions
+        if tool is None or not permissions.may(ctx.subject, f"tool:{tool.name}",
+                                               ctx.session.key):
+            shown = [n for n in self._tools.names()
+                     if permissions.may(ctx.subject, f"tool:{n}", ctx.session.key)]
             return (f"error: unknown tool {function.name!r}; available: "
-                    f"{', '.join(self._tools.names())}"), False
+                    f"{', '.join(shown)}"), False
+        if not permissions.decide(ctx.subject, f"tool:{tool.name}",
+                                  ctx.session.key).allowed:
+            # An "ask" rule: the owner is asked; this turn ends here.
+            await ctx.permit(f"tool:{tool.name}", tool.name)
+            return "the owner was asked; this tool waits for their answer", True
         try:
             args = json.loads(function.arguments or "{}")
         except ValueError as err:

@@ -42,6 +42,7 @@ class RunHandle:
     harness: str
     repo: str
     prompt: str
+    requester: str = "owner"  # whose task: their memories, their commit
     started: float = field(default_factory=time.monotonic)
     task: asyncio.Task[None] | None = None
     proc: KennelProcess | None = None
@@ -112,8 +113,10 @@ class TaskRunner:
         return self._runs.get(key)
 
     # -- starting ----------------------------------------------------------------------
-    async def start(self, session: Session, repo_name: str, prompt: str) -> None:
-        """Start a run; the caller holds ``session.lock``. Replies on every refusal."""
+    async def start(self, session: Session, repo_name: str, prompt: str,
+                    requester: str = "owner") -> None:
+        """Start a run; the caller holds ``session.lock`` and has checked that
+        ``requester`` may work in ``repo_name``. Replies on every refusal."""
         key = session.key
         send = self._messenger.send
         harness = self._harnesses.get(session.data.harness or self.default_harness())
@@ -140,11 +143,12 @@ class TaskRunner:
             await send(key, f"❌ {repo_name} has uncommitted changes:\n{shown}\n"
                             "Commit or stash them first, so I only ever show you my diff.")
             return
-        task_id = await self._store.work.create_task(key, repo_name, prompt, harness.name)
+        task_id = await self._store.work.create_task(key, repo_name, prompt, harness.name,
+                                                     requester)
         session.data.task_id, session.data.repo, session.data.task_prompt = (
             task_id, repo_name, prompt)
         await session.start_task()
-        handle = RunHandle(task_id, harness.name, repo_name, prompt)
+        handle = RunHandle(task_id, harness.name, repo_name, prompt, requester)
         self._runs[key] = handle
         handle.progress = Progress(self._messenger, key, harness.name,
                                    title=f"Task #{task_id} · {repo_name} · {harness.name}")
@@ -223,7 +227,8 @@ class TaskRunner:
                 handler = None
                 if self._memory is not None:
                     await self._memory.mcp_ready()
-                    handler = self._memory.mcp_handler(f"harness:{harness.name}")
+                    handler = self._memory.mcp_handler(f"harness:{harness.name}",
+                                                       handle.requester)
                 if handler is not None:
                     mcp = McpServer(MCP_SERVER_NAME, f"{relay_url}/mcp")
                 provider = settings.providers[harness.provider]
@@ -237,7 +242,8 @@ class TaskRunner:
                     token_budget=settings.kennel.token_budget,
                     mcp=handler,
                 )
-            remembered = await self._memory.context_for(handle.prompt) if self._memory else ""
+            remembered = await self._memory.context_for(handle.prompt, handle.requester) \
+                if self._memory else ""
             req = HarnessRequest(
                 prompt=f"{handle.prompt}\n\n{remembered}" if remembered else handle.prompt,
                 workdir=layout.workdir,

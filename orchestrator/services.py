@@ -19,6 +19,7 @@ from orchestrator.facades.tasks import TasksFacade
 from orchestrator.facades.workspace import WorkspaceFacade
 from orchestrator.memory.facade import MemoryFacade
 from orchestrator.messenger import Messenger
+from orchestrator.permissions.service import Permissions
 from orchestrator.scheduler.facade import SchedulingFacade
 from orchestrator.session import Sessions
 from orchestrator.store import Journal, Store
@@ -67,6 +68,7 @@ class Services:
     planner: Planner
     alerts: Alerts
     memory: Memory
+    permissions: Permissions  # who may do what (orchestrator/permissions/)
     scheduler: Scheduler | None  # None until the gateway exists (set by App)
     started_at: float = field(default_factory=time.time)
     facades: Facades = field(init=False)

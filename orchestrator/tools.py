@@ -1,4 +1,8 @@
-"""Tools the orchestrator model may call, declared once with their JSON schemas."""
+"""Tools the orchestrator model may call, declared once with their JSON schemas.
+
+Each tool is the action ``tool:<name>`` for the permission model: the model is shown
+only the tools the sender may use (``schemas_for``), and a call is checked again when it
+is made (a model may name a tool it was not shown)."""
 
 from __future__ import annotations
 
@@ -59,6 +63,12 @@ class ToolRegistry:
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self._tools.values()]
 
+    def schemas_for(self, ctx: Context) -> list[dict[str, Any]]:
+        """The schemas of the tools ``ctx``'s sender may use in this chat."""
+        permissions = ctx.services.permissions
+        return [t.schema() for t in self._tools.values()
+                if permissions.may(ctx.subject, f"tool:{t.name}", ctx.session.key)]
+
     def names(self) -> list[str]:
         return list(self._tools)
 
@@ -117,7 +127,9 @@ def build_tools() -> ToolRegistry:
             return ToolResult(f"error: no repository named {repo!r}; call workspace_list")
         if not instruction:
             return ToolResult("error: the instruction is empty")
-        await ctx.services.runner.start(ctx.session, repo, instruction)
+        if not await ctx.permit(f"repo:{repo}", f"tasks in {repo}"):
+            return ToolResult(f"refused: the sender may not work in {repo}", final=True)
+        await ctx.services.runner.start(ctx.session, repo, instruction, ctx.subject.id)
         return ToolResult("task handed to the harness", final=True)
 
     @registry.tool("ask_user", "Ask the owner a question and wait for the answer.",

@@ -1,4 +1,7 @@
-"""/undo's port: revert the last commit Fetch made in a chat (instincts ``Commits``)."""
+"""/undo's port: revert the last commit Fetch made in a chat (instincts ``Commits``).
+
+Bound to the sender (``of``): a commit made for someone else is never reverted by a
+sender who may not undo others' (``undo:others``; the owner may)."""
 
 from __future__ import annotations
 
@@ -11,14 +14,23 @@ from orchestrator.workspace import Workspace
 
 
 class CommitsFacade:
-    def __init__(self, store: Store, workspace: Workspace) -> None:
+    def __init__(self, store: Store, workspace: Workspace, subject: str = "owner",
+                 undo_others: bool = True) -> None:
         self._store = store
         self._workspace = workspace
+        self._subject = subject
+        self._undo_others = undo_others
+
+    def of(self, subject: str, undo_others: bool) -> CommitsFacade:
+        return CommitsFacade(self._store, self._workspace, subject, undo_others)
 
     async def undo_last(self, key: SessionKey) -> str:
         last = await self._store.work.last_commit(key)
         if last is None:
             return "Nothing to undo: I haven't committed anything here."
+        if last.requester != self._subject and not self._undo_others:
+            return (f"🔒 The last commit here ({last.sha[:7]}: {last.summary}) was made for "
+                    "someone else; only they or the owner can undo it.")
         try:
             repo = self._workspace.repo(last.repo)
             new = await asyncio.to_thread(

@@ -1,5 +1,8 @@
 """What /remember, /memory and /forget say: the memory service's answers in phone words
-(the instincts' ``Memory`` port, instincts/contract.py)."""
+(the instincts' ``Memory`` port, instincts/contract.py).
+
+Bound to one subject (``of``): a member lists, searches, writes and forgets only their
+own memories; what a member writes is never the owner's."""
 
 from __future__ import annotations
 
@@ -18,12 +21,18 @@ def _day(ts: float | None) -> str:
 
 
 class MemoryFacade:
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, subject: str = "owner") -> None:
         self._memory = memory
+        self._subject = subject
+
+    def of(self, subject: str) -> MemoryFacade:
+        return MemoryFacade(self._memory, subject)
 
     async def remember(self, kind: str, text: str, tags: tuple[str, ...]) -> str:
         try:
-            result = await self._memory.write(text, kind, tags, source="owner")
+            source = "owner" if self._subject == "owner" else f"member:{self._subject}"
+            result = await self._memory.write(text, kind, tags, source=source,
+                                              subject=self._subject)
         except FetchError as err:
             return f"❌ {err}"
         item = result.item
@@ -34,7 +43,7 @@ class MemoryFacade:
 
     async def overview(self) -> str:
         try:
-            counts, newest = await self._memory.overview(5)
+            counts, newest = await self._memory.overview(5, self._subject)
         except FetchError as err:
             return f"❌ {err}"
         archives = counts.pop("archive", 0)
@@ -53,7 +62,7 @@ class MemoryFacade:
 
     async def search(self, query: str) -> str:
         try:
-            hits = await self._memory.search(query, 5)
+            hits = await self._memory.search(query, 5, subject=self._subject)
         except FetchError as err:
             return f"❌ {err}"
         if not hits:
@@ -71,7 +80,8 @@ class MemoryFacade:
 
     async def forget(self, item_id: int) -> str:
         try:
-            item = await self._memory.forget(item_id)
+            forgetter = None if self._subject == "owner" else self._subject
+            item = await self._memory.forget(item_id, forgetter)
         except FetchError as err:
             return f"❌ {err}"
         if item is None:

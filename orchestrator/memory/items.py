@@ -35,8 +35,10 @@ def get(conn: Any, item_id: int) -> Item | None:
 def remember(
     conn: Any, *, kind: str, content: str, tags: tuple[str, ...], source: str,
     vec: bytes | None, signature: str, threshold: float, vec_ok: bool,
+    subject: str = "owner",
 ) -> WriteResult:
-    """Add a memory, or update the one it nearly duplicates (cosine >= threshold).
+    """Add a memory, or update the one of the same subject it nearly duplicates
+    (cosine >= threshold): one subject's write never changes another's memory.
 
     The nearest-neighbour check and the write share one transaction, so two writers
     of the same fact cannot both add it.
@@ -45,12 +47,13 @@ def remember(
         now = time.time()
         twin: tuple[int, float] | None = None
         if vec is not None:
-            near = nearest_memory(conn, vec, vec_ok)
+            near = nearest_memory(conn, vec, vec_ok, subject)
             if near is not None and near[1] >= threshold:
                 twin = near
         else:  # no embedding: only a word-for-word repeat counts as a duplicate
             row = conn.execute("SELECT id FROM memory_items WHERE kind != 'archive' AND"
-                               " lower(trim(content)) = lower(trim(?))", (content,)).fetchone()
+                               " subject = ? AND lower(trim(content)) = lower(trim(?))",
+                               (subject, content)).fetchone()
             if row:
                 twin = (int(row[0]), 1.0)
         if twin is not None:
@@ -65,8 +68,9 @@ def remember(
             assert new is not None
             return WriteResult(new, True, twin[1])
         cur = conn.execute(
-            "INSERT INTO memory_items(kind, content, tags, source, created, updated) VALUES"
-            " (?,?,?,?,?,?)", (kind, content, " ".join(dict.fromkeys(tags)), source, now, now))
+            "INSERT INTO memory_items(kind, content, tags, source, created, updated, subject)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (kind, content, " ".join(dict.fromkeys(tags)), source, now, now, subject))
         item_id = int(cur.lastrowid)
         if vec is not None:
             put_vector(conn, item_id, kind, vec, signature, vec_ok)
@@ -77,11 +81,14 @@ def remember(
     return result
 
 
-def forget(conn: Any, item_id: int, vec_ok: bool) -> Item | None:
-    """Delete a memory (archives are history: they are not forgotten one by one)."""
+def forget(conn: Any, item_id: int, vec_ok: bool, subject: str | None = None) -> Item | None:
+    """Delete a memory (archives are history: they are not forgotten one by one).
+    ``subject`` given: only that subject's memory (another's counts as absent)."""
     def run() -> Item | None:
         item = get(conn, item_id)
         if item is None or item.kind == "archive":
+            return None
+        if subject is not None and item.subject != subject:
             return None
         if vec_ok:
             conn.execute("DELETE FROM memory_vec_bits WHERE rowid=?", (item_id,))
@@ -91,14 +98,16 @@ def forget(conn: Any, item_id: int, vec_ok: bool) -> Item | None:
     return result
 
 
-def counts(conn: Any) -> dict[str, int]:
-    rows = conn.execute("SELECT kind, COUNT(*) FROM memory_items GROUP BY kind").fetchall()
+def counts(conn: Any, subject: str = "owner") -> dict[str, int]:
+    rows = conn.execute("SELECT kind, COUNT(*) FROM memory_items WHERE subject = ? GROUP BY"
+                        " kind", (subject,)).fetchall()
     return {str(r[0]): int(r[1]) for r in rows}
 
 
-def newest(conn: Any, limit: int) -> list[Item]:
+def newest(conn: Any, limit: int, subject: str = "owner") -> list[Item]:
     rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE kind != 'archive'"
-                        " ORDER BY updated DESC, id DESC LIMIT ?", (limit,)).fetchall()
+                        " AND subject = ? ORDER BY updated DESC, id DESC LIMIT ?",
+                        (subject, limit)).fetchall()
     return [Item.from_row(r) for r in rows]
 
 

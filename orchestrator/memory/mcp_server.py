@@ -42,6 +42,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 @dataclass
 class _Caller:
     source: str  # what its memories are marked with, e.g. harness:claude-code
+    subject: str = "owner"  # whose task: it reads and writes only their memories
     writes: int = 0  # one handler serves one task's relay: the limit is per run
 
 
@@ -77,11 +78,16 @@ class MemoryMcp:
         memory = self._memory
 
         async def memory_search(query: str, limit: int = 5) -> str:
-            hits = await memory.search(query, max(1, min(int(limit), 20)))
+            caller = _CALLER.get() or _Caller("harness")
+            hits = await memory.search(query, max(1, min(int(limit), 20)),
+                                       subject=caller.subject)
             return json.dumps({"mode": memory.mode(), "hits": [h.as_dict() for h in hits]},
                               ensure_ascii=False)
 
         async def memory_read(id: int) -> str:
+            caller = _CALLER.get() or _Caller("harness")
+            if caller.subject != "owner":  # transcripts are the owner's conversations
+                return "refused: past conversations are the owner's"
             text = await memory.read(int(id))
             return text or f"no archived conversation #{id} (ids come from memory_search)"
 
@@ -92,7 +98,7 @@ class MemoryMcp:
                 return f"refused: at most {MAX_WRITES_PER_RUN} memories per task"
             caller.writes += 1
             result = await memory.write(content, type, tuple(tags or ()),
-                                        source=caller.source)
+                                        source=caller.source, subject=caller.subject)
             verb = "updated the near-duplicate" if result.merged else "saved as"
             return f"{verb} memory #{result.item.id}"
 
@@ -129,8 +135,8 @@ class MemoryMcp:
             self._task = None
 
     # -- the relay's /mcp route -----------------------------------------------------------
-    def handler(self, source: str) -> Handler:
-        caller = _Caller(source)
+    def handler(self, source: str, subject: str = "owner") -> Handler:
+        caller = _Caller(source, subject)
 
         async def handle(request: web.Request) -> web.StreamResponse:
             token = _CALLER.set(caller)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 MemoryKind = Literal["fact", "preference", "learning"]
 KINDS: tuple[MemoryKind, ...] = ("fact", "preference", "learning")
 ITEM_COLUMNS = ("id, kind, content, tags, source, thread, first_msg, last_msg, started, ended,"
-                " path, created, updated")
+                " path, created, updated, subject")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,7 @@ class Item:
     path: str | None
     created: float
     updated: float
+    subject: str = "owner"  # whose memory (orchestrator/permissions/)
 
     @property
     def layer(self) -> str:
@@ -35,7 +36,7 @@ class Item:
     def from_row(cls, row: Any) -> Item:
         return cls(int(row[0]), str(row[1]), str(row[2]), tuple(str(row[3]).split()),
                    str(row[4]), row[5], row[6], row[7], row[8], row[9], row[10],
-                   float(row[11]), float(row[12]))
+                   float(row[11]), float(row[12]), str(row[13]))
 
 
 @dataclass(frozen=True, slots=True)

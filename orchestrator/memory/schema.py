@@ -63,6 +63,13 @@ MIGRATIONS: tuple[str, ...] = (
         INSERT INTO memory_fts(rowid, content, tags) VALUES (new.id, new.content, new.tags);
     END;
     """,
+    # 2: whose memory it is (orchestrator/permissions/): "owner", a member's name, or an
+    # allowlisted sender's "channel:id". A member sees and changes only their own; only
+    # the owner's feed the owner's tasks. Archives are the owner's.
+    """
+    ALTER TABLE memory_items ADD COLUMN subject TEXT NOT NULL DEFAULT 'owner';
+    CREATE INDEX memory_items_subject ON memory_items(subject, kind, updated);
+    """,
 )
 
 

@@ -115,16 +115,30 @@ def items(conn: Any, ids: Iterable[int]) -> dict[int, Item]:
     return {int(r[0]): Item.from_row(r) for r in rows}
 
 
+def _of_subject(conn: Any, ids: Iterable[int], subject: str) -> set[int]:
+    ids = list(ids)
+    if not ids:
+        return set()
+    return {int(r[0]) for r in conn.execute(
+        f"SELECT id FROM memory_items WHERE id IN ({_marks(ids)}) AND subject = ?",
+        (subject,))}
+
+
 def hybrid(
     conn: Any, text: str, qvec: bytes | None, *, limit: int, vector_weight: float,
-    min_score: float, vec_ok: bool,
+    min_score: float, vec_ok: bool, subject: str = "owner",
 ) -> list[Hit]:
+    """Only ``subject``'s items take part (a member never sees the owner's)."""
     keyword = keyword_scores(conn, text)
     vector: dict[int, float] = {}
     if qvec is not None:
         if vec_ok:
             vector = vector_scores(conn, qvec, max(limit * 4, 20))
         vector |= exact_scores(conn, qvec, set(keyword) - set(vector), vec_ok)
+    mine = _of_subject(conn, set(keyword) | set(vector), subject)
+    keyword = {i: s for i, s in keyword.items() if i in mine}
+    vector = {i: s for i, s in vector.items() if i in mine}
+    if qvec is not None:
         w_vec, w_kw = vector_weight, 1.0 - vector_weight
     else:
         w_vec, w_kw = 0.0, 1.0
@@ -140,15 +154,18 @@ def hybrid(
     return [Hit(found[i], score, v, k) for score, i, v, k in top if i in found]
 
 
-def nearest_memory(conn: Any, qvec: bytes, vec_ok: bool) -> tuple[int, float] | None:
-    """The most similar memory (not archive) and its cosine, for dedup."""
+def nearest_memory(conn: Any, qvec: bytes, vec_ok: bool,
+                   subject: str = "owner") -> tuple[int, float] | None:
+    """The most similar memory (not archive) of ``subject`` and its cosine, for dedup."""
     if vec_ok:
-        scores = vector_scores(conn, qvec, 5, layer="memory")
-        scores = exact_scores(conn, qvec, scores, vec_ok) if scores else {}
+        scores = vector_scores(conn, qvec, 20, layer="memory")
+        scores = exact_scores(conn, qvec, _of_subject(conn, scores, subject), vec_ok) \
+            if scores else {}
     else:
         # Without sqlite-vec: memories are few (hundreds), so Python can compare them all.
         rows = conn.execute("SELECT v.id, v.vec FROM memory_vectors v JOIN memory_items i ON"
-                            " i.id = v.id WHERE i.kind != 'archive'")
+                            " i.id = v.id WHERE i.kind != 'archive' AND i.subject = ?",
+                            (subject,))
         scores = {int(r[0]): cosine(qvec, bytes(r[1])) for r in rows}
     if not scores:
         return None

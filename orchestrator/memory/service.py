@@ -228,7 +228,8 @@ class Memory:
             raise MemoryRefused(f"memory is off ({why})")
 
     async def write(self, content: str, kind: str = "fact", tags: tuple[str, ...] = (),
-                    source: str = "owner") -> WriteResult:
+                    source: str = "owner", subject: str = "owner") -> WriteResult:
+        """``subject``: whose memory (the owner's, or a member's own)."""
         self._require()
         content = " ".join(content.split())
         if not content:
@@ -245,20 +246,21 @@ class Memory:
             lambda conn: items.remember(
                 conn, kind=kind, content=content, tags=clean_tags, source=source, vec=vec,
                 signature=signature, threshold=self.config.dedup_threshold,
-                vec_ok=self.db.vec_ok))
+                vec_ok=self.db.vec_ok, subject=subject))
         if embedded is None and self.embedder is not None:
             self._start_reembed()  # catches this one up once the endpoint is back
         return result
 
     async def search(self, query: str, limit: int = 5,
-                     min_score: float | None = None) -> list[Hit]:
+                     min_score: float | None = None, subject: str = "owner") -> list[Hit]:
         self._require()
         qvec = await self._query_vector(query)
         threshold = self.config.min_score if min_score is None else min_score
         return await self.db.run(
             lambda conn: hybrid(conn, query, qvec, limit=limit,
                                 vector_weight=self.config.vector_weight,
-                                min_score=threshold, vec_ok=self.db.vec_ok))
+                                min_score=threshold, vec_ok=self.db.vec_ok,
+                                subject=subject))
 
     async def read(self, chunk_id: int) -> str | None:
         self._require()
@@ -270,14 +272,16 @@ class Memory:
         self._require()
         return await self.db.run(items.get, item_id)
 
-    async def forget(self, item_id: int) -> Item | None:
+    async def forget(self, item_id: int, subject: str | None = None) -> Item | None:
+        """``subject`` given: only that subject's memory can go."""
         self._require()
-        return await self.db.run(items.forget, item_id, self.db.vec_ok)
+        return await self.db.run(items.forget, item_id, self.db.vec_ok, subject)
 
-    async def overview(self, newest: int = 5) -> tuple[dict[str, int], list[Item]]:
+    async def overview(self, newest: int = 5,
+                       subject: str = "owner") -> tuple[dict[str, int], list[Item]]:
         self._require()
-        counts = await self.db.run(items.counts)
-        return counts, await self.db.run(items.newest, newest)
+        counts = await self.db.run(items.counts, subject)
+        return counts, await self.db.run(items.newest, newest, subject)
 
     # -- the app's hooks -----------------------------------------------------------------
     def observe(self, key: SessionKey) -> None:
@@ -288,14 +292,16 @@ class Memory:
         except Exception:  # the reply path must never see memory's problems
             log.exception("memory: observe failed")
 
-    async def context_for(self, prompt: str) -> str:
-        """Relevant memories for a new task ("" when none, off, or anything fails)."""
+    async def context_for(self, prompt: str, subject: str = "owner") -> str:
+        """Relevant memories of ``subject`` (whose task it is) for a new task ("" when
+        none, off, or anything fails)."""
         if not self.enabled:
             return ""
         try:
             async with asyncio.timeout(CONTEXT_TIMEOUT):
                 hits = await self.search(prompt, CONTEXT_LIMIT,
-                                         max(CONTEXT_MIN_SCORE, self.config.min_score))
+                                         max(CONTEXT_MIN_SCORE, self.config.min_score),
+                                         subject)
         except Exception as err:  # a task runs without memory rather than not at all
             log.warning("memory: no context for the task: %s", err)
             return ""
@@ -321,9 +327,10 @@ class Memory:
     def mcp(self) -> MemoryMcp | None:
         return self._mcp
 
-    def mcp_handler(self, caller: str) -> Handler | None:
-        """The relay's ``/mcp`` route for one task; ``caller`` marks what it writes."""
-        return self._mcp.handler(caller) if self.serves_mcp and self._mcp else None
+    def mcp_handler(self, caller: str, subject: str = "owner") -> Handler | None:
+        """The relay's ``/mcp`` route for one task; ``caller`` marks what it writes,
+        ``subject`` (whose task) whose memories it sees and writes."""
+        return self._mcp.handler(caller, subject) if self.serves_mcp and self._mcp else None
 
     def mode(self) -> str:
         if self.embedder is None:

@@ -37,7 +37,8 @@ def register_tools(registry: ToolRegistry) -> None:
             return ToolResult("error: tags must be a list of strings")
         kind = str(args.get("type") or "fact")
         result = await ctx.services.memory.write(
-            args["content"], kind, tuple(str(t) for t in tags), source="orchestrator")
+            args["content"], kind, tuple(str(t) for t in tags), source="orchestrator",
+            subject=ctx.subject.id)
         verb = "updated near-duplicate" if result.merged else "saved"
         return ToolResult(f"{verb} memory #{result.item.id}")
 
@@ -51,7 +52,8 @@ def register_tools(registry: ToolRegistry) -> None:
     )
     async def memory_search(ctx: Context, args: dict[str, Any]) -> ToolResult:
         memory = ctx.services.memory
-        hits = await memory.search(args["query"], _int(args.get("limit"), 5, 1, 20))
+        hits = await memory.search(args["query"], _int(args.get("limit"), 5, 1, 20),
+                                   subject=ctx.subject.id)
         return ToolResult(json.dumps({"mode": memory.mode(),
                                       "hits": [h.as_dict() for h in hits]},
                                      ensure_ascii=False))

@@ -125,10 +125,10 @@ class MemoryWork:
 
     # -- tasks -----------------------------------------------------------------------
     async def create_task(self, key: SessionKey, repo: str, prompt: str,
-                          harness: str) -> int:
+                          harness: str, requester: str = "owner") -> int:
         task_id = len(self._tasks) + 1
         self._tasks[task_id] = _Task(TaskRow(task_id, key_str(key), repo, prompt, harness,
-                                             "running"))
+                                             "running", requester))
         return task_id
 
     async def finish_task(self, task_id: int, status: str, result: str = "", *,
@@ -185,10 +185,11 @@ class MemoryWork:
 
     # -- commits (for /undo) ---------------------------------------------------------
     async def record_commit(self, key: SessionKey, repo: str, sha: str, parent: str,
-                            task_id: int | None, summary: str) -> None:
+                            task_id: int | None, summary: str,
+                            requester: str = "owner") -> None:
         commit_id = len(self._commits) + 1
         self._commits[commit_id] = CommitRow(commit_id, key_str(key), repo, sha, parent,
-                                             task_id, summary)
+                                             task_id, summary, requester)
 
     async def last_commit(self, key: SessionKey) -> CommitRow | None:
         session = key_str(key)

@@ -126,5 +126,22 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE status IN ('claimed', 'delivering', 'retry');
     CREATE INDEX job_runs_unreported ON job_runs(job_id) WHERE reported = 0
         AND status IN ('missed', 'interrupted', 'failed');
+    """,    # 5: who may do what (orchestrator/permissions/): the owner's grants, and who each
+    # task and commit was for ("owner", a member's name, or the sender's "channel:id"),
+    # so /undo never reverts a commit made for someone else.
+    """
+    CREATE TABLE grants (
+        id          INTEGER PRIMARY KEY,
+        subject     TEXT NOT NULL,
+        action      TEXT NOT NULL,         -- an action pattern (tool:memory_*, approve)
+        scope       TEXT NOT NULL,         -- once | session | persisted
+        session     TEXT,                  -- once/session grants: the chat
+        granted_by  TEXT NOT NULL,
+        created     REAL NOT NULL,
+        revoked     REAL
+    );
+    CREATE INDEX grants_live ON grants(subject) WHERE revoked IS NULL;
+    ALTER TABLE tasks ADD COLUMN requester TEXT NOT NULL DEFAULT 'owner';
+    ALTER TABLE commits ADD COLUMN requester TEXT NOT NULL DEFAULT 'owner';
     """,
 )

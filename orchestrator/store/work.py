@@ -20,6 +20,7 @@ class TaskRow:
     prompt: str
     harness: str
     status: str
+    requester: str = "owner"  # who the task is for (orchestrator/permissions/)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +46,13 @@ class CommitRow:
     parent: str
     task_id: int | None
     summary: str
+    requester: str = "owner"  # whose task it was: /undo reverts only one's own
 
 
 class WorkPort(Protocol):
     # -- tasks -----------------------------------------------------------------------
     async def create_task(self, key: SessionKey, repo: str, prompt: str,
-                          harness: str) -> int:
+                          harness: str, requester: str = "owner") -> int:
         """A new task, status ``running``; returns its id."""
 
     async def finish_task(self, task_id: int, status: str, result: str = "", *,
@@ -80,7 +82,8 @@ class WorkPort(Protocol):
 
     # -- commits (for /undo) ---------------------------------------------------------
     async def record_commit(self, key: SessionKey, repo: str, sha: str, parent: str,
-                            task_id: int | None, summary: str) -> None: ...
+                            task_id: int | None, summary: str,
+                            requester: str = "owner") -> None: ...
 
     async def last_commit(self, key: SessionKey) -> CommitRow | None:
         """The session's newest commit not yet undone."""
@@ -94,11 +97,11 @@ class SqliteWork:
 
     # -- tasks -----------------------------------------------------------------------
     async def create_task(self, key: SessionKey, repo: str, prompt: str,
-                          harness: str) -> int:
+                          harness: str, requester: str = "owner") -> int:
         cur = await self._db.write(
-            "INSERT INTO tasks(session, repo, prompt, harness, status, created)"
-            " VALUES (?,?,?,?, 'running', ?)",
-            (key_str(key), repo, prompt, harness, time.time()),
+            "INSERT INTO tasks(session, repo, prompt, harness, status, created, requester)"
+            " VALUES (?,?,?,?, 'running', ?, ?)",
+            (key_str(key), repo, prompt, harness, time.time(), requester),
         )
         return int(cur.lastrowid or 0)
 
@@ -125,11 +128,11 @@ class SqliteWork:
 
     async def get_task(self, task_id: int) -> TaskRow | None:
         async with self._db.conn.execute(
-            "SELECT id, session, repo, prompt, harness, status FROM tasks WHERE id=?",
-            (task_id,),
+            "SELECT id, session, repo, prompt, harness, status, requester FROM tasks"
+            " WHERE id=?", (task_id,),
         ) as cur:
             r = await cur.fetchone()
-        return TaskRow(int(r[0]), r[1], r[2], r[3], r[4], r[5]) if r else None
+        return TaskRow(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6]) if r else None
 
     # -- approvals -------------------------------------------------------------------
     async def create_approval(self, key: SessionKey, task_id: int, repo: str, nonce: str,
@@ -173,23 +176,24 @@ class SqliteWork:
 
     # -- commits (for /undo) ---------------------------------------------------------
     async def record_commit(self, key: SessionKey, repo: str, sha: str, parent: str,
-                            task_id: int | None, summary: str) -> None:
+                            task_id: int | None, summary: str,
+                            requester: str = "owner") -> None:
         await self._db.write(
-            "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (key_str(key), repo, sha, parent, task_id, summary, time.time()),
+            "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created,"
+            " requester) VALUES (?,?,?,?,?,?,?,?)",
+            (key_str(key), repo, sha, parent, task_id, summary, time.time(), requester),
         )
 
     async def last_commit(self, key: SessionKey) -> CommitRow | None:
         async with self._db.conn.execute(
-            "SELECT id, session, repo, sha, parent, task_id, summary FROM commits WHERE"
-            " session=? AND undone_by IS NULL ORDER BY id DESC LIMIT 1",
+            "SELECT id, session, repo, sha, parent, task_id, summary, requester FROM commits"
+            " WHERE session=? AND undone_by IS NULL ORDER BY id DESC LIMIT 1",
             (key_str(key),),
         ) as cur:
             r = await cur.fetchone()
         if r is None:
             return None
-        return CommitRow(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6])
+        return CommitRow(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7])
 
     async def mark_undone(self, commit_id: int, by_sha: str) -> None:
         await self._db.write("UPDATE commits SET undone_by=? WHERE id=?", (by_sha, commit_id))

@@ -1,0 +1,143 @@
+"""Settings in layers: global (FETCH_HOME config and environment) < repository < chat,
+later overriding earlier, every value able to say where it came from.
+
+Only the keys in ``LAYERED`` may be set per repository or per chat. A repository's
+layer comes from FETCH_HOME (``repos: {name: {...}}`` in config.yaml, then
+``FETCH_HOME/repos/<name>.yaml``) and from its committed ``.fetch.yaml`` (read at HEAD,
+never from the working tree, which the sandbox writes). The committed file may only
+NARROW: a value that would widen is ignored and the explanation says so.
+
+How each key combines: ``permissions.mode`` (``normal`` < ``view``): a later layer
+replaces it, a narrowing-only layer only towards ``view``; ``permissions.deny`` (action
+patterns, e.g. ``path:secrets/**``) only ever adds; ``approvals.ttl_seconds``: a later
+layer replaces it, a narrowing-only layer only lowers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def _mode(value: Any) -> str:
+    if value not in ("normal", "view"):
+        raise ValueError(f"{value!r}: expected normal or view")
+    return str(value)
+
+
+def _patterns(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError("expected a list of action patterns (e.g. path:secrets/**)")
+    return tuple(value)
+
+
+def _ttl(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 30:
+        raise ValueError(f"{value!r}: expected whole seconds, at least 30")
+    return value
+
+
+LAYERED: dict[str, Callable[[Any], Any]] = {
+    "permissions.mode": _mode,
+    "permissions.deny": _patterns,
+    "approvals.ttl_seconds": _ttl,
+}
+_MODE_RANK = {"normal": 0, "view": 1}
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{permissions: {mode: view}}`` -> ``{"permissions.mode": "view"}``, validated;
+    a key that cannot be layered raises ValueError naming it."""
+    out: dict[str, Any] = {}
+    for name, value in tree.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(value, Mapping) and dotted not in LAYERED:
+            out.update(flatten(value, dotted + "."))
+            continue
+        check = LAYERED.get(dotted)
+        if check is None:
+            raise ValueError(f"{dotted} cannot be set per repository or chat (only "
+                             f"{', '.join(LAYERED)})")
+        try:
+            out[dotted] = check(value)
+        except ValueError as err:
+            raise ValueError(f"{dotted}: {err}") from None
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    name: str  # global | repo | chat
+    source: str  # the file and key, or the environment variable
+    values: dict[str, Any]
+    narrow_only: bool = False
+
+
+@dataclass(slots=True)
+class Resolved:
+    key: str
+    value: Any
+    source: str
+    steps: list[str] = field(default_factory=list)  # one line per layer that spoke
+
+    def explain(self) -> str:
+        return "\n".join([f"{self.key} = {self.value!r}  (from {self.source})", *self.steps])
+
+
+def _combine(key: str, current: Any, new: Any, narrow_only: bool) -> tuple[Any, str]:
+    """The value after a layer spoke, and a note when it was not taken as given."""
+    if key == "permissions.deny":
+        return tuple(dict.fromkeys((*current, *new))), "added"
+    if not narrow_only:
+        return new, "overrides"
+    wider = (_MODE_RANK[new] < _MODE_RANK[current]) if key == "permissions.mode" \
+        else new > current
+    if wider:
+        return current, "IGNORED: would widen (a repository may only narrow)"
+    return new, "narrows"
+
+
+def resolve(key: str, layers: list[Layer]) -> Resolved:
+    """The first layer must be the global one and hold every key."""
+    first = layers[0]
+    result = Resolved(key, first.values[key], first.source,
+                      [f"  {first.name}: {first.values[key]!r} ({first.source})"])
+    for layer in layers[1:]:
+        if key not in layer.values:
+            continue
+        value, note = _combine(key, result.value, layer.values[key], layer.narrow_only)
+        result.steps.append(f"  {layer.name}: {layer.values[key]!r} ({layer.source}) "
+                            f"-> {note}")
+        if value != result.value:
+            result.value, result.source = value, layer.source
+    return result
+
+
+def read_yaml_layer(text: str, where: str) -> dict[str, Any]:
+    data = yaml.safe_load(text) if text.strip() else {}
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a mapping of settings")
+    return flatten(data)
+
+
+def home_repo_layers(home: Path, repo: str, configured: Mapping[str, Any],
+                     config_source: str) -> list[Layer]:
+    """The owner's own layers for ``repo``: config.yaml ``repos.<repo>``, then the file
+    ``FETCH_HOME/repos/<repo>.yaml``."""
+    layers: list[Layer] = []
+    if repo in configured:
+        layers.append(Layer("repo", f"{config_source}: repos.{repo}",
+                            flatten(configured[repo])))
+    path = home / "repos" / f"{repo}.yaml"
+    if path.is_file():
+        layers.append(Layer("repo", str(path), read_yaml_layer(
+            path.read_text(encoding="utf-8"), str(path))))
+    return layers

@@ -1,0 +1,264 @@
+"""``Permissions``: the application's one door to the model. Who sent a message (a
+``Subject``), what the layers say for a chat and a repository (a ``Policy``), and the
+decision for one action (resolver.py has the order), with the ask flow and the grants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from core.errors import GitError
+from core.events import Inbound, SessionKey
+from orchestrator.permissions.asks import Asks
+from orchestrator.permissions.grants import SCOPES, GrantStore, Scope
+from orchestrator.permissions.layers import (
+    Layer,
+    Resolved,
+    home_repo_layers,
+    read_yaml_layer,
+    resolve,
+)
+from orchestrator.permissions.model import OWNER, Decision, Effect, Subject
+from orchestrator.permissions.resolver import Policy, Resolver
+
+if TYPE_CHECKING:
+    from orchestrator.config import Settings
+    from orchestrator.messenger import Messenger
+    from orchestrator.store import Store
+    from orchestrator.workspace import Workspace
+
+log = logging.getLogger(__name__)
+OWNER_SUBJECT = Subject(OWNER, OWNER, ("*",))
+NOBODY = "nobody"  # the profile of a sender the gate would not have let in
+COMMITTED_FILE = ".fetch.yaml"
+COMMITTED_MAX = 64 * 1024
+
+
+class Permissions:
+    def __init__(self, settings: Settings, store: Store, messenger: Messenger,
+                 workspace: Workspace, owner_chats: dict[str, str]) -> None:
+        self._settings = settings
+        self._messenger = messenger
+        self._workspace = workspace
+        self._owner_chats = owner_chats  # channel -> the owner's direct chat on it
+        self.grants = GrantStore(store.db)
+        self.resolver = Resolver(settings.permissions.rules, self.grants)
+        self.asks = Asks(settings.permissions.ask_ttl_seconds)
+        self._groups: set[SessionKey] = set()
+        self._committed: dict[tuple[str, str], dict[str, Any]] = {}
+        self._ids: dict[str, Subject] = {}
+        for name, member in settings.members.items():
+            for sender in member.ids:
+                self._ids[sender] = Subject(name, member.profile, member.repos)
+
+    async def start(self) -> None:
+        await self.grants.load()
+
+    # -- who ----------------------------------------------------------------------------
+    def subject_of(self, inbound: Inbound) -> Subject:
+        """The sender's own authority, never the chat's (in a group too)."""
+        if inbound.from_owner:
+            return OWNER_SUBJECT
+        sender = f"{inbound.channel}:{inbound.sender}"
+        member = self._ids.get(sender)
+        if member is not None:
+            return member
+        if sender in self._settings.allowlist:
+            return Subject(sender, self._settings.permissions.allowlist_profile, ("*",))
+        return Subject(sender, NOBODY)
+
+    def subject_named(self, subject_id: str) -> Subject:
+        """The subject a task or commit was recorded for."""
+        if subject_id == OWNER:
+            return OWNER_SUBJECT
+        for subject in self._ids.values():
+            if subject.id == subject_id:
+                return subject
+        if subject_id in self._settings.allowlist:
+            return Subject(subject_id, self._settings.permissions.allowlist_profile, ("*",))
+        return Subject(subject_id, NOBODY)
+
+    def note(self, inbound: Inbound) -> None:
+        """Remember which chats are groups (what is posted there, everyone in it sees)."""
+        if inbound.is_group:
+            self._groups.add(inbound.key)
+
+    def is_group(self, key: SessionKey) -> bool:
+        return key in self._groups
+
+    def owner_chat(self, channel: str) -> SessionKey | None:
+        chat = self._owner_chats.get(channel)
+        if chat is not None:
+            return SessionKey(channel, chat)
+        for name, chat in self._owner_chats.items():
+            return SessionKey(name, chat)
+        return None
+
+    # -- the layers -----------------------------------------------------------------------
+    def _layers(self, key: SessionKey | None, repo_layers: list[Layer]) -> list[Layer]:
+        p = self._settings.permissions
+        group = key is not None and self.is_group(key)
+        mode, mode_src = (p.group_mode, "permissions.group_mode") if group else \
+            (p.mode, "permissions.mode")
+        layers = [Layer("global", f"global {mode_src}", {
+            "permissions.mode": mode, "permissions.deny": p.deny,
+            "approvals.ttl_seconds": self._settings.approvals.ttl_seconds})]
+        layers += repo_layers
+        if key is not None:
+            chat = f"{key.channel}:{key.chat}"
+            if chat in self._settings.chats:
+                from orchestrator.permissions.layers import flatten
+
+                layers.append(Layer("chat", f"chats.{chat}",
+                                    flatten(self._settings.chats[chat])))
+        return layers
+
+    async def repo_layers(self, repo: str) -> list[Layer]:
+        layers = home_repo_layers(self._settings.home_dir, repo, self._settings.repos,
+                                  "config")
+        committed = await asyncio.to_thread(self._committed_layer, repo)
+        if committed is not None:
+            layers.append(committed)
+        return layers
+
+    def _committed_layer(self, repo: str) -> Layer | None:
+        """``.fetch.yaml`` as committed at HEAD (the working tree is the sandbox's: never
+        read); narrowing only. A file that cannot be read counts as absent, logged."""
+        try:
+            git = self._workspace.repo(repo)
+            head = git.head()
+        except (GitError, KeyError, ValueError):
+            return None
+        cached = self._committed.get((repo, head))
+        if cached is None:
+            try:
+                text = git.run("show", f"{head}:{COMMITTED_FILE}", strip=False)
+            except GitError:
+                text = ""
+            try:
+                cached = read_yaml_layer(text[:COMMITTED_MAX], f"{repo}@{head[:7]}")
+            except ValueError as err:
+                log.warning("%s/%s at %s ignored: %s", repo, COMMITTED_FILE, head[:7], err)
+                cached = {}
+            except Exception as err:  # YAML errors: the file is the repo's, not ours
+                log.warning("%s/%s at %s ignored: %s", repo, COMMITTED_FILE, head[:7], err)
+                cached = {}
+            self._committed[(repo, head)] = cached
+        if not cached:
+            return None
+        return Layer("repo (committed)", f"{repo}:{COMMITTED_FILE} at {head[:7]}", cached,
+                     narrow_only=True)
+
+    def _policy(self, layers: list[Layer]) -> Policy:
+        mode = resolve("permissions.mode", layers)
+        deny = resolve("permissions.deny", layers)
+        return Policy(str(mode.value), tuple(deny.value), mode.source)
+
+    def chat_policy(self, key: SessionKey | None) -> Policy:
+        return self._policy(self._layers(key, []))
+
+    async def policy(self, key: SessionKey | None, repo: str | None) -> Policy:
+        repo_layers = await self.repo_layers(repo) if repo else []
+        return self._policy(self._layers(key, repo_layers))
+
+    async def explain_value(self, setting: str, key: SessionKey | None,
+                            repo: str | None) -> Resolved:
+        repo_layers = await self.repo_layers(repo) if repo else []
+        return resolve(setting, self._layers(key, repo_layers))
+
+    # -- decisions ------------------------------------------------------------------------
+    def decide(self, subject: Subject, action: str, key: SessionKey | None,
+               policy: Policy | None = None) -> Decision:
+        if subject.profile == NOBODY:
+            return Decision(Effect.DENY, action, "gate", "not the owner, a member or on "
+                                                         "the allowlist")
+        return self.resolver.decide(subject, action, key,
+                                    policy if policy is not None else self.chat_policy(key))
+
+    def may(self, subject: Subject, action: str, key: SessionKey | None) -> bool:
+        """For listings (/help, /commands, the tool list): an action that would ask the
+        owner is shown, one that is denied is not."""
+        return self.decide(subject, action, key).effect is not Effect.DENY
+
+    def visible(self, subject: Subject, key: SessionKey | None, actions: Iterable[str]) \
+            -> list[str]:
+        return [a for a in actions if self.may(subject, a, key)]
+
+    async def check(self, subject: Subject, action: str, key: SessionKey,
+                    reply: Callable[[str], Awaitable[object]], *,
+                    policy: Policy | None = None, what: str | None = None) -> bool:
+        """Allowed: True (a ``once`` grant is used up). Otherwise say why, ask the owner
+        when a rule says ask, and return False."""
+        decision = self.decide(subject, action, key, policy)
+        shown = what or action
+        if decision.allowed:
+            used = self.resolver.once_grant(subject, action, key)
+            if used is not None and decision.step in ("ask rule", "session grant"):
+                await self.grants.revoke(used)
+            return True
+        if decision.effect is Effect.ASK:
+            await self._ask(subject, action, key, reply, shown)
+            return False
+        log.info("permission: %s %s", subject.id, decision.explain())
+        await reply(f"🔒 You can't use {shown} here ({decision.why}).")
+        return False
+
+    async def _ask(self, subject: Subject, action: str, key: SessionKey,
+                   reply: Callable[[str], Awaitable[object]], shown: str) -> None:
+        owner = self.owner_chat(key.channel)
+        if owner is None:
+            await reply(f"🔒 {shown} needs the owner's yes, and I cannot reach them.")
+            return
+        ask = self.asks.open(subject.id, action, key)
+        await self._messenger.send(owner, (
+            f"🔐 {subject.id} asks to use {shown} ({action}) in {key.channel}:{key.chat}.\n"
+            f"/grants yes {ask.nonce} once|session|always — or /grants no {ask.nonce}"))
+        await reply(f"🔐 {shown} needs the owner's yes; I asked them. Try again once they "
+                    "answer.")
+
+    # -- the owner's side (/grants) ------------------------------------------------------
+    async def answer(self, nonce: str, yes: bool, scope: str) -> str:
+        ask = self.asks.take(nonce)
+        if ask is None:
+            return f"No open question {nonce!r} (it expired, or was answered)."
+        if not yes:
+            await self._messenger.send(ask.key, f"🔒 The owner said no to {ask.action}.")
+            return f"Refused {ask.subject}: {ask.action}."
+        chosen = _scope(scope, "once")
+        grant = await self.grants.add(ask.subject, ask.action, chosen, ask.key, OWNER)
+        await self._messenger.send(ask.key, f"✅ The owner allowed {ask.action} "
+                                            f"({chosen}). Send it again.")
+        return f"✅ Granted {grant.describe()}. /grants revoke {grant.id} takes it back."
+
+    async def grant(self, who: str, action: str, scope: str, key: SessionKey) -> str:
+        chosen = _scope(scope, "persisted")
+        grant = await self.grants.add(who, action, chosen, key, OWNER)
+        return f"✅ Granted {grant.describe()}. /grants revoke {grant.id} takes it back."
+
+    def listing(self) -> str:
+        grants = self.grants.active()
+        asks = self.asks.pending()
+        lines = ["🔐 Grants:" if grants else "🔐 No grants."]
+        lines += [f"  {g.describe()}" for g in grants]
+        if asks:
+            lines.append("Waiting for your answer:")
+            lines += [f"  {a.nonce}: {a.subject} asks for {a.action}" for a in asks]
+        if grants:
+            lines.append("/grants revoke <id> takes one back.")
+        return "\n".join(lines)
+
+    async def revoke(self, grant_id: int) -> str:
+        grant = await self.grants.revoke(grant_id)
+        return f"Revoked {grant.describe()}." if grant else f"No active grant #{grant_id}."
+
+    async def end_session(self, key: SessionKey) -> None:
+        await self.grants.end_session(key)
+
+
+def _scope(word: str, default: Scope) -> Scope:
+    if word in ("always", "persisted"):
+        return "persisted"
+    return next((s for s in SCOPES if s == word), default)
