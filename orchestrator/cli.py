@@ -136,3 +136,41 @@ def main(argv: list[str] | None = None) -> None:
     with suppress(KeyboardInterrupt):
         code = asyncio.run(_run(settings, interactive=args.command != "serve"))
     raise SystemExit(code)
+    config = sub.add_parser("config", help="settings: where a value comes from")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    explain = config_sub.add_parser(
+        "explain", help="a layered setting's value and the source of each layer")
+    explain.add_argument("key", help="e.g. permissions.mode, permissions.deny")
+    explain.add_argument("--repo", help="a repository of the workspace")
+    explain.add_argument("--chat", help="a chat, as channel:chat")
+    if args.command == "config":
+        raise SystemExit(_config_explain(settings, args.key, args.repo, args.chat))
+
+
+def _config_explain(settings: Settings, key: str, repo: str | None, chat: str | None) -> int:
+    from orchestrator.config import default_config_path
+    from orchestrator.permissions.explain import explain
+
+    print(explain(settings, key, config_path=default_config_path(os.environ), env=os.environ,
+                  repo=repo, chat=chat))
+    return 0
+
+
+def _claim_home(settings: Settings) -> HomeLock:
+    """A writable home, no other Fetch on it, a database that is safe to open; or one
+    line saying which is not so, and exit code 2."""
+    from orchestrator.homelock import HomeLock
+    from orchestrator.preflight import check_database, check_home, describe
+
+    lock = HomeLock(settings.home_dir)
+    try:
+        check_home(settings.home_dir)
+        lock.acquire()
+        check_database(settings.db_path)
+    except OSError as err:
+        print(f"fetch: cannot start: {describe(err, settings.home_dir)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except FetchError as err:
+        print(f"fetch: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return lock

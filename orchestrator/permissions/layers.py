@@ -18,9 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from orchestrator.config import Settings
 
 
 def _mode(value: Any) -> str:
@@ -77,6 +80,10 @@ class Layer:
     source: str  # the file and key, or the environment variable
     values: dict[str, Any]
     narrow_only: bool = False
+    sources: dict[str, str] = field(default_factory=dict)  # per key, where it differs
+
+    def source_of(self, key: str) -> str:
+        return self.sources.get(key, self.source)
 
 
 @dataclass(slots=True)
@@ -106,8 +113,8 @@ def _combine(key: str, current: Any, new: Any, narrow_only: bool) -> tuple[Any, 
 def resolve(key: str, layers: list[Layer]) -> Resolved:
     """The first layer must be the global one and hold every key."""
     first = layers[0]
-    result = Resolved(key, first.values[key], first.source,
-                      [f"  {first.name}: {first.values[key]!r} ({first.source})"])
+    result = Resolved(key, first.values[key], first.source_of(key),
+                      [f"  {first.name}: {first.values[key]!r} ({first.source_of(key)})"])
     for layer in layers[1:]:
         if key not in layer.values:
             continue
@@ -126,6 +133,33 @@ def read_yaml_layer(text: str, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a mapping of settings")
     return flatten(data)
+
+
+def looks_like_group(chat: str) -> bool:
+    """Group chats by their id: WhatsApp ``…@g.us``, Telegram negative ids."""
+    return chat.endswith("@g.us") or chat.startswith("-")
+
+
+def global_layer(settings: Settings, group: bool,
+                 source_of: Callable[[str], str] | None = None) -> list[Layer]:
+    """The global layer; ``source_of(dotted)`` names where a global value came from."""
+    p = settings.permissions
+    mode_key = "permissions.group_mode" if group else "permissions.mode"
+    values = {"permissions.mode": p.group_mode if group else p.mode,
+              "permissions.deny": p.deny,
+              "approvals.ttl_seconds": settings.approvals.ttl_seconds}
+    name = source_of or (lambda dotted: "global config")
+    sources = {k: f"{name(mode_key if k == 'permissions.mode' else k)}"
+                  f"{' (' + mode_key + ')' if k == 'permissions.mode' else ''}"
+               for k in values}
+    return [Layer("global", "global config", values, sources=sources)]
+
+
+def chat_layer(settings: Settings, chat: str | None, config_source: str = "config") \
+        -> list[Layer]:
+    if chat is None or chat not in settings.chats:
+        return []
+    return [Layer("chat", f"{config_source}: chats.{chat}", flatten(settings.chats[chat]))]
 
 
 def home_repo_layers(home: Path, repo: str, configured: Mapping[str, Any],

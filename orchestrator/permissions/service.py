@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING, Any
 from core.errors import GitError
 from core.events import Inbound, SessionKey
 from orchestrator.permissions.asks import Asks
+from orchestrator.permissions.committed import committed_layer, committed_values
 from orchestrator.permissions.grants import SCOPES, GrantStore, Scope
 from orchestrator.permissions.layers import (
     Layer,
     Resolved,
+    chat_layer,
+    global_layer,
     home_repo_layers,
-    read_yaml_layer,
+    looks_like_group,
     resolve,
 )
 from orchestrator.permissions.model import OWNER, Decision, Effect, Subject
@@ -33,8 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 OWNER_SUBJECT = Subject(OWNER, OWNER, ("*",))
 NOBODY = "nobody"  # the profile of a sender the gate would not have let in
-COMMITTED_FILE = ".fetch.yaml"
-COMMITTED_MAX = 64 * 1024
 
 
 class Permissions:
@@ -87,7 +88,7 @@ class Permissions:
             self._groups.add(inbound.key)
 
     def is_group(self, key: SessionKey) -> bool:
-        return key in self._groups
+        return key in self._groups or looks_like_group(key.chat)
 
     def owner_chat(self, channel: str) -> SessionKey | None:
         chat = self._owner_chats.get(channel)
@@ -99,22 +100,10 @@ class Permissions:
 
     # -- the layers -----------------------------------------------------------------------
     def _layers(self, key: SessionKey | None, repo_layers: list[Layer]) -> list[Layer]:
-        p = self._settings.permissions
         group = key is not None and self.is_group(key)
-        mode, mode_src = (p.group_mode, "permissions.group_mode") if group else \
-            (p.mode, "permissions.mode")
-        layers = [Layer("global", f"global {mode_src}", {
-            "permissions.mode": mode, "permissions.deny": p.deny,
-            "approvals.ttl_seconds": self._settings.approvals.ttl_seconds})]
-        layers += repo_layers
-        if key is not None:
-            chat = f"{key.channel}:{key.chat}"
-            if chat in self._settings.chats:
-                from orchestrator.permissions.layers import flatten
-
-                layers.append(Layer("chat", f"chats.{chat}",
-                                    flatten(self._settings.chats[chat])))
-        return layers
+        chat = f"{key.channel}:{key.chat}" if key is not None else None
+        return global_layer(self._settings, group) + repo_layers + \
+            chat_layer(self._settings, chat)
 
     async def repo_layers(self, repo: str) -> list[Layer]:
         layers = home_repo_layers(self._settings.home_dir, repo, self._settings.repos,
@@ -125,32 +114,17 @@ class Permissions:
         return layers
 
     def _committed_layer(self, repo: str) -> Layer | None:
-        """``.fetch.yaml`` as committed at HEAD (the working tree is the sandbox's: never
-        read); narrowing only. A file that cannot be read counts as absent, logged."""
+        """``.fetch.yaml`` at HEAD (committed.py), cached per commit."""
         try:
             git = self._workspace.repo(repo)
             head = git.head()
         except (GitError, KeyError, ValueError):
             return None
-        cached = self._committed.get((repo, head))
-        if cached is None:
-            try:
-                text = git.run("show", f"{head}:{COMMITTED_FILE}", strip=False)
-            except GitError:
-                text = ""
-            try:
-                cached = read_yaml_layer(text[:COMMITTED_MAX], f"{repo}@{head[:7]}")
-            except ValueError as err:
-                log.warning("%s/%s at %s ignored: %s", repo, COMMITTED_FILE, head[:7], err)
-                cached = {}
-            except Exception as err:  # YAML errors: the file is the repo's, not ours
-                log.warning("%s/%s at %s ignored: %s", repo, COMMITTED_FILE, head[:7], err)
-                cached = {}
-            self._committed[(repo, head)] = cached
-        if not cached:
-            return None
-        return Layer("repo (committed)", f"{repo}:{COMMITTED_FILE} at {head[:7]}", cached,
-                     narrow_only=True)
+        values = self._committed.get((repo, head))
+        if values is None:
+            values = committed_values(git, repo, head)
+            self._committed[(repo, head)] = values
+        return committed_layer(values, repo, head)
 
     def _policy(self, layers: list[Layer]) -> Policy:
         mode = resolve("permissions.mode", layers)
