@@ -76,7 +76,7 @@ def replies(client: FakeWhatsAppClient, chat: str) -> list[str]:
 
 async def until(predicate: Callable[[], bool], within: float = 30.0) -> None:
     async with asyncio.timeout(within):
-        while not predicate():
+        while not predicate():  # noqa: ASYNC110 - polling what the fake client recorded
             await asyncio.sleep(0.01)
 
 
