@@ -94,6 +94,35 @@ class _Busy(asyncio.Protocol):
         transport.close()
 
 
+class _Counted(asyncio.Protocol):
+    """aiohttp's protocol for one connection, counted from accept to close (aiohttp's own
+    count starts only once the connection is set up: a burst of accepts would pass it)."""
+
+    def __init__(self, inner: asyncio.Protocol, open_count: list[int]) -> None:
+        self._inner = inner
+        self._count = open_count
+        self._count[0] += 1
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._count[0] -= 1
+        self._inner.connection_lost(exc)
+
+
 class ModelRelay:
     def __init__(
         self,
@@ -128,6 +157,7 @@ class ModelRelay:
         self._client: aiohttp.ClientSession | None = None
         self._slots = asyncio.Semaphore(self.limits.max_upstream)
         self._buffered = 0  # bytes of request bodies held right now
+        self._open = [0]  # connections open right now
 
     async def __aenter__(self) -> ModelRelay:
         await self.start()
@@ -152,9 +182,11 @@ class ModelRelay:
         )
         # aiohttp closes a connection whose handler is idle (no complete request yet)
         # ``keepalive_timeout`` after it opened or last answered: that is the header
-        # timeout a client sending headers byte by byte runs into.
+        # timeout a client sending headers byte by byte runs into. A body left unread (a
+        # refusal) is drained for a second at most (so the client can read why), then cut.
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0,
-                               keepalive_timeout=self.limits.header_timeout)
+                               keepalive_timeout=self.limits.header_timeout,
+                               lingering_time=1.0)
         await runner.setup()
         try:
             self._server = await asyncio.get_running_loop().create_unix_server(
@@ -170,10 +202,9 @@ class ModelRelay:
 
     def _protocol(self) -> asyncio.Protocol:
         assert self._runner is not None and self._runner.server is not None
-        server = self._runner.server
-        if len(server.connections) >= self.limits.max_connections:
+        if self._open[0] >= self.limits.max_connections:
             return _Busy()
-        return server()
+        return _Counted(self._runner.server(), self._open)
 
     async def stop(self) -> None:
         # Close the upstream side first: a request hanging on the vendor is aborted, so
