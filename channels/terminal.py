@@ -29,6 +29,7 @@ class TerminalChannel:
         out: TextIO | None = None,
         read_stdin: bool = False,
         on_eof: asyncio.Event | None = None,
+        hold_input: bool = False,
     ) -> None:
         self.chat = chat
         self.outbox: asyncio.Queue[Outbound] = asyncio.Queue()
@@ -38,6 +39,11 @@ class TerminalChannel:
         self._sink: InboundSink | None = None
         self._reader_task: asyncio.Task[Any] | None = None
         self._sent = 0
+        # Lines typed (or piped) before Fetch is ready wait here until ``open_input()``:
+        # the owner sees replies after the banner, and start-up never races a message.
+        self._input_open = asyncio.Event()
+        if not hold_input:
+            self._input_open.set()
 
     async def start(self, sink: InboundSink, spawner: Spawner) -> None:
         if self._sink is not None:
@@ -46,6 +52,10 @@ class TerminalChannel:
         if self._read_stdin:
             self._reader_task = spawner.spawn(self._read_lines(),
                                               name="channel:terminal:stdin")
+
+    def open_input(self) -> None:
+        """Start handing typed lines to Fetch (they were read and kept until now)."""
+        self._input_open.set()
 
     async def stop(self) -> None:
         task, self._reader_task = self._reader_task, None
@@ -99,6 +109,7 @@ class TerminalChannel:
             post(None)
 
         threading.Thread(target=reader, name="terminal-stdin", daemon=True).start()
+        await self._input_open.wait()
         while (line := await lines.get()) is not None:
             text = line.rstrip("\n")
             if text.strip():

@@ -1,21 +1,50 @@
-"""The ``fetch`` command: ``fetch`` (= ``fetch run``) and ``fetch doctor``."""
+"""The ``fetch`` command: ``fetch`` (= ``fetch run``) and ``fetch doctor``.
+
+``--help`` and ``--version`` answer before anything heavy is imported (the app, the
+database driver, the model client): the modules below are imported where they are used.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from contextlib import suppress
+from typing import TYPE_CHECKING
 
-from channels.terminal import TerminalChannel
 from core.errors import ConfigError, FetchError
-from orchestrator.app import build_app, identity_dir
-from orchestrator.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from orchestrator.config import Settings
+    from orchestrator.homelock import HomeLock
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fetch-assistant")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _say(text: str) -> None:
+    """Print to stdout; a reader that went away (``fetch serve | tee`` after Ctrl-C)
+    must not turn into an exception, nor into a second one at exit."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _settings() -> Settings:
+    from orchestrator.config import load_settings
+
     try:
         return load_settings()
     except ConfigError as err:
@@ -23,9 +52,16 @@ def _settings() -> Settings:
         raise SystemExit(2) from None
 
 
+class _QuietFileHandler(logging.FileHandler):
+    """A log line that cannot be written (full disk) is lost, never a traceback on the
+    owner's terminal; the store's own errors say what failed."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        return None
+
+
 def _logging(settings: Settings) -> None:
-    settings.home_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(settings.home_dir / "fetch.log", encoding="utf-8")
+    handler = _QuietFileHandler(settings.home_dir / "fetch.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
@@ -33,6 +69,10 @@ def _logging(settings: Settings) -> None:
 
 
 async def _run(settings: Settings, *, interactive: bool = True) -> int:
+    from channels.terminal import TerminalChannel
+    from orchestrator.app import build_app
+    from orchestrator.preflight import describe
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     presses = 0
@@ -43,15 +83,22 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
         presses += 1
         if presses > 1:  # a second Ctrl-C means now
             raise SystemExit(130)
-        print("\nfetch: stopping (Ctrl-C again to force)", flush=True)
-        stop.set()
+        stop.set()  # first: printing may fail when the pipe's reader died of the same ^C
+        _say("\nfetch: stopping (Ctrl-C again to force)")
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     terminal = TerminalChannel(settings.terminal.chat, out=sys.stdout, read_stdin=True,
-                               on_eof=eof) if interactive else None
+                               on_eof=eof, hold_input=True) if interactive else None
+    app = build_app(settings, terminal=terminal)
     try:
-        async with build_app(settings, terminal=terminal) as app:
+        await app.__aenter__()
+    except Exception as err:  # one line for the owner; the details go to fetch.log
+        logging.getLogger(__name__).exception("start-up failed")
+        print(f"fetch: cannot start: {describe(err, settings.home_dir)}", file=sys.stderr)
+        return 2
+    try:
+        try:  # entered above, so a start-up failure gets its own message
             assert app.services is not None
             s = app.services
             channels = ", ".join(c.name for c in app.channels) or "none"
@@ -65,6 +112,8 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
                 print(f"   ⚠️ sandbox: {s.kennel.isolation()}", flush=True)
             if s.scheduler is not None and not s.scheduler.running:
                 print(f"   ⚠️ {s.scheduler.status_line()}", flush=True)
+            if terminal is not None:
+                terminal.open_input()
             # End of input (a pipe) finishes what was asked before stopping.
             eof_wait = asyncio.ensure_future(eof.wait())
             stop_wait = asyncio.ensure_future(stop.wait())
@@ -75,16 +124,18 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
                 drain.cancel()
             for waiter in (eof_wait, stop_wait):
                 waiter.cancel()
+        finally:
+            await app.__aexit__(None, None, None)
     except (ConfigError, FetchError) as err:
         print(f"fetch: {err}", file=sys.stderr)
         return 2
-    print("fetch: stopped.", flush=True)
+    _say("fetch: stopped.")
     return 0
 
 
 def _doctor(settings: Settings) -> int:
     from kennel.choice import choose
-    from orchestrator.app import build_harnesses, build_kennel
+    from orchestrator.app import build_harnesses, build_kennel, identity_dir
     from orchestrator.workspace import Workspace
 
     print(f"home:      {settings.home_dir}")
@@ -115,6 +166,7 @@ def _doctor(settings: Settings) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="fetch", description="Fetch, from your phone.")
+    parser.add_argument("--version", action="version", version=f"fetch {_version()}")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("run", help="run Fetch with the terminal channel (default)")
     sub.add_parser("serve", help="run Fetch without a terminal (Docker, services)")
@@ -123,19 +175,6 @@ def main(argv: list[str] | None = None) -> None:
     wa_sub = whatsapp.add_subparsers(dest="whatsapp_command", required=True)
     pair = wa_sub.add_parser("pair", help="link by QR code, or by pairing code with --phone")
     pair.add_argument("--phone", help="your number with country code, digits only")
-    args = parser.parse_args(argv)
-    settings = _settings()
-    if args.command == "doctor":
-        raise SystemExit(_doctor(settings))
-    if args.command == "whatsapp":
-        from channels.whatsapp.pairing import run_pair
-
-        raise SystemExit(run_pair(settings.home_dir, args.phone))
-    _logging(settings)
-    code = 0
-    with suppress(KeyboardInterrupt):
-        code = asyncio.run(_run(settings, interactive=args.command != "serve"))
-    raise SystemExit(code)
     config = sub.add_parser("config", help="settings: where a value comes from")
     config_sub = config.add_subparsers(dest="config_command", required=True)
     explain = config_sub.add_parser(
@@ -143,8 +182,23 @@ def main(argv: list[str] | None = None) -> None:
     explain.add_argument("key", help="e.g. permissions.mode, permissions.deny")
     explain.add_argument("--repo", help="a repository of the workspace")
     explain.add_argument("--chat", help="a chat, as channel:chat")
+    args = parser.parse_args(argv)
+    settings = _settings()
     if args.command == "config":
         raise SystemExit(_config_explain(settings, args.key, args.repo, args.chat))
+    if args.command == "doctor":
+        raise SystemExit(_doctor(settings))
+    if args.command == "whatsapp":
+        from channels.whatsapp.pairing import run_pair
+
+        raise SystemExit(run_pair(settings.home_dir, args.phone))
+    lock = _claim_home(settings)
+    _logging(settings)
+    code = 0
+    with suppress(KeyboardInterrupt):
+        code = asyncio.run(_run(settings, interactive=args.command != "serve"))
+    lock.release()
+    raise SystemExit(code)
 
 
 def _config_explain(settings: Settings, key: str, repo: str | None, chat: str | None) -> int:

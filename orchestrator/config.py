@@ -288,6 +288,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), where, f"is not valid YAML ({err})") from err
     except OSError as err:
         raise ConfigError(str(path), "", f"cannot be read ({err.strerror})") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(str(path), "", f"is not a text file (byte {err.start} is not "
+                                         "UTF-8); a YAML config file is text") from err
     if data is None:
         return {}
     if not isinstance(data, dict):
