@@ -40,19 +40,18 @@ async def claude(
         await app.__aexit__(None, None, None)
 
 
-def _claude_processes(home: Path) -> list[int]:
-    """Live ``claude`` processes this test's Fetch started (found by its home in their
-    environment): another run on the same machine has its own."""
-    marker = str(home).encode()
+def _claude_processes(repo: Path) -> list[int]:
+    """Live ``claude`` processes this test's Fetch started (found by their working folder,
+    this test's repo: the sandbox shows them no FETCH_HOME); another run has its own."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-                environ = Path(f"/proc/{entry}/environ").read_bytes()
+                cwd = os.readlink(f"/proc/{entry}/cwd")
             except OSError:
                 continue
-            if b"claude" in cmd and b"stream-json" in cmd and marker in environ:
+            if b"claude" in cmd and b"stream-json" in cmd and cwd == str(repo):
                 try:
                     state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
                 except (OSError, IndexError):
@@ -99,18 +98,17 @@ async def test_stop_kills_the_cli_within_two_seconds(
     claude: Driver, model: ScriptedModelServer
 ) -> None:
     repo = claude.services.workspace.path("demo")
-    home = claude.services.settings.home_dir
     before = tree_snapshot(repo)
     model.script(Hang(60))
     await claude.ask("fix the typo in README.md of demo", "On it")
     await model.wait_for_requests(1, timeout=60)
-    assert _claude_processes(home), "the CLI should be running now"
+    assert _claude_processes(repo), "the CLI should be running now"
     loop = asyncio.get_running_loop()
     started = loop.time()
     reply = await claude.ask("/stop", "Stopped", 10)
     assert loop.time() - started < 2.0
     assert "still alive" not in reply
-    assert _claude_processes(home) == []
+    assert _claude_processes(repo) == []
     assert tree_snapshot(repo) == before
     status = await claude.ask("/status", "Fetch ·")
     assert "ALERT" in status
