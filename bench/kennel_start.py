@@ -1,9 +1,11 @@
-"""Time from task start to the CLI's first model request: the bare CLI on the host, the
-local kennel, a warm Docker kennel and a cold one (container created first), in one run.
+"""What a kennel adds to starting a CLI, two ways, every row interleaved in one run:
 
-The CLI is the real Claude Code; the model is the project's scripted fake (real HTTP on
-127.0.0.1) answering "ok". Every kennel run goes through the real relay on a unix socket.
-Target (issue 3): warm-kennel overhead over the bare CLI under 300 ms (p50).
+1. **Start overhead** (issue 10.8): ``true`` started bare on the host vs inside the bwrap
+   sandbox (the default without Docker) and a warm Docker kennel, timed from exec to
+   exit, relay included. Targets: bwrap overhead under 100 ms, Docker under 300 ms (p50).
+2. **First model request** (issue 3): the real Claude Code asked "say ok", timed to its
+   first request at the project's scripted fake model (real HTTP on 127.0.0.1), bare and
+   through each kennel's real relay on a unix socket, plus a cold Docker kennel.
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ from bench._common import make_repo, ratio, summary, table
 from harnesses.base import HarnessRequest
 from harnesses.claude_code import ClaudeCode
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
+from kennel.bwrap import BwrapKennel
+from kennel.bwrap import probe as bwrap_probe
 from kennel.local import LocalKennel
 from kennel.relay import PLACEHOLDER_KEY
 from tests.fakes.model_server import ScriptedModelServer, Text
 
-TARGET_MS = 300.0
+TARGET_MS = 300.0  # docker warm, over the bare CLI (p50)
+BWRAP_TARGET_MS = 100.0  # the bwrap sandbox, over the bare CLI (p50)
+START_REPEAT = 5  # `true` samples per claude sample: it is cheap and the figure is small
 
 
 async def _first_request(srv: ScriptedModelServer, before: int, started: float) -> float:
@@ -74,10 +80,82 @@ async def _kennel(srv: ScriptedModelServer, kennel: Kennel, repo: Path, log: Pat
     return took
 
 
+async def _bare_true() -> float:
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        "true", env={"PATH": "/usr/bin:/bin"}, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    await proc.wait()
+    return (time.perf_counter() - started) * 1000
+
+
+async def _kennel_true(kennel: Kennel, repo: Path, url: str, log: Path) -> float:
+    """exec -> exit of `true`, with the relay the kennel starts and stops around it."""
+    layout = kennel.layout(repo, "bench")
+    relay = RelaySpec(upstream=url, provider="anthropic", api_key="sk-bench-key-000000",
+                      harness="bench", task_id=0, log_path=log)
+    started = time.perf_counter()
+    layout.state_host.mkdir(parents=True, exist_ok=True)
+    proc = await kennel.exec(ExecSpec(("true",), {"PATH": "/usr/bin:/bin"}, repo, layout,
+                                      relay=relay))
+    async for _line in proc.lines():
+        pass
+    code = await proc.wait()
+    if code != 0:
+        raise RuntimeError(f"{kennel.name}: true exited {code}: {proc.stderr_tail()}")
+    return (time.perf_counter() - started) * 1000
+
+
 async def _run(n: int) -> dict[str, Any]:
+    start = await _run_start(n * START_REPEAT)
+    first = await _run_first_request(n)
+    return {"start": start, **first}
+
+
+async def _run_start(n: int) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="fetch-bench-kstart-"))
+    results: dict[str, list[float]] = {"bare `true`": [], "bwrap sandbox": [],
+                                       "docker warm": []}
+    notes: list[str] = []
+    try:
+        repo = make_repo(root / "ws")
+        home = root / "home"
+        log = home / "relay.jsonl"
+        sandbox = BwrapKennel(home) if bwrap_probe() is None else None
+        if sandbox is None:
+            notes.append(f"bwrap: {bwrap_probe()}; skipped")
+        docker_kennel = _docker(home)
+        if docker_kennel is None:
+            notes.append("docker: no engine or no kennel image; skipped")
+        async with ScriptedModelServer() as srv:
+            for i in range(n + 1):  # the first round warms caches and the container
+                row = {"bare `true`": await _bare_true()}
+                if sandbox is not None:
+                    row["bwrap sandbox"] = await _kennel_true(sandbox, repo, srv.url, log)
+                if docker_kennel is not None:
+                    row["docker warm"] = await _kennel_true(docker_kennel, repo, srv.url, log)
+                if i:
+                    for name, ms in row.items():
+                        results[name].append(ms)
+            if docker_kennel is not None:
+                await docker_kennel.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    stats = {k: summary(v) for k, v in results.items() if v}
+    bare = stats["bare `true`"]["p50"]
+    return {"ms": stats, "notes": notes,
+            "ratios_p50": {k: ratio(s["p50"], bare) for k, s in stats.items()},
+            "overhead_p50_ms": {k: s["p50"] - bare for k, s in stats.items()},
+            "overhead_p99_ms": {k: s["p99"] - stats["bare `true`"]["p99"]
+                                for k, s in stats.items()},
+            "targets_ms": {"bwrap sandbox": BWRAP_TARGET_MS, "docker warm": TARGET_MS}}
+
+
+async def _run_first_request(n: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="fetch-bench-kennel-"))
-    results: dict[str, list[float]] = {"bare CLI on host": [], "local kennel": [],
-                                       "docker warm": [], "docker cold": []}
+    results: dict[str, list[float]] = {"bare CLI on host": [], "bwrap sandbox": [],
+                                       "unsafe-local": [], "docker warm": [],
+                                       "docker cold": []}
     notes: list[str] = []
     try:
         repo = make_repo(root / "ws")
@@ -85,12 +163,17 @@ async def _run(n: int) -> dict[str, Any]:
         async with ScriptedModelServer() as srv:
             srv.default = Text("ok")
             local = LocalKennel(home, "auto", os.environ.get("PATH", ""))
+            sandbox = BwrapKennel(home, path_env=os.environ.get("PATH", "")) \
+                if bwrap_probe() is None else None
             docker_kennel = _docker(home)
             if docker_kennel is None:
                 notes.append("docker: no engine or no kennel image; skipped")
             for i in range(n):
                 results["bare CLI on host"].append(await _bare(srv, repo, root / f"bare{i}"))
-                results["local kennel"].append(
+                if sandbox is not None:
+                    results["bwrap sandbox"].append(
+                        await _kennel(srv, sandbox, repo, home / "relay.jsonl"))
+                results["unsafe-local"].append(
                     await _kennel(srv, local, repo, home / "relay.jsonl"))
                 if docker_kennel is not None:
                     results["docker warm" if i else "docker cold"].append(
@@ -133,14 +216,35 @@ def run(n: int) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
+    start = result.get("start")
+    text = ""
+    if start is not None:
+        rows = [[name, s["p50"], s["p99"], s["max"], start["ratios_p50"][name],
+                 start["overhead_p50_ms"][name]] for name, s in start["ms"].items()]
+        text += table("kennel start overhead: exec -> exit of `true` (ms)",
+                      ["", "p50", "p99", "max", "x bare p50", "+ms p50"], rows) + "\n"
+        for name, target in start["targets_ms"].items():
+            if name in start["overhead_p50_ms"]:
+                over = start["overhead_p50_ms"][name]
+                verdict = "PASS" if over < target else "MISS"
+                text += (f"   {name} overhead over bare: p50 {over:,.0f} ms, p99 "
+                         f"{start['overhead_p99_ms'][name]:,.0f} ms "
+                         f"(target < {target:.0f} ms) {verdict}\n")
+        for note in start["notes"]:
+            text += f"   note: {note}\n"
+        text += "\n"
     rows = [[name, s["p50"], s["p90"], s["max"], result["ratios_p50"][name]]
             for name, s in result["ms"].items()]
-    text = table("kennel start: task start -> first model request (ms)",
-                 ["", "p50", "p90", "max", "x bare p50"], rows)
+    text += table("kennel start: task start -> first model request (ms)",
+                  ["", "p50", "p90", "max", "x bare p50"], rows)
     overhead = result["warm_overhead_ms"]
     verdict = "PASS" if overhead < result["target_ms"] else "MISS"
     text += (f"\n   warm docker overhead over the bare CLI: {overhead:,.0f} ms "
              f"(target < {result['target_ms']:.0f} ms) {verdict}")
+    bwrap = result["ms"].get("bwrap sandbox")
+    if bwrap is not None:
+        over = bwrap["p50"] - result["ms"]["bare CLI on host"]["p50"]
+        text += f"\n   bwrap sandbox overhead over the bare CLI: {over:,.0f} ms"
     for note in result["notes"]:
         text += f"\n   note: {note}"
     return text
