@@ -83,7 +83,8 @@ async def test_path_rules_refuse_a_diff_touching_secrets(
         "repo": "demo", "instruction": "fix the typo in secrets/keys.txt"}))
     replies = await team.say(OWNER, "fix the typo in secrets/keys.txt of demo",
                              wait_for="Refused")
-    assert any("secrets/keys.txt" in t and "path:secrets/**" in t for t in replies)
+    flat = [" ".join(t.split()) for t in replies]  # the phone's line breaks
+    assert any("secrets/keys.txt (permissions.deny path:secrets/**)" in t for t in flat)
     assert not any("Apply?" in t for t in team.to(OWNER))
     assert (repo / "secrets" / "keys.txt").read_text() == "teh key\n"
     assert git(repo, "status", "--porcelain") == ""
