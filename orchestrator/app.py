@@ -41,6 +41,7 @@ from orchestrator.session import Sessions
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.tools import build_tools
+from orchestrator.waiting import announce_waiting_diffs
 from orchestrator.workspace import Workspace
 from skills import discover
 
@@ -210,6 +211,8 @@ class App:
             # Started last and stopped first: a fired job needs every other part running.
             await services.scheduler.start()
             stack.push_async_callback(services.scheduler.stop)
+        await announce_waiting_diffs(store, sessions, approvals, workspace, messenger,
+                                     permissions)
         replayed = await gateway.replay_unfinished()
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
