@@ -28,6 +28,7 @@ from orchestrator.config import Settings
 from orchestrator.gitops import Change
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.model import Effect
+from orchestrator.permissions.resolver import Policy
 from orchestrator.permissions.service import Permissions
 from orchestrator.session import Session
 from orchestrator.store import Store
@@ -77,14 +78,15 @@ class Approvals:
         self, session: Session, task_id: int, repo: str, change: Change, said: str = ""
     ) -> int:
         """Store the approval, show the diff, move to GUARDING. Caller holds the lock."""
-        refused = await self._refused_path(session, task_id, repo, change)
+        policy = await self._permissions.policy(session.key, repo)
+        refused = await self._refused_path(session, task_id, change, policy)
         if refused is not None:
             await self._refuse(session, task_id, repo, refused)
             return 0
         nonce = secrets.token_hex(8)
         approval_id = await self._store.work.create_approval(
             session.key, task_id, repo, nonce, change.digest, change.base_sha,
-            self._settings.owner, self._settings.approvals.ttl_seconds,
+            self._settings.owner, policy.ttl_seconds,  # layered: repo, chat
         )
         session.data.approval_id = approval_id
         session.data.repo = repo
@@ -104,12 +106,11 @@ class Approvals:
         self._pages[approval_id] = diffview.FIRST_HUNK_LINES
         return approval_id
 
-    async def _refused_path(self, session: Session, task_id: int, repo: str,
-                            change: Change) -> str | None:
+    async def _refused_path(self, session: Session, task_id: int, change: Change,
+                            policy: Policy) -> str | None:
         """The first changed file the path rules refuse to whoever the task is for."""
         task = await self._store.work.get_task(task_id)
         subject = self._permissions.subject_named(task.requester if task else "owner")
-        policy = await self._permissions.policy(session.key, repo)
         for entry in change.files:
             decision = self._permissions.decide(subject, f"path:{entry.path}", session.key,
                                                 policy)

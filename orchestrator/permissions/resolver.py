@@ -46,6 +46,7 @@ class Policy:
     mode: str = "normal"
     deny: tuple[str, ...] = ()
     source_of_mode: str = "default"
+    ttl_seconds: int = 3600  # approvals.ttl_seconds, as layered
 
 
 def _who(rule: RuleSettings, subject: Subject) -> bool:

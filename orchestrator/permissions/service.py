@@ -129,7 +129,8 @@ class Permissions:
     def _policy(self, layers: list[Layer]) -> Policy:
         mode = resolve("permissions.mode", layers)
         deny = resolve("permissions.deny", layers)
-        return Policy(str(mode.value), tuple(deny.value), mode.source)
+        ttl = resolve("approvals.ttl_seconds", layers)
+        return Policy(str(mode.value), tuple(deny.value), mode.source, int(ttl.value))
 
     def chat_policy(self, key: SessionKey | None) -> Policy:
         return self._policy(self._layers(key, []))

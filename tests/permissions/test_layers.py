@@ -111,3 +111,15 @@ def test_config_explain_on_the_command_line(tmp_path: Path, workspace: Path) -> 
     assert f"repo: 900 ({home / 'config.yaml'}: repos.demo) -> overrides" in out
     assert "= 300" in out and "demo:.fetch.yaml at" in out and "-> narrows" in out
     assert "not a layered setting" in explain("model.api_key")
+
+
+async def test_a_committed_shorter_expiry_applies_to_the_diff(
+        team_factory: Callable[..., Any], workspace: Path) -> None:
+    commit_fetch_yaml(workspace / "demo", "approvals: {ttl_seconds: 60}\n")
+    team: Team = await team_factory()
+    team.model.script(ToolCall("task_create", {"repo": "demo",
+                                               "instruction": "fix the typo in README.md"}))
+    await team.say(OWNER, "fix the typo in README.md of demo", wait_for="Apply?")
+    rows = await team.services.store.db.conn.execute_fetchall(
+        "SELECT expires_at - created FROM approvals")
+    assert [round(r[0]) for r in rows] == [60]
