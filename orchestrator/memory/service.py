@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from core.errors import FetchError
@@ -100,7 +101,7 @@ class Memory:
 
     async def _start_mcp(self) -> None:
         try:
-            await asyncio.to_thread(importlib.import_module, "mcp.server.mcpserver")
+            await _import_abandonable("mcp.server.mcpserver")
             from orchestrator.memory.mcp_server import MemoryMcp
 
             mcp = MemoryMcp(self)
@@ -356,3 +357,32 @@ class Memory:
         if self.archiver is not None and self.archiver.last_error:
             parts.append(f"last archive error: {self.archiver.last_error[:80]}")
         return " · ".join(parts)
+
+
+async def _import_abandonable(name: str) -> None:
+    """Import ``name`` in a daemon thread of its own. Not ``to_thread``: asyncio.run and
+    the interpreter join the default executor at exit, so a stop right after start-up
+    would wait for the import to finish. Cancelled, this returns at once and the thread
+    is abandoned (it dies with the process)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(err: Exception | None) -> None:
+        if done.done():
+            return
+        if err is None:
+            done.set_result(None)
+        else:
+            done.set_exception(err)
+
+    def work() -> None:
+        err: Exception | None = None
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            err = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits anymore
+            loop.call_soon_threadsafe(settle, err)
+
+    threading.Thread(target=work, name=f"import:{name}", daemon=True).start()
+    await done

@@ -216,3 +216,16 @@ def test_a_full_disk_is_one_clear_line(tmp_path: Path, home: Path, filled: int) 
         left = sorted(p.name for p in home.iterdir())
     assert "the disk is full" in line, line
     assert "fetch.db.corrupt" not in " ".join(left)
+
+
+def test_ctrl_c_does_not_wait_for_the_background_import(tmp_path: Path, home: Path) -> None:
+    """Memory imports its MCP server in the background; a stop right after start-up
+    abandons it. A stand-in ``mcp`` package whose import takes a minute makes it sure."""
+    slow = tmp_path / "slow-imports"
+    (slow / "mcp" / "server").mkdir(parents=True)
+    (slow / "mcp" / "__init__.py").write_text("")
+    (slow / "mcp" / "server" / "__init__.py").write_text("")
+    (slow / "mcp" / "server" / "mcpserver.py").write_text("import time\ntime.sleep(60)\n")
+    with running_fetch(_env(home, PYTHONPATH=str(slow)), tmp_path) as fetch:
+        fetch.ready()
+        fetch.quit_with_ctrl_c()  # exits with 0 within 10 s, or fails
