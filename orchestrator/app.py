@@ -13,6 +13,7 @@ from pathlib import Path
 
 from channels.base import Channel
 from channels.http import HttpServer
+from channels.http.health import add_health
 from channels.terminal import TerminalChannel
 from core.clock import Clock, SystemClock
 from core.errors import ConfigError
@@ -119,6 +120,7 @@ class App:
         self._stack: AsyncExitStack | None = None
         self.services: Services | None = None
         self.gateway: Gateway | None = None
+        self.serving = False
 
     async def __aenter__(self) -> App:
         if self._stack is not None:
@@ -204,6 +206,7 @@ class App:
             await channel.start(gateway.receive, supervisor)  # its tasks are ours too
             stack.push_async_callback(channel.stop)
         if self.http is not None and self.http.routes:  # polling-only: no listener at all
+            add_health(self.http, lambda: self.serving)
             await self.http.start()
             stack.push_async_callback(self.http.stop)
         stack.callback(gateway.close)
@@ -216,6 +219,8 @@ class App:
         replayed = await gateway.replay_unfinished()
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
+        self.serving = True  # /healthz: 200 from here; the first step down makes it 503
+        stack.callback(setattr, self, "serving", False)
 
 
     async def drain(self) -> None:

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pexpect
@@ -207,11 +207,8 @@ def test_a_full_disk_is_one_clear_line(tmp_path: Path, home: Path, filled: int) 
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     with _tmpfs(home, "size=64k"):
-        with (home / "filler").open("wb") as f:
-            try:
-                f.write(b"\0" * filled)
-            except OSError:
-                pass
+        with (home / "filler").open("wb", buffering=0) as f, suppress(OSError):
+            f.write(b"\0" * filled)  # as much as fits
         line = _refused(tmp_path, home, FETCH_WORKSPACE=str(workspace))
         left = sorted(p.name for p in home.iterdir())
     assert "the disk is full" in line, line
@@ -229,3 +226,29 @@ def test_ctrl_c_does_not_wait_for_the_background_import(tmp_path: Path, home: Pa
     with running_fetch(_env(home, PYTHONPATH=str(slow)), tmp_path) as fetch:
         fetch.ready()
         fetch.quit_with_ctrl_c()  # exits with 0 within 10 s, or fails
+
+
+def test_healthz_answers_ok_without_a_secret_and_says_nothing_else(
+    tmp_path: Path, home: Path
+) -> None:
+    import json
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = _env(home, FETCH__WEBHOOK__ENABLED="true", FETCH_WEBHOOK_SECRET="s" * 32,
+               FETCH__HTTP__PORT=str(port))
+    child = pexpect.spawn(_fetch_executable(), ["serve"], env=env, cwd=str(tmp_path),
+                          encoding="utf-8", timeout=STARTUP)
+    try:
+        child.expect_exact("Fetch is ready", timeout=STARTUP)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as resp:
+            assert resp.status == 200
+            body = resp.read()
+        assert json.loads(body) == {"ok": True}  # no version, channels or counts
+        child.sendintr()
+        child.expect(pexpect.EOF, timeout=15)
+    finally:
+        child.close(force=True)
