@@ -34,6 +34,7 @@ from docker.utils.socket import frames_iter
 
 from core.errors import KennelError
 from kennel.base import ExecSpec, Layout
+from kennel.docker_sweep import FORWARDER_SCRIPT, parse_forwarder, sweep_script
 from kennel.owner import hand_over, user_for
 from kennel.paths import run_dir
 from kennel.relayed import RelayedProcess, start_relayed
@@ -55,6 +56,7 @@ class _Warm:
     repo: Path
     relay_dir: Path
     last_used: float
+    keep: tuple[int, ...]  # init and the forwarder, by PID (kennel/docker_sweep.py)
 
 
 class HostPaths:
@@ -129,12 +131,22 @@ class DockerKennel:
         return await start_relayed(spec, lambda: self._start_exec(spec))
 
     async def _start_exec(self, spec: ExecSpec) -> DockerProcess:
-        async with self._lock:
-            warm = await self._ensure(spec.repo)
-            warm.last_used = time.monotonic()
-        await asyncio.to_thread(self._verify, warm)
-        await asyncio.to_thread(self._copy_state, warm, spec.layout)
-        return await DockerProcess.start(self._docker(), warm.container, spec)
+        # Each task starts in a swept kennel even if the last one's sweep never ran (a
+        # crash, a cancelled wait); a kennel that cannot be swept is replaced, once.
+        for _attempt in range(2):
+            async with self._lock:
+                warm = await self._ensure(spec.repo)
+                warm.last_used = time.monotonic()
+            await asyncio.to_thread(self._verify, warm)
+            if await asyncio.to_thread(self._prepare, warm, spec.layout):
+                return await DockerProcess.start(self._docker(), warm.container, spec,
+                                                 warm.keep)
+            async with self._lock:
+                await asyncio.to_thread(self._remove, warm)
+                if self._warm.get(spec.repo) is warm:
+                    del self._warm[spec.repo]
+        raise KennelError(f"the kennel for {spec.repo.name} could not be cleaned between "
+                          "tasks, even fresh")
 
     async def close(self) -> None:
         if self._reaper is not None:
@@ -239,7 +251,25 @@ class DockerKennel:
                 "`python -m kennel.build`") from err
         except docker.errors.APIError as err:
             raise KennelError(f"could not start the kennel for {repo.name}: {err}") from err
-        return _Warm(name, container, repo, relay_dir, time.monotonic())
+        try:
+            forwarder = self._forwarder_pid(container)
+        except KennelError:
+            self._remove(_Warm(name, container, repo, relay_dir, 0.0, ()))
+            raise
+        return _Warm(name, container, repo, relay_dir, time.monotonic(), (1, forwarder))
+
+    def _forwarder_pid(self, container: Any) -> int:
+        """The forwarder's PID, read before any task exists (init's only child)."""
+        deadline = time.monotonic() + 10
+        problem = ""
+        while time.monotonic() < deadline:
+            result = container.exec_run(["sh", "-c", FORWARDER_SCRIPT])
+            try:
+                return parse_forwarder(result.output.decode("utf-8", "replace"))
+            except ValueError as err:
+                problem = str(err)
+            time.sleep(0.05)
+        raise KennelError(f"the kennel's forwarder did not start: {problem}")
 
     def _remove(self, warm: _Warm) -> None:
         with suppress(docker.errors.NotFound, docker.errors.APIError):
@@ -266,8 +296,10 @@ class DockerKennel:
                 f"refusing to run: kennel {warm.name} is not isolated as promised: "
                 + "; ".join(problems))
 
-    def _copy_state(self, warm: _Warm, layout: Layout) -> None:
-        """Put the harness's config files into the container's tmpfs (exec, no mounts)."""
+    def _prepare(self, warm: _Warm, layout: Layout) -> bool:
+        """Sweep the kennel (no process or temporary file of an earlier task left) and
+        put the harness's config files into its tmpfs, in one exec. False: the sweep
+        failed, the kennel must be replaced."""
         files = [p for p in layout.state_host.rglob("*") if p.is_file()] \
             if layout.state_host.exists() else []
         script = [f"mkdir -p {shlex.quote(str(layout.state_seen))}"]
@@ -276,9 +308,19 @@ class DockerKennel:
             data = base64.b64encode(path.read_bytes()).decode()
             script.append(f"mkdir -p {shlex.quote(str(dest.parent))}")
             script.append(f"printf %s {data} | base64 -d > {shlex.quote(str(dest))}")
-        result = warm.container.exec_run(["sh", "-c", " && ".join(script)])
+        try:
+            result = warm.container.exec_run(
+                ["sh", "-c", sweep_script(warm.keep) + "; " + " && ".join(script)])
+        except docker.errors.DockerException as err:
+            log.warning("kennel %s could not be swept (%s); replacing it", warm.name, err)
+            return False
+        if result.output.startswith((b"survivors:", b"left:")) or result.exit_code in (3, 4):
+            log.warning("kennel %s not clean (%r); replacing it", warm.name,
+                        result.output[-200:])
+            return False
         if result.exit_code != 0:
             raise KennelError(f"could not prepare the CLI state: {result.output[-300:]!r}")
+        return True
 
 
 def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ...]) -> list[str]:
@@ -330,9 +372,12 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
 class DockerProcess:
     """One ``docker exec``: output streamed from a thread, stopped by signalling inside."""
 
-    def __init__(self, client: Any, container: Any, exec_id: str, tag: str) -> None:
+    def __init__(
+        self, client: Any, container: Any, exec_id: str, tag: str, keep: tuple[int, ...]
+    ) -> None:
         self._client = client
         self._container = container
+        self._keep = keep
         self._exec_id = exec_id
         self._tag = tag
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
@@ -341,7 +386,9 @@ class DockerProcess:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    async def start(cls, client: Any, container: Any, spec: ExecSpec) -> DockerProcess:
+    async def start(
+        cls, client: Any, container: Any, spec: ExecSpec, keep: tuple[int, ...]
+    ) -> DockerProcess:
         tag = f"fetch-task-{os.urandom(4).hex()}"
         # The shell records its pid in a file named by ``tag`` and execs the CLI: the
         # pid is the root of the tree /stop ends, found from inside the container. It
@@ -361,7 +408,7 @@ class DockerProcess:
             exec_id = await asyncio.to_thread(create)
         except docker.errors.APIError as err:
             raise KennelError(f"could not start {spec.argv[0]} in the kennel: {err}") from err
-        proc = cls(client, container, exec_id, tag)
+        proc = cls(client, container, exec_id, tag, keep)
         loop = asyncio.get_running_loop()
         sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
         proc._thread = threading.Thread(target=proc._pump, args=(sock, loop), daemon=True,
@@ -456,16 +503,12 @@ class DockerProcess:
         return time.monotonic() - started
 
     async def _sweep(self) -> None:
-        """Kill anything but init and the forwarder (the kennel serves one task at a
-        time). If even that cannot run (no process slot left), the container is
-        removed: the next task gets a fresh one rather than a choked one."""
-        script = (
-            "for p in $(ps -eo pid=); do case $p in 1) continue;; esac; "
-            "cmd=$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null); "
-            "case \"$cmd\" in *forwarder.js*|'') continue;; esac; "
-            f"[ $p = $$ ] && continue; kill -KILL $p 2>/dev/null; done; rm -f /tmp/{self._tag}.pid")
+        """Kill everything but init and the forwarder (by the PIDs recorded at start) and
+        remove every temporary file: the kennel serves one task at a time. If that cannot
+        run (no process slot left) or something survives, the container is removed: the
+        next task gets a fresh one rather than a choked or tainted one."""
         try:
-            code, out = await asyncio.to_thread(self._inside, script)
+            code, out = await asyncio.to_thread(self._inside, sweep_script(self._keep))
         except docker.errors.DockerException as err:
             code, out = -1, str(err)
         if code != 0:

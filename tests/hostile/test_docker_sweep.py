@@ -1,0 +1,185 @@
+"""A hostile CLI in the real Docker kennel, task after task (issue 10.5): whatever task 1
+leaves running or lying around is gone before task 2 starts, whatever it calls itself,
+and the real key is nowhere a task can look. Every task runs through the product's exec
+path (``DockerKennel.exec``), the way the runner starts a CLI."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kennel.base import ExecSpec, RelaySpec
+from kennel.docker_backend import DockerKennel
+from kennel.settings import DockerKennelSettings
+from tests.conftest import make_repo
+from tests.docker.conftest import _missing
+from tests.hostile.relayfakes import KEY, servers
+
+pytestmark = pytest.mark.real
+SECRET = "task-two-secret-prompt-5d81c0"
+# Lists every live process but this exec's own shell (builtins only: it forks nothing).
+LIST = ("for d in /proc/[0-9]*; do { read -r l < $d/stat; } 2>/dev/null || continue; "
+        "r=${l##*) }; set -- $r; [ \"$1\" = Z ] && continue; p=${d#/proc/}; "
+        "[ $p = $$ ] || echo $p; done")
+
+
+@pytest.fixture(scope="module")
+def image() -> Iterator[str]:
+    import docker
+    import docker.errors
+
+    from kennel.build import image_tag
+
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except docker.errors.DockerException as err:
+        _missing(f"no Docker engine ({err})")
+    try:
+        client.images.get(image_tag())
+    except docker.errors.ImageNotFound:
+        _missing(f"kennel image {image_tag()} is not built")
+    finally:
+        client.close()
+    yield image_tag()
+
+
+class Kennel:
+    def __init__(self, kennel: DockerKennel, repo: Path) -> None:
+        self.kennel = kennel
+        self.repo = repo
+
+    async def task(self, script: str, env: dict[str, str] | None = None,
+                   relay: RelaySpec | None = None, argv_extra: tuple[str, ...] = (),
+                   state: dict[str, str] | None = None) -> tuple[int, list[str]]:
+        layout = self.kennel.layout(self.repo, "probe")
+        for name, text in (state or {}).items():
+            (layout.state_host / name).parent.mkdir(parents=True, exist_ok=True)
+            (layout.state_host / name).write_text(text)
+        proc = await self.kennel.exec(ExecSpec(("bash", "-c", script, "cli", *argv_extra),
+                                               env or {}, self.repo, layout, relay))
+        lines = [line async for line in proc.lines()]
+        return await proc.wait(), lines
+
+    def warm(self) -> Any:
+        (warm,) = self.kennel._warm.values()
+        return warm
+
+    def others(self) -> set[int]:
+        """Live processes in the kennel besides init and the forwarder."""
+        warm = self.warm()
+        out = warm.container.exec_run(["sh", "-c", LIST]).output.decode()
+        return {int(p) for p in out.split()} - set(warm.keep)
+
+    def inside(self, script: str) -> str:
+        out: bytes = self.warm().container.exec_run(["bash", "-c", script]).output
+        return out.decode("utf-8", "replace")
+
+
+@pytest.fixture
+async def kennel(image: str, tmp_path: Path) -> AsyncIterator[Kennel]:
+    repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
+    k = DockerKennel(tmp_path / "home", DockerKennelSettings(memory="256m", pids=128), image,
+                     secrets=(KEY,))
+    try:
+        yield Kennel(k, repo)
+    finally:
+        await k.close()
+
+
+# Every trick a leftover could use to pass for the forwarder or slip past a sweep.
+SURVIVORS = r"""
+exec -a "node /opt/kennel/forwarder.js --listen 127.0.0.1:4100 --socket /relay/relay.sock" \
+  sleep 1000 &
+node -e 'setInterval(()=>{},1000)' /opt/kennel/forwarder.js --listen 127.0.0.1:4101 &
+bash -c 'echo -n node > /proc/$$/comm; exec -a forwarder.js sleep 1000' &
+setsid bash -c '(sleep 1000 &) ; sleep 1000' < /dev/null > /dev/null 2>&1 &
+nohup bash -c 'trap "" TERM INT HUP QUIT; while :; do sleep 1; done' > /dev/null 2>&1 &
+bash -c 'sleep 1000 & kill -STOP $!; wait' &
+setsid bash -c 'while :; do (sleep 1000 &) ; sleep 0.2; done' < /dev/null > /dev/null 2>&1 &
+disown -a
+sleep 0.5
+echo started $(ps -e --no-headers | wc -l)
+"""
+
+
+async def test_nothing_a_task_leaves_running_survives_the_sweep(kennel: Kennel) -> None:
+    code, out = await kennel.task(SURVIVORS)
+    assert code == 0 and out[-1].startswith("started")
+    assert int(out[-1].split()[1]) >= 10  # the leftovers were really running
+    assert kennel.others() == set()  # only init and the forwarder are left
+    code, out = await kennel.task("echo alive")
+    assert out == ["alive"]  # the same kennel serves the next task (it was swept, not lost)
+
+
+async def test_a_leftover_cannot_read_the_next_tasks_prompt(kennel: Kennel) -> None:
+    # The spy copies every process's argv and environment and every file in /tmp, as
+    # fast as it can, into the workspace (which outlives tasks by design).
+    spy = r"""
+setsid bash -c 'exec -a forwarder.js bash -c "
+  echo spy-alive >> /workspace/.spy
+  while :; do
+    for p in /proc/[0-9]*; do
+      tr \"\\0\" \" \" < \$p/cmdline >> /workspace/.spy 2>/dev/null
+      tr \"\\0\" \" \" < \$p/environ >> /workspace/.spy 2>/dev/null
+    done
+    cat /tmp/state/*/* /tmp/state/*/*/* >> /workspace/.spy 2>/dev/null
+  done"' < /dev/null > /dev/null 2>&1 &
+sleep 0.5
+"""
+    await kennel.task(spy)
+    code, out = await kennel.task(
+        'sleep 1; cat /tmp/state/probe/prompt.txt; echo "$FETCH_PROMPT" "$1"',
+        env={"FETCH_PROMPT": SECRET}, argv_extra=(SECRET,),
+        state={"prompt.txt": SECRET + "\n"})
+    assert code == 0 and out == [SECRET, f"{SECRET} {SECRET}"]  # task 2 had its prompt
+    seen = (kennel.repo / ".spy").read_text(errors="replace")
+    assert seen.startswith("spy-alive")  # the spy did run during task 1
+    assert SECRET not in seen
+
+
+async def test_temporary_files_do_not_outlive_a_task(kennel: Kennel) -> None:
+    code, out = await kennel.task(
+        "echo one > /tmp/leak; echo two > /tmp/.hidden; mkdir -p /tmp/d/e; "
+        "echo three > /dev/shm/leak; mkfifo /tmp/fifo; ipcmk -M 4096 >/dev/null; "
+        "ln -s /workspace /tmp/link; echo planted")
+    assert out == ["planted"]
+    code, out = await kennel.task(
+        "ls -A /tmp | grep -v '^fetch-task-.*\\.pid$' | grep -v '^state$'; ls -A /dev/shm; "
+        "ipcs -m | grep -c '^0x' ; true")
+    assert out == ["0"], out  # no file of task 1 in /tmp or /dev/shm, no SysV segment
+
+
+async def test_the_real_key_is_nowhere_inside(kennel: Kennel, tmp_path: Path) -> None:
+    async with servers() as (upstream, thief):
+        relay = RelaySpec(upstream=upstream.url, provider="anthropic", api_key=KEY,
+                          harness="probe", task_id=1, log_path=tmp_path / "relay.jsonl")
+        call = ("node -e \"fetch('http://127.0.0.1:4100/v1/messages',{method:'POST',"
+                "headers:{'x-api-key':'fetch-relay-placeholder'},body:'{}'})"
+                ".then(r=>r.text()).then(t=>console.log('relay', t.length))\"")
+        # The key in two halves, joined by a builtin into a pipe: no command line of the
+        # hunt itself (nor any file) holds it.
+        half = len(KEY) // 2
+        pattern = f"<(printf %s%s '{KEY[:half]}' '{KEY[half:]}')"
+        hunt = (f"grep -rIlF --exclude-dir=proc --exclude-dir=sys -s -f {pattern} / "
+                "2>/dev/null; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | "
+                f"grep -acF -f {pattern}; env | grep -cF -f {pattern}; true")
+        code, out = await kennel.task(f"{call}; {hunt}", relay=relay)
+    assert code == 0 and out[0].startswith("relay "), out
+    assert out[1:] == ["0", "0"], out  # no file, no process environment, no variable
+    assert upstream.keys_seen() == ["/v1/messages"] and thief.seen == []
+
+
+async def test_a_fork_bomb_left_behind_costs_only_its_kennel(kennel: Kennel) -> None:
+    code, _ = await kennel.task(
+        "setsid bash -c ':(){ :|:& };:' < /dev/null > /dev/null 2>&1 & sleep 2; echo lit")
+    await asyncio.sleep(0.5)
+    # Swept, or replaced when even the sweep could not start: either way the next task
+    # runs alone.
+    code, out = await kennel.task(f"sh -c '{LIST}' | wc -l")
+    assert code == 0 and int(out[0]) <= 4, out  # init, the forwarder, this bash and wc
+    assert kennel.others() == set()
