@@ -147,11 +147,11 @@ async def test_temporary_files_do_not_outlive_a_task(kennel: Kennel) -> None:
         "echo one > /tmp/leak; echo two > /tmp/.hidden; mkdir -p /tmp/d/e; "
         "echo three > /dev/shm/leak; mkfifo /tmp/fifo; ipcmk -M 4096 >/dev/null; "
         "ln -s /workspace /tmp/link; echo planted")
-    assert out == ["planted"]
+    assert code == 0 and out == ["planted"]
     code, out = await kennel.task(
         "ls -A /tmp | grep -v '^fetch-task-.*\\.pid$' | grep -v '^state$'; ls -A /dev/shm; "
         "ipcs -m | grep -c '^0x' ; true")
-    assert out == ["0"], out  # no file of task 1 in /tmp or /dev/shm, no SysV segment
+    assert code == 0 and out == ["0"], out  # nothing of task 1 in /tmp, /dev/shm, SysV IPC
 
 
 async def test_the_real_key_is_nowhere_inside(kennel: Kennel, tmp_path: Path) -> None:

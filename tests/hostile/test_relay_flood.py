@@ -39,7 +39,8 @@ def huge():
 def many():
     while time.monotonic() < end:
         try:
-            s = conn(); s.sendall(b"POST /slow HTTP/1.1\r\nHost: relay\r\nContent-Length: 2\r\n\r\n{}")
+            s = conn()
+            s.sendall(b"POST /slow HTTP/1.1\r\nHost: relay\r\nContent-Length: 2\r\n\r\n{}")
             s.recv(100); s.close()
         except OSError:
             pass
