@@ -194,11 +194,27 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(run_pair(settings.home_dir, args.phone))
     lock = _claim_home(settings)
     _logging(settings)
-    code = 0
-    with suppress(KeyboardInterrupt):
+    code: int | str | None = 0
+    try:
         code = asyncio.run(_run(settings, interactive=args.command != "serve"))
+    except KeyboardInterrupt:
+        pass
+    except SystemExit as forced:  # the second Ctrl-C
+        code = forced.code
     lock.release()
-    raise SystemExit(code)
+    _exit(code if isinstance(code, int) else 1)
+
+
+def _exit(code: int) -> None:
+    """End the process without the interpreter's finalization. Everything Fetch owns is
+    closed by now; what may be left are daemon threads it abandoned on purpose (the stdin
+    reader, memory's background import). Finalization kills those mid-flight, and one
+    inside a native extension's import aborts the process ("exception not rethrown")."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _config_explain(settings: Settings, key: str, repo: str | None, chat: str | None) -> int:
