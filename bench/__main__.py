@@ -3,7 +3,7 @@
 ``--quick`` cuts every N (for a smoke run, not for figures worth quoting);
 ``--only`` picks benchmarks. Each benchmark is also runnable alone:
 ``python -m bench.roundtrip [--profile]``, ``python -m bench.coldstart``,
-``python -m bench.memory``.
+``python -m bench.memory``, ``python -m bench.flood``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, kennel_start, memory, memory_bench, roundtrip, scheduler_bench
+from bench import (
+    coldstart,
+    flood,
+    kennel_start,
+    memory,
+    memory_bench,
+    roundtrip,
+    scheduler_bench,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -34,6 +42,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "memory_search": (memory_bench.run, memory_bench.render, 300, 50),
     "kennel_start": (kennel_start.run, kennel_start.render, 6, 2),
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
+    "flood": (flood.run, flood.render, 1_000, 200),
 }
 
 

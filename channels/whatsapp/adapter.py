@@ -1,14 +1,15 @@
 """The WhatsApp channel: neonize events in, paced WhatsApp messages out.
 
 Inbound: neonize calls back from its own threads; ``_post`` only hands each event to
-this channel's loop (``call_soon_threadsafe`` into a queue), and one owned task, the
-pump, handles them in order: normalise (``normalize.py``), drop what is not addressed
-to Fetch (``trigger.py``, logged only), ask the gate whether the sender may reach Fetch
-at all (if not: nothing is downloaded, written or recorded, and the log line is
-rate-limited), learn the sender's LID -> number mapping, download media, remember the
-chat wrote, deliver to the gateway, send a read receipt. Fetch's own messages echoed
-back are recognised by the text being sent right now (``echo.py``) or by their id,
-however slow the send. Outbound (one message, already in WhatsApp markup
+this channel's loop (``call_soon_threadsafe`` into a queue of two lanes, the owner's
+events first: ``lanes.py``), and one owned task, the pump, handles them in order:
+normalise (``normalize.py``), drop what is not addressed to Fetch (``trigger.py``,
+logged only), ask the gate whether the sender may reach Fetch at all (if not: nothing
+is downloaded, written or recorded, and the log line is rate-limited), learn the
+sender's LID -> number mapping, download media, remember the chat wrote, deliver to the
+gateway, send a read receipt. Fetch's own messages echoed back are recognised by the
+text being sent right now (``echo.py``) or by their id, however slow the send.
+Outbound (one message, already in WhatsApp markup
 and cut to size by the messenger, see ``format``): reply-only, pacing, quote the message
 replied to, edit in place. A second owned task, the monitor
 (``connection.py``), probes the connection and reconnects with backoff; alerts (logged
@@ -37,7 +38,15 @@ from channels.whatsapp.echo import PendingSends
 from channels.whatsapp.errors import RecipientNotAllowed, WhatsAppUnavailable
 from channels.whatsapp.format import SAFE_CHARS, to_whatsapp
 from channels.whatsapp.health import Backoff, ConnectionHealth
-from channels.whatsapp.jids import jid_str, lid_pair, parse_jid, participant
+from channels.whatsapp.jids import (
+    LID_SERVER,
+    bare_user,
+    jid_str,
+    lid_pair,
+    parse_jid,
+    participant,
+)
+from channels.whatsapp.lanes import Lanes
 from channels.whatsapp.ledger import Ledger
 from channels.whatsapp.normalize import MediaRef, NormalizeContext, text_of
 from channels.whatsapp.pacing import Pacer
@@ -115,7 +124,7 @@ class WhatsAppChannel:
         self._new_loop_state()
 
     def _new_loop_state(self) -> None:
-        self._events: asyncio.Queue[Any] = asyncio.Queue()
+        self._events: Lanes[Any] = Lanes()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -203,7 +212,23 @@ class WhatsAppChannel:
         if loop is None or loop.is_closed():
             return
         with suppress(RuntimeError):  # the loop closed between the check and the call
-            loop.call_soon_threadsafe(self._events.put_nowait, event)
+            loop.call_soon_threadsafe(self._enqueue, event)
+
+    def _enqueue(self, event: Any) -> None:
+        self._events.put(event, first=self._owners_lane(event))
+
+    def _owners_lane(self, event: Any) -> bool:
+        """The owner's messages (and connection events) go first; a guess from the raw
+        event, before normalising: it only orders, the gate still decides."""
+        if not isinstance(event, nz.MessageEv):
+            return True
+        source = event.Info.MessageSource
+        if source.IsFromMe:
+            return True
+        users = {bare_user(str(source.Sender.User)), bare_user(str(source.SenderAlt.User))}
+        if source.Sender.Server == LID_SERVER:
+            users.add(self._ledger.lids.get(bare_user(str(source.Sender.User)), ""))
+        return self._owner is not None and self._owner in users
 
     async def _pump(self) -> None:
         while True:
@@ -214,6 +239,10 @@ class WhatsAppChannel:
                 log.exception("whatsapp: failed to handle %s", type(event).__name__)
             finally:
                 self._events.task_done()
+            # A turn for everyone else (the owner's /status being answered) between two
+            # events: handing one over often completes without suspending, and a flood
+            # would otherwise keep the loop to itself until the queue ran dry.
+            await asyncio.sleep(0)
 
     async def _dispatch(self, event: Any) -> None:
         if isinstance(event, nz.MessageEv):

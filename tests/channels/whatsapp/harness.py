@@ -42,13 +42,19 @@ class Harness:
         return await asyncio.wait_for(self.inbox.get(), 2)
 
     async def drain(self) -> list[Inbound]:
-        """Everything delivered before now: a sentinel marks the end (the pump is FIFO)."""
+        """Everything delivered from what was emitted before now. A sentinel marks the
+        end of what was handed to the loop (hand-overs are FIFO); the pump serves the
+        owner's lane first, so the sentinel may overtake others: wait until both lanes
+        are empty too, then take what arrived, the sentinel left out."""
         self._sentinels += 1
         marker = f"SENTINEL{self._sentinels}"
         self.client.emit(self_chat(f"@fetch sentinel {marker}", id=marker))
         got: list[Inbound] = []
         while (item := await self.next()).message_id != marker:
             got.append(item)
+        await asyncio.wait_for(self.channel._events.join(), 2)
+        while not self.inbox.empty():
+            got.append(self.inbox.get_nowait())
         return got
 
     async def wait_for(self, predicate: Any, within: float = 3.0) -> None:

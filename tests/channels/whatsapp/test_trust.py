@@ -128,6 +128,7 @@ async def test_the_owner_is_recognised_in_every_form_and_the_lid_is_learned(
         # LID-only before the mapping is known: not recognisably the owner, dropped.
         wa.client.emit(message_event(nz.Message(conversation="hi"), id="3EBLIDEARLY",
                                      chat=jid(OWNER_LID, "lid"), sender=jid(OWNER_LID, "lid")))
+        first = await wa.drain()
         # LID with the phone number beside it (SenderAlt): the owner; the mapping is learned.
         wa.client.emit(message_event(nz.Message(conversation="hi"), id="3EBLIDALT",
                                      chat=jid(OWNER_LID, "lid"), sender=jid(OWNER_LID, "lid"),
@@ -136,7 +137,7 @@ async def test_the_owner_is_recognised_in_every_form_and_the_lid_is_learned(
         wa.client.emit(message_event(nz.Message(conversation="hi"), id="3EBLIDONLY",
                                      chat=jid(OWNER_LID, "lid"),
                                      sender=jid(OWNER_LID, "lid", device=5)))
-        got = await wa.drain()
+        got = first + await wa.drain()
         assert [(i.message_id, i.sender, i.from_owner) for i in got] == [
             ("3EBDEV", OWNER, True), ("3EBLIDALT", OWNER, True), ("3EBLIDONLY", OWNER, True)]
     finally:
@@ -211,5 +212,24 @@ async def test_a_slow_send_does_not_hold_up_inbound(tmp_path: Path) -> None:
         assert got.message_id == "3EB0STOP" and got.from_owner
         release.set()
         await sending
+    finally:
+        await wa.channel.stop()
+
+
+# -- 11.3: the adapter hands the owner's events over first ---------------------------------
+
+
+async def test_the_owners_message_overtakes_a_members_flood_in_the_adapter(
+        tmp_path: Path) -> None:
+    wa = await started(tmp_path, allowlist=[f"whatsapp:{FRIEND}"])
+    try:
+        for i in range(200):
+            wa.client.emit(text_from(FRIEND, f"msg {i}", id=f"3EBFL{i:04d}"))
+        wa.client.emit(text_from(OWNER, "/stop", id="3EBOWNSTOP"))
+        got = await wa.drain()
+        ids = [i.message_id for i in got]
+        assert len(ids) == 201 and ids.index("3EBOWNSTOP") <= 1
+        member = [m for m in ids if m != "3EBOWNSTOP"]
+        assert member == sorted(member)  # each sender's own order is kept
     finally:
         await wa.channel.stop()
