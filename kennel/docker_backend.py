@@ -6,7 +6,7 @@ non-root user. The only writable mount is the repository's working tree; its ``.
 covered by an empty read-only folder, so nothing the CLI does can plant hooks or config
 that host git would later run. The relay socket folder is mounted read-only. The main
 process is the forwarder (``127.0.0.1:4100`` → ``/relay/relay.sock``); each task is a
-``docker exec`` in it. Before every exec the container is inspected and refused if any
+``docker exec`` in it, as another uid than init and the forwarder (``KEEPER_USER``). Before every exec the container is inspected and refused if any
 of that does not hold: there is no silent fallback to the host.
 """
 
@@ -46,6 +46,10 @@ WORKDIR = Path("/workspace")
 STATE_ROOT = Path("/tmp/state")
 PATH_ENV = "/opt/node/bin:/usr/local/bin:/usr/bin:/bin"
 LABEL = "fetch.kennel"
+# Init and the forwarder run as this uid, tasks as the repository's: a task can neither
+# signal them nor ptrace them (same-uid ptrace is open in a container without Yama), so
+# the two processes every sweep keeps cannot be taken over to spy on the next task.
+KEEPER_USER = "65533:65533"
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 
 
@@ -57,6 +61,7 @@ class _Warm:
     relay_dir: Path
     last_used: float
     keep: tuple[int, ...]  # init and the forwarder, by PID (kennel/docker_sweep.py)
+    user: str  # uid:gid every task (and its sweep) runs as; not the keepers'
 
 
 class HostPaths:
@@ -140,7 +145,7 @@ class DockerKennel:
             await asyncio.to_thread(self._verify, warm)
             if await asyncio.to_thread(self._prepare, warm, spec.layout):
                 return await DockerProcess.start(self._docker(), warm.container, spec,
-                                                 warm.keep)
+                                                 warm.keep, warm.user)
             async with self._lock:
                 await asyncio.to_thread(self._remove, warm)
                 if self._warm.get(spec.repo) is warm:
@@ -213,6 +218,9 @@ class DockerKennel:
             client.containers.get(name).remove(force=True)  # a leftover from a crash
         s = self._settings
         user = user_for(repo, s.user)
+        if user.split(":")[0] == KEEPER_USER.split(":")[0]:
+            raise KennelError(f"kennel.docker.user {user} is the uid of the kennel's own "
+                              "processes: choose another")
         hand_over(repo, user)
         relay_dir = self._relay_dir(repo)
         empty = self._home / "kennel" / "empty"
@@ -234,7 +242,7 @@ class DockerKennel:
                 memswap_limit=s.memory,
                 nano_cpus=int(s.cpus * 1_000_000_000),
                 pids_limit=s.pids,
-                user=user,
+                user=KEEPER_USER,
                 environment={},
                 working_dir=str(WORKDIR),
                 volumes={
@@ -243,7 +251,7 @@ class DockerKennel:
                     self._paths.to_host(relay_dir): {"bind": "/relay", "mode": "ro"},
                 },
                 labels={LABEL: "1", f"{LABEL}.home": str(self._home),
-                        f"{LABEL}.repo": repo.name},
+                        f"{LABEL}.repo": repo.name, f"{LABEL}.user": user},
             )
         except docker.errors.ImageNotFound as err:
             raise KennelError(
@@ -254,9 +262,9 @@ class DockerKennel:
         try:
             forwarder = self._forwarder_pid(container)
         except KennelError:
-            self._remove(_Warm(name, container, repo, relay_dir, 0.0, ()))
+            self._remove(_Warm(name, container, repo, relay_dir, 0.0, (), user))
             raise
-        return _Warm(name, container, repo, relay_dir, time.monotonic(), (1, forwarder))
+        return _Warm(name, container, repo, relay_dir, time.monotonic(), (1, forwarder), user)
 
     def _forwarder_pid(self, container: Any) -> int:
         """The forwarder's PID, read before any task exists (init's only child)."""
@@ -310,7 +318,8 @@ class DockerKennel:
             script.append(f"printf %s {data} | base64 -d > {shlex.quote(str(dest))}")
         try:
             result = warm.container.exec_run(
-                ["sh", "-c", sweep_script(warm.keep) + "; " + " && ".join(script)])
+                ["sh", "-c", sweep_script(warm.keep) + "; " + " && ".join(script)],
+                user=warm.user)
         except docker.errors.DockerException as err:
             log.warning("kennel %s could not be swept (%s); replacing it", warm.name, err)
             return False
@@ -373,11 +382,13 @@ class DockerProcess:
     """One ``docker exec``: output streamed from a thread, stopped by signalling inside."""
 
     def __init__(
-        self, client: Any, container: Any, exec_id: str, tag: str, keep: tuple[int, ...]
+        self, client: Any, container: Any, exec_id: str, tag: str, keep: tuple[int, ...],
+        user: str,
     ) -> None:
         self._client = client
         self._container = container
         self._keep = keep
+        self._user = user
         self._exec_id = exec_id
         self._tag = tag
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
@@ -387,7 +398,7 @@ class DockerProcess:
 
     @classmethod
     async def start(
-        cls, client: Any, container: Any, spec: ExecSpec, keep: tuple[int, ...]
+        cls, client: Any, container: Any, spec: ExecSpec, keep: tuple[int, ...], user: str
     ) -> DockerProcess:
         tag = f"fetch-task-{os.urandom(4).hex()}"
         # The shell records its pid in a file named by ``tag`` and execs the CLI: the
@@ -401,14 +412,14 @@ class DockerProcess:
         def create() -> str:
             created = client.api.exec_create(
                 container.id, wrapped, stdout=True, stderr=True, stdin=False, tty=False,
-                environment=env, workdir=str(spec.layout.workdir))
+                environment=env, workdir=str(spec.layout.workdir), user=user)
             return str(created["Id"])
 
         try:
             exec_id = await asyncio.to_thread(create)
         except docker.errors.APIError as err:
             raise KennelError(f"could not start {spec.argv[0]} in the kennel: {err}") from err
-        proc = cls(client, container, exec_id, tag, keep)
+        proc = cls(client, container, exec_id, tag, keep, user)
         loop = asyncio.get_running_loop()
         sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
         proc._thread = threading.Thread(target=proc._pump, args=(sock, loop), daemon=True,
@@ -468,7 +479,7 @@ class DockerProcess:
         return "\n".join(self._stderr)
 
     def _inside(self, script: str) -> tuple[int, str]:
-        result = self._container.exec_run(["sh", "-c", script])
+        result = self._container.exec_run(["sh", "-c", script], user=self._user)
         return int(result.exit_code or 0), result.output.decode("utf-8", "replace")
 
     def _tree_script(self, signal_name: str) -> str:

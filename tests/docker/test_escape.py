@@ -61,7 +61,8 @@ def host_listener() -> Iterator[int]:
 
 
 def run(container: Any, script: str) -> tuple[int, str]:
-    result = container.exec_run(["bash", "-c", script])
+    # As a task runs: the kennel's own processes have another uid (fetch.kennel.user).
+    result = container.exec_run(["bash", "-c", script], user=container.labels["fetch.kennel.user"])
     return int(result.exit_code), result.output.decode("utf-8", "replace")
 
 

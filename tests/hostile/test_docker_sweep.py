@@ -183,3 +183,23 @@ async def test_a_fork_bomb_left_behind_costs_only_its_kennel(kennel: Kennel) -> 
     code, out = await kennel.task(f"sh -c '{LIST}' | wc -l")
     assert code == 0 and int(out[0]) <= 4, out  # init, the forwarder, this bash and wc
     assert kennel.others() == set()
+
+
+async def test_a_task_cannot_take_over_the_processes_the_sweep_keeps(kennel: Kennel) -> None:
+    """Init and the forwarder survive every sweep, so a task must not be able to stop,
+    kill or ptrace them (a hijacked keeper would read every later prompt)."""
+    await kennel.task("true")
+    keep = kennel.warm().keep
+    probe = " ".join(
+        f"kill -STOP {pid} 2>/dev/null && echo stopped-{pid}; "
+        f"kill -KILL {pid} 2>/dev/null && echo killed-{pid}; "
+        f"cat /proc/{pid}/environ > /dev/null 2>&1 && echo environ-{pid}; "
+        # PTRACE_ATTACH (16) by raw syscall (ptrace is 101 on x86_64, 117 on arm64).
+        f"perl -e 'exit(syscall($ENV{{NR}}, 16, {pid}, 0, 0) == 0 ? 0 : 1)' "
+        f"&& echo traced-{pid};"
+        for pid in keep)
+    nr = 'export NR=$([ "$(uname -m)" = aarch64 ] && echo 117 || echo 101); '
+    code, out = await kennel.task(nr + probe + " echo done")
+    assert code == 0 and out == ["done"], out
+    code, out = await kennel.task("echo alive")
+    assert out == ["alive"] and kennel.warm().keep == keep  # the same keepers, unharmed
