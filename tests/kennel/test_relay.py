@@ -115,3 +115,47 @@ async def test_unreachable_upstream(tmp_path: Path) -> None:
     async with relay:
         status, body = await _post(relay.socket_path, {})
     assert status == 502 and "upstream unreachable" in body
+
+
+# -- where a request goes, and what it cost (pure functions) -----------------------------
+
+def test_join_keeps_every_vendor_path_under_the_upstream() -> None:
+    from kennel.relay_url import join, upstream_base
+
+    base = upstream_base("https://api.example.com/v1/")
+    for target, expected in [
+        ("/messages?beta=true", "https://api.example.com/v1/messages?beta=true"),
+        ("/chat/completions", "https://api.example.com/v1/chat/completions"),
+        ("/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+         "https://api.example.com/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse"),
+        ("/a%20b/@x", "https://api.example.com/v1/a%20b/@x"),
+    ]:
+        assert str(join(base, target)) == expected
+
+
+def test_join_refuses_whatever_could_leave_the_upstream() -> None:
+    from kennel.relay_url import BadTarget, join, upstream_base
+
+    base = upstream_base("http://127.0.0.1:8080")
+    for target in ("http://evil/x", "//evil/x", "@evil/x", "evil/x", "/../x", "/a/%2e%2e/x",
+                   "/%252e%252e/x", "/a/..;/x", "/a\\b", "/x#frag", "/x\r\nHost: evil", ""):
+        with pytest.raises(BadTarget):
+            join(base, target)
+
+
+def test_usage_scan_is_linear_and_bounded() -> None:
+    import time
+
+    from kennel.relay_usage import LINE_LIMIT, UsageScanner, model_of
+
+    scanner = UsageScanner()
+    started = time.monotonic()
+    chunk = b"x" * 65536
+    for _ in range((LINE_LIMIT * 2) // len(chunk)):  # 32 MB without a newline
+        scanner.feed(chunk)
+    scanner.feed(b'\n{"usage":{"input_tokens":7,"output_tokens":9}}\n')
+    assert time.monotonic() - started < 2.0
+    assert (scanner.close().tokens_in, scanner.usage.tokens_out) == (7, 9)
+    assert len(scanner._line) == 0
+    big = b'{"model":"claude-x","messages":"' + b"y" * (1024 * 1024) + b'"}'
+    assert model_of(big, "/v1/messages") == "claude-x"
