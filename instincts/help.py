@@ -10,6 +10,11 @@ router = InstinctRouter("help")
 
 @router.command("help", aliases=("h", "?", "start"), help="what I can do", bypass_queue=False)
 async def help_(ctx: InstinctContext, args: str) -> None:
+    mine = [c.name for c in ctx.commands.all()]
+    if "undo" not in mine:  # what the sender may not use is not offered here either
+        await ctx.reply("🐕 I'm Fetch. What you can use here:\n"
+                        + " ".join(f"/{name}" for name in mine))
+        return
     await ctx.reply(
         "🐕 I'm Fetch. Tell me a code change in plain words:\n"
         "  fix the typo in README.md of demo\n"

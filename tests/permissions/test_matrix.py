@@ -53,6 +53,8 @@ async def test_every_instinct_for_every_profile(team: Team, profile: str) -> Non
     expected = EXPECTED_INSTINCTS[profile]
     listing = "\n".join(await team.say(sender, "/commands"))
     assert _listed(listing) == expected, listing
+    words = set(re.findall(r"/([a-z]+)", "\n".join(await team.say(sender, "/help"))))
+    assert words <= expected, f"/help offers {words - expected} to a {profile}"
     for name in INSTINCTS:
         replies = await team.say(sender, f"/{name}")
         refused = any(r.startswith(f"🔒 You can't use /{name}") for r in replies)
