@@ -50,6 +50,7 @@ class HarnessRequest:
     resume: str | None = None
     max_retries: int = 0
     confined: bool = False  # see kennel.base.Layout.confined
+    kennel: str = "local"  # the backend's name: "docker" runs the image's tools, not the host's
     mcp: McpServer | None = None  # None when memory is off or the run has no relay
 
 

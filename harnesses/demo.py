@@ -1,6 +1,7 @@
 """The offline demo harness: no model, no key. It fixes common typos in the files a
 request names, so a newcomer sees message → diff → approval → commit → undo at once.
-It runs through the kennel like any real CLI (``python -m harnesses.demo_cli``)."""
+It runs through the kennel like any real CLI (``python -m harnesses.demo_cli``; in the
+Docker kennel, its Node port ``kennel/demo_cli.js`` that the image carries)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
 
+IMAGE_DEMO_CLI = "/opt/kennel/demo_cli.js"  # kennel/demo_cli.js, in the kennel image
+
 
 class DemoHarness(Harness, name="demo"):
     provider = None
@@ -16,7 +19,10 @@ class DemoHarness(Harness, name="demo"):
     summary = "offline demo: fixes common typos, no model needed"
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
-        argv = [sys.executable, "-m", "harnesses.demo_cli", req.prompt]
+        if req.kennel == "docker":  # the image has Node and a port of demo_cli, no Python
+            argv = ["node", IMAGE_DEMO_CLI, req.prompt]
+        else:
+            argv = [sys.executable, "-m", "harnesses.demo_cli", req.prompt]
         env = {"PATH": req.path_env, "HOME": str(req.state_dir), "LANG": "C.UTF-8"}
         return argv, env
 

@@ -1,8 +1,8 @@
 """Build the kennel image (the sandbox the coding CLIs run in), only when it is missing.
 
-The tag is ``fetch-kennel:<first 12 hex of a sha256>`` over the Dockerfile, forwarder.js
-and the build args, so editing either file or pinning another CLI version gives a new tag,
-and an unchanged kennel costs one ``docker image inspect`` (well under a second).
+The tag is ``fetch-kennel:<first 12 hex of a sha256>`` over the Dockerfile, forwarder.js,
+demo_cli.js and the build args, so editing any of them or pinning another CLI version gives
+a new tag, and an unchanged kennel costs one ``docker image inspect`` (well under a second).
 
 Extra CA certificates (a TLS-intercepting proxy's, a corporate CA) are copied from
 ``--ca-dir`` (default: /usr/local/share/ca-certificates when it holds *.crt files) into a
@@ -34,6 +34,7 @@ from typing import Final
 KENNEL_DIR: Final = Path(__file__).resolve().parent
 DOCKERFILE: Final = KENNEL_DIR / "Dockerfile"
 FORWARDER: Final = KENNEL_DIR / "forwarder.js"
+DEMO_CLI: Final = KENNEL_DIR / "demo_cli.js"  # the demo harness inside the image
 REPOSITORY: Final = "fetch-kennel"
 SYSTEM_CA_DIR: Final = Path("/usr/local/share/ca-certificates")
 LOCK_PATH: Final = Path(tempfile.gettempdir()) / "fetch-kennel-build.lock"
@@ -52,19 +53,23 @@ def image_tag(
     *,
     dockerfile: Path = DOCKERFILE,
     forwarder: Path = FORWARDER,
+    demo_cli: Path = DEMO_CLI,
 ) -> str:
-    """``fetch-kennel:<12 hex>``: sha256 over the Dockerfile, forwarder.js and build args.
+    """``fetch-kennel:<12 hex>``: sha256 over the Dockerfile, forwarder.js, demo_cli.js and
+    build args.
 
     The digest input is ``b"Dockerfile\\0" + bytes + b"\\0forwarder.js\\0" + bytes +
-    b"\\0build-args\\0" + json(sorted args)``. Build args are hashed as given: passing an
-    ARG's default value explicitly gives another tag than leaving it out (both images are
-    the same). CA certificates do not take part.
+    b"\\0demo_cli.js\\0" + bytes + b"\\0build-args\\0" + json(sorted args)``. Build
+    args are hashed as given: passing an ARG's default value explicitly gives another tag
+    than leaving it out (both images are the same). CA certificates do not take part.
     """
     h = hashlib.sha256()
     h.update(b"Dockerfile\0")
     h.update(dockerfile.read_bytes())
     h.update(b"\0forwarder.js\0")
     h.update(forwarder.read_bytes())
+    h.update(b"\0demo_cli.js\0")
+    h.update(demo_cli.read_bytes())
     h.update(b"\0build-args\0")
     args = sorted((str(k), str(v)) for k, v in (build_args or {}).items())
     h.update(json.dumps(args, separators=(",", ":")).encode())
@@ -111,6 +116,7 @@ def make_context(dest: Path, ca_dir: Path | None) -> list[str]:
     """Fill ``dest`` with the build context; return the names of the CA files copied."""
     shutil.copy2(DOCKERFILE, dest / "Dockerfile")
     shutil.copy2(FORWARDER, dest / "forwarder.js")
+    shutil.copy2(DEMO_CLI, dest / "demo_cli.js")
     certs = dest / "certs"
     certs.mkdir()
     copied: list[str] = []

@@ -254,6 +254,7 @@ class TaskRunner:
                 model=settings.harness.model,
                 max_retries=settings.harness.max_retries,
                 confined=layout.confined,
+                kennel=self._kennel.name,
                 mcp=mcp,
             )
             layout.state_host.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ def test_tag_is_sha256_of_dockerfile_forwarder_and_args() -> None:
     h = hashlib.sha256()
     h.update(b"Dockerfile\0" + (REPO / "kennel/Dockerfile").read_bytes())
     h.update(b"\0forwarder.js\0" + (REPO / "kennel/forwarder.js").read_bytes())
+    h.update(b"\0demo_cli.js\0" + (REPO / "kennel/demo_cli.js").read_bytes())
     h.update(b"\0build-args\0" + json.dumps([], separators=(",", ":")).encode())
     assert tag == f"fetch-kennel:{h.hexdigest()[:12]}"
     assert image_tag() == tag
@@ -41,6 +42,9 @@ def test_tag_follows_build_args_and_files(tmp_path: Path) -> None:
     fw = tmp_path / "forwarder.js"
     fw.write_bytes((REPO / "kennel/forwarder.js").read_bytes() + b"\n")
     assert image_tag(forwarder=fw) != base
+    demo = tmp_path / "demo_cli.js"
+    demo.write_bytes((REPO / "kennel/demo_cli.js").read_bytes() + b"\n")
+    assert image_tag(demo_cli=demo) != base
 
 
 def test_context_gets_certs_but_the_repo_does_not(tmp_path: Path) -> None:
@@ -55,7 +59,8 @@ def test_context_gets_certs_but_the_repo_does_not(tmp_path: Path) -> None:
     ctx.mkdir()
     copied = build.make_context(ctx, ca)
     assert copied == ["00-proxy.crt", "01-corp.crt"]
-    assert sorted(p.name for p in ctx.iterdir()) == ["Dockerfile", "certs", "forwarder.js"]
+    assert sorted(p.name for p in ctx.iterdir()) == ["Dockerfile", "certs", "demo_cli.js",
+                                                  "forwarder.js"]
     assert (ctx / "certs" / "01-corp.crt").read_text().startswith("-----BEGIN CERTIFICATE-----")
     assert not (REPO / "kennel" / "certs").exists() or not any(
         p.name in {"00-proxy.crt", "01-corp.crt"} for p in (REPO / "kennel" / "certs").iterdir()
