@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kennel.relay import RelayLimits
+from orchestrator.config import Settings
+from tests.conftest import start_driver
 from tests.hostile.relayfakes import raw, relay_on, request, servers, status_of
 
 FLOOD_SECONDS = 6.0
@@ -103,3 +106,33 @@ async def test_a_flooded_relay_does_not_stall_fetch(tmp_path: Path) -> None:
     assert max(calls) <= limits.max_upstream
     assert max(held) <= limits.max_buffered
     assert status_of(after) == 200 and thief.seen == []
+
+
+async def test_the_owner_gets_status_while_a_relay_is_flooded(
+    tmp_path: Path, make_settings: Callable[..., Settings]
+) -> None:
+    """The whole app on the loop the relay shares: /status through the gateway answers
+    promptly while a kennel floods its relay."""
+    app, driver = await start_driver(make_settings())
+    took: list[float] = []
+    try:
+        await driver.ask("/status", "Fetch ·")  # warm
+        async with servers() as (upstream, _thief), \
+                relay_on(upstream, tmp_path / "r.sock", RelayLimits(header_timeout=2.0)) as relay:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", FLOODER, str(relay.socket_path), str(FLOOD_SECONDS))
+            try:
+                await asyncio.sleep(1.0)  # the flood is on
+                while proc.returncode is None and len(took) < 8:
+                    t = time.monotonic()
+                    await driver.ask("/status", "Fetch ·", timeout=10)
+                    took.append(time.monotonic() - t)
+                    await asyncio.sleep(0.3)
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                await proc.wait()
+    finally:
+        await app.__aexit__(None, None, None)
+    print(f"/status during the flood: max {max(took) * 1000:.0f} ms over {len(took)}")
+    assert len(took) >= 5 and max(took) < 1.0, took
