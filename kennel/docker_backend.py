@@ -6,8 +6,9 @@ non-root user. The only writable mount is the repository's working tree; its ``.
 covered by an empty read-only folder, so nothing the CLI does can plant hooks or config
 that host git would later run. The relay socket folder is mounted read-only. The main
 process is the forwarder (``127.0.0.1:4100`` → ``/relay/relay.sock``); each task is a
-``docker exec`` in it, as another uid than init and the forwarder (``KEEPER_USER``). Before every exec the container is inspected and refused if any
-of that does not hold: there is no silent fallback to the host.
+``docker exec`` in it, as another uid than init and the forwarder (``KEEPER_USER``).
+Before every exec the container is inspected and refused if any of that does not hold:
+there is no silent fallback to the host.
 """
 
 from __future__ import annotations
