@@ -1,5 +1,8 @@
 """Docker Compose (Debian's docker-compose 1.29): config, a real `up` of the locally built
-images, a /status round trip through the signed webhook, `down`."""
+images (the kennel service first, then Fetch), /healthz and the health check, a /status
+round trip through the signed webhook, the demo task end to end (the demo repo in the
+workspace volume, the demo harness inside a kennel container, the diff, yes, the commit),
+`down`. And fetch.env.example documents every variable Fetch and the compose file read."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -44,8 +48,10 @@ def compose(kennel_image: str, docker_client: Any, tmp_path: Path) -> Iterator[d
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env_file = tmp_path / "fetch.env"
+    # A key is configured (the canary never reaches a kennel), the demo harness does the work.
     env_file.write_text(f"FETCH_WEBHOOK_SECRET={SECRET}\nFETCH__WEBHOOK__ENABLED=true\n"
-                        "ANTHROPIC_API_KEY=sk-ant-compose-canary-000111\n")
+                        "ANTHROPIC_API_KEY=sk-ant-compose-canary-000111\n"
+                        "FETCH_HARNESS=demo\n")
     project = f"fetchtest{os.getpid()}"
     env = {**os.environ, "FETCH_ENV_FILE": str(env_file), "FETCH_IMAGE": orchestrator,
            "FETCH_KENNEL_IMAGE": kennel_image, "FETCH_HTTP_PORT": str(port),
@@ -68,12 +74,12 @@ def _run(compose: dict[str, str], *args: str, timeout: float = 180) -> str:
     return done.stdout
 
 
-def _signed(port: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _signed(port: str, payload: dict[str, Any], path: str = "/webhook") -> dict[str, Any]:
     body = json.dumps(payload).encode()
     ts = str(int(time.time()))
     sig = hmac.new(SECRET.encode(), ts.encode() + b"." + body, hashlib.sha256).hexdigest()
     req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/webhook", data=body, method="POST",
+        f"http://127.0.0.1:{port}{path}", data=body, method="POST",
         headers={"Content-Type": "application/json", "X-Fetch-Timestamp": ts,
                  "X-Fetch-Signature": f"sha256={sig}"})
     with urllib.request.urlopen(req, timeout=40) as resp:
@@ -84,7 +90,7 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     config = _run(compose, "config")
     assert "127.0.0.1" in config and "/var/run/docker.sock" in config
     assert "fetch-home" in config and "fetch-workspace" in config
-    _run(compose, "up", "-d", "--no-build", "fetch")
+    _run(compose, "up", "-d", "--no-build")  # as the README says, minus the build
     deadline = time.monotonic() + 90
     reply: dict[str, Any] = {}
     while time.monotonic() < deadline:
@@ -107,4 +113,60 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
         urllib.request.urlopen(bad, timeout=10)
     assert info.value.code == 401
     info.value.close()
+
+    # /healthz: no secret, nothing said but ok; Compose's health check sees the same.
+    with urllib.request.urlopen(f"http://127.0.0.1:{compose['port']}/healthz",
+                                timeout=10) as resp:
+        assert resp.status == 200 and json.loads(resp.read()) == {"ok": True}
+    container = _run(compose, "ps", "-q", "fetch").strip()
+    health = ""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and health != "healthy":
+        health = subprocess.run(
+            ["docker", "inspect", "--format", "{{.State.Health.Status}}", container],
+            capture_output=True, text=True).stdout.strip()
+        time.sleep(2)
+    assert health == "healthy", health
+
+    # The demo task, end to end: the demo repo is in the workspace volume, the demo
+    # harness runs inside a kennel container, the diff comes back, yes commits it.
+    said = _conversation(compose, "fix the typo in README.md of demo", "Apply? (yes/no)")
+    assert "README.md +1" in said and "+The quick" in said, said
+    done = _conversation(compose, "yes", "Committed")
+    sha = re.search(r"Committed ([0-9a-f]{7,40}) to demo", done)
+    assert sha, done
+    log = _run(compose, "exec", "-T", "fetch", "git", "-C", "/data/home/workspace/demo",
+               "log", "-2", "--format=%H %s")
+    assert log.splitlines()[0].startswith(sha.group(1)), log
+    assert "fix the typo in README.md of demo" in log
+    readme = _run(compose, "exec", "-T", "fetch", "cat", "/data/home/workspace/demo/README.md")
+    assert "The quick brown fox" in readme and "Teh quick" not in readme
     _run(compose, "down", "-v")
+
+
+def _conversation(compose: dict[str, str], text: str, until: str,
+                  timeout: float = 240) -> str:
+    """Send ``text`` on the webhook; collect replies until one contains ``until``."""
+    said = [r["text"] for r in _signed(compose["port"], {"text": text, "wait": 20})["replies"]]
+    deadline = time.monotonic() + timeout
+    while not any(until in t for t in said):
+        if time.monotonic() > deadline:
+            logs = _run(compose, "logs", "--tail", "80", "fetch")
+            pytest.fail(f"no {until!r} after {text!r}; replies: {said}; logs:\n{logs}")
+        polled = _signed(compose["port"], {"wait": 20}, "/webhook/replies")
+        said += [r["text"] for r in polled["replies"]]
+    return "\n".join(said)
+
+
+def test_env_example_documents_every_variable() -> None:
+    from orchestrator.config import _ENV_KEYS
+
+    example = (ROOT / "fetch.env.example").read_text()
+    documented = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", example, re.MULTILINE))
+    compose_vars = set(re.findall(r"\$\{([A-Z0-9_]+)",
+                                  (ROOT / "docker-compose.yml").read_text()))
+    wanted = set(_ENV_KEYS) | {"FETCH_CONFIG"} | compose_vars
+    assert wanted <= documented, sorted(wanted - documented)
+    # What Compose itself sets is marked as such, not left for the owner to set twice.
+    for name in ("FETCH_HOME", "FETCH_KENNEL", "FETCH_RUN_DIR"):
+        assert re.search(rf"^# {name}=", example, re.MULTILINE), name
