@@ -143,19 +143,12 @@ class Database:
         async with self._write_lock:
             return await self.conn.execute(sql, params)
 
-    async def write_fast(self, sql: str, params: tuple[Any, ...]) -> int:
-        """One statement a message waits for: on the loop's own connection when it can
-        be, else the thread path. Returns the row count."""
-        fast = self._write_now(sql, params)
-        if fast is not None:
-            return fast
-        cur = await self.write(sql, params)
-        return int(cur.rowcount)
-
-    def _write_now(self, sql: str, params: tuple[Any, ...]) -> int | None:
-        """One statement on the loop's own connection; None when it must go the thread
-        path (a transaction is open on the other connection, or the file is busy).
-        Checking the lock and writing happen with no await between: atomic here."""
+    def write_now(self, sql: str, params: tuple[Any, ...]) -> int | None:
+        """For the one statement a message waits for: run it on the loop's own
+        connection and return the row count; None when it must go the thread path
+        (``write``: a transaction is open on the other connection, or the file is busy).
+        Checking the lock and writing happen with no await between: atomic here. Not a
+        coroutine on purpose: the fast path costs no extra await."""
         if self._fast is None or self._write_lock.locked():
             return None
         try:

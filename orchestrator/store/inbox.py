@@ -41,10 +41,15 @@ class SqliteInbox:
     async def accept(self, channel: str, message_id: str, key: SessionKey,
                      payload: dict[str, Any]) -> bool:
         params = (channel, message_id, key_str(key), json.dumps(payload), time.time())
-        return await self._db.write_fast(ACCEPT, params) == 1
+        fast = self._db.write_now(ACCEPT, params)
+        if fast is not None:
+            return fast == 1
+        cur = await self._db.write(ACCEPT, params)
+        return cur.rowcount == 1
 
     async def finish(self, channel: str, message_id: str) -> None:
-        await self._db.write_fast(FINISH, (channel, message_id))
+        if self._db.write_now(FINISH, (channel, message_id)) is None:
+            await self._db.write(FINISH, (channel, message_id))
 
     async def queued(self) -> list[dict[str, Any]]:
         async with self._db.conn.execute(
