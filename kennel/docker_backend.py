@@ -359,6 +359,10 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
     user = str(config.get("User") or "")
     if user in {"", "0", "root"} or user.startswith(("0:", "root:")):
         problems.append("runs as root")
+    task_user = str((config.get("Labels") or {}).get(f"{LABEL}.user") or "")
+    if task_user and task_user.split(":")[0] == user.split(":")[0]:
+        problems.append("init and the forwarder share the tasks' uid (a task could take "
+                        "them over)")
     for mount in attrs.get("Mounts") or []:
         source, dest = str(mount.get("Source", "")), str(mount.get("Destination", ""))
         if "docker.sock" in source or "docker.sock" in dest:

@@ -203,3 +203,12 @@ async def test_a_task_cannot_take_over_the_processes_the_sweep_keeps(kennel: Ken
     assert code == 0 and out == ["done"], out
     code, out = await kennel.task("echo alive")
     assert out == ["alive"] and kennel.warm().keep == keep  # the same keepers, unharmed
+
+
+def test_keepers_sharing_the_tasks_uid_are_refused() -> None:
+    from kennel.docker_backend import hardening_problems
+
+    attrs = {"HostConfig": {}, "Config": {"User": "1000:1000",
+                                          "Labels": {"fetch.kennel.user": "1000:1000"}}}
+    assert any("share the tasks' uid" in p
+               for p in hardening_problems(attrs, Path("/ws/app"), ()))
