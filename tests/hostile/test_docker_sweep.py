@@ -146,12 +146,15 @@ async def test_temporary_files_do_not_outlive_a_task(kennel: Kennel) -> None:
     code, out = await kennel.task(
         "echo one > /tmp/leak; echo two > /tmp/.hidden; mkdir -p /tmp/d/e; "
         "echo three > /dev/shm/leak; mkfifo /tmp/fifo; ipcmk -M 4096 >/dev/null; "
-        "ln -s /workspace /tmp/link; echo planted")
+        "ln -s /workspace /tmp/link; mkdir -p /tmp/locked/in; echo x > /tmp/locked/in/f; "
+        "chmod 000 /tmp/locked/in /tmp/locked; echo planted")
     assert code == 0 and out == ["planted"]
+    container = kennel.warm().container.id
     code, out = await kennel.task(
         "ls -A /tmp | grep -v '^fetch-task-.*\\.pid$' | grep -v '^state$'; ls -A /dev/shm; "
         "ipcs -m | grep -c '^0x' ; true")
     assert code == 0 and out == ["0"], out  # nothing of task 1 in /tmp, /dev/shm, SysV IPC
+    assert kennel.warm().container.id == container  # cleaned, not replaced
 
 
 async def test_the_real_key_is_nowhere_inside(kennel: Kennel, tmp_path: Path) -> None:
