@@ -135,8 +135,9 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     done = _conversation(compose, "yes", "Committed")
     sha = re.search(r"Committed ([0-9a-f]{7,40}) to demo", done)
     assert sha, done
-    log = _run(compose, "exec", "-T", "fetch", "git", "-C", "/data/home/workspace/demo",
-               "log", "-2", "--format=%H %s")
+    # The working tree belongs to the kennel's uid, so this git is told to trust it.
+    log = _run(compose, "exec", "-T", "fetch", "git", "-c", "safe.directory=*", "-C",
+               "/data/home/workspace/demo", "log", "-2", "--format=%H %s")
     assert log.splitlines()[0].startswith(sha.group(1)), log
     assert "fix the typo in README.md of demo" in log
     readme = _run(compose, "exec", "-T", "fetch", "cat", "/data/home/workspace/demo/README.md")
