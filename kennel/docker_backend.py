@@ -134,9 +134,12 @@ class DockerKennel:
         )
 
     async def exec(self, spec: ExecSpec) -> RelayedProcess:
-        return await start_relayed(spec, lambda: self._start_exec(spec))
+        # Swept before the task's relay exists: nothing an earlier task left can use it.
+        warm = await self._ready(spec)
+        return await start_relayed(spec, lambda: DockerProcess.start(
+            self._docker(), warm.container, spec, warm.keep, warm.user))
 
-    async def _start_exec(self, spec: ExecSpec) -> DockerProcess:
+    async def _ready(self, spec: ExecSpec) -> _Warm:
         # Each task starts in a swept kennel even if the last one's sweep never ran (a
         # crash, a cancelled wait); a kennel that cannot be swept is replaced, once.
         for _attempt in range(2):
@@ -145,8 +148,7 @@ class DockerKennel:
                 warm.last_used = time.monotonic()
             await asyncio.to_thread(self._verify, warm)
             if await asyncio.to_thread(self._prepare, warm, spec.layout):
-                return await DockerProcess.start(self._docker(), warm.container, spec,
-                                                 warm.keep, warm.user)
+                return warm
             async with self._lock:
                 await asyncio.to_thread(self._remove, warm)
                 if self._warm.get(spec.repo) is warm:
