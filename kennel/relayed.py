@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
+from core.errors import KennelError
 from kennel.base import ExecSpec
 from kennel.relay import ModelRelay
 
@@ -69,10 +70,14 @@ async def start_relayed(
     relay: ModelRelay | None = None
     if spec.relay is not None:
         r = spec.relay
-        relay = ModelRelay(
-            socket_path=spec.layout.relay_socket, upstream=r.upstream, provider=r.provider,
-            api_key=r.api_key, harness=r.harness, task_id=r.task_id, log_path=r.log_path,
-            token_budget=r.token_budget, mcp=r.mcp)
+        try:
+            relay = ModelRelay(
+                socket_path=spec.layout.relay_socket, upstream=r.upstream,
+                provider=r.provider, api_key=r.api_key, harness=r.harness,
+                task_id=r.task_id, log_path=r.log_path, token_budget=r.token_budget,
+                mcp=r.mcp)
+        except ValueError as err:  # an upstream that is not a plain http(s) base URL
+            raise KennelError(str(err)) from err
         await relay.start()
     try:
         proc = await start()

@@ -159,3 +159,24 @@ def test_usage_scan_is_linear_and_bounded() -> None:
     assert len(scanner._line) == 0
     big = b'{"model":"claude-x","messages":"' + b"y" * (1024 * 1024) + b'"}'
     assert model_of(big, "/v1/messages") == "claude-x"
+
+
+async def test_an_upstream_that_is_not_a_base_url_fails_the_task_clearly(tmp_path: Path) -> None:
+    from core.errors import KennelError
+    from kennel.base import ExecSpec, Layout, RelaySpec
+    from kennel.relayed import start_relayed
+
+    layout = Layout(workdir=tmp_path, state_host=tmp_path, state_seen=tmp_path,
+                    relay_socket=tmp_path / "r.sock", relay_port=4100, path_env="/bin")
+    spec = ExecSpec(("true",), {}, tmp_path, layout, RelaySpec(
+        upstream="http://user:pw@127.0.0.1:9", provider="anthropic", api_key="k",
+        harness="h", task_id=1, log_path=tmp_path / "relay.jsonl"))
+    started: list[str] = []
+
+    async def start() -> object:
+        started.append("process")
+        raise AssertionError("never started")
+
+    with pytest.raises(KennelError, match="plain base URL"):
+        await start_relayed(spec, start)  # type: ignore[arg-type]
+    assert started == [] and not layout.relay_socket.exists()
