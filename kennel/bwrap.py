@@ -37,17 +37,20 @@ from kennel.relayed import RelayedProcess, start_relayed
 
 RELAY_PORT = 4100
 RELAY_SEEN = Path("/relay/relay.sock")
-STATE_SEEN = Path("/fetch/state")
+STATE_ROOT = Path("/fetch/state")  # + /<harness>; /.cache beside them is shared
 # Host /etc entries programs need (certificates, users, the dynamic loader, Debian's
 # alternatives symlinks); the rest of /etc stays out.
 ETC = ("alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "passwd", "group",
        "hosts", "nsswitch.conf", "localtime", "timezone", "ld.so.cache", "ld.so.conf",
        "ld.so.conf.d", "profile", "profile.d", "bash.bashrc", "mime.types", "os-release",
        "debian_version", "inputrc", "terminfo")
+# Variables a harness passes through that name a host path the CLI only reads (copilot's
+# unpacked package, extra CA certificates): bound read-only where they are.
+READONLY_ENV = ("COPILOT_PKG_CACHE_HOME", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE")
 # The top-level packages Fetch installs (see pyproject): the demo CLI imports them.
 PACKAGES = ("core", "channels", "orchestrator", "instincts", "harnesses", "identity",
             "skills", "kennel")
-ISOLATION = ("bwrap sandbox: runs as uid {uid}, no capabilities; sees only the repo (.git "
+ISOLATION = ("bwrap sandbox: runs as {uid}, no capabilities; sees only the repo (.git "
              "read-only), its own state, /usr and the model relay; own pid and network "
              "namespaces, nothing outlives the task")
 
@@ -115,6 +118,57 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _cli_dirs(argv0: str, path_env: str, bound: list[Path], private: list[Path]) -> list[Path]:
+    """Read-only folders a CLI installed outside /usr needs (``~/.local/bin``, an nvm
+    prefix...): its bin folder, the package its link points into, and the same for the
+    interpreter its ``#!/usr/bin/env`` line names. Never a folder holding, or inside,
+    FETCH_HOME or the repo (``private``)."""
+    out: list[Path] = []
+
+    def visible(path: Path) -> bool:
+        return any(_under(path, b) for b in [*bound, *out])
+
+    def add(folder: Path) -> None:
+        if visible(folder) or folder == Path("/"):
+            return
+        if any(_under(folder, p) or _under(p, folder) for p in private):
+            return
+        out.append(folder)
+
+    def take(name: str, depth: int) -> None:
+        exe = shutil.which(name, path=path_env) if "/" not in name else name
+        if exe is None or not os.path.isfile(exe):
+            return
+        link, real = Path(os.path.abspath(exe)), Path(os.path.realpath(exe))
+        add(link.parent)
+        parts = real.parts
+        if "node_modules" in parts:
+            i = parts.index("node_modules")
+            j = i + (3 if parts[i + 1].startswith("@") else 2)
+            add(Path(*parts[:j]))
+        else:
+            add(real.parent)
+        if depth == 0:
+            with open(real, "rb") as fh:
+                first = fh.readline(200)
+            words = first[2:].split() if first.startswith(b"#!") else []
+            if words[:1] == [b"/usr/bin/env"] and len(words) > 1:
+                take(words[-1].decode("utf-8", "replace"), 1)
+
+    take(argv0, 0)
+    return out
+
+
+def _shared_cache(spec: ExecSpec) -> tuple[Path, Path] | None:
+    """``.cache`` beside the harnesses' state folders (host, seen): the CLIs of one repo
+    share it (copilot unpacks ~235 MB there once). None where it would land in the tree."""
+    host = spec.layout.state_host.parent / ".cache"
+    seen = spec.layout.state_seen.parent / ".cache"
+    if _under(seen, spec.layout.workdir) or _under(host, spec.repo):
+        return None
+    return host, seen
+
+
 class _Mounts:
     """bwrap's mount arguments, creating every missing parent world-searchable: bwrap
     would otherwise copy the host's modes (``/root`` 0700 hides the interpreter)."""
@@ -156,12 +210,12 @@ class BwrapKennel:
         why = probe()
         if why is not None:
             return f"bwrap sandbox, refusing to run: {why}"
-        uid = "the repo's owner (never root)" if _root() else str(os.geteuid())
+        uid = ("the repo's owner, never root" if _root() else f"uid {os.geteuid()}")
         return ISOLATION.format(uid=uid)
 
     def layout(self, repo: Path, harness: str) -> Layout:
         state = self._home / "kennel" / "bwrap" / repo.name / harness
-        return Layout(workdir=repo, state_host=state, state_seen=STATE_SEEN,
+        return Layout(workdir=repo, state_host=state, state_seen=STATE_ROOT / harness,
                       relay_socket=run_dir(self._home) / f"bwrap-{repo.name}.sock",
                       relay_port=RELAY_PORT, path_env=self._path_env, confined=True)
 
@@ -190,6 +244,15 @@ class BwrapKennel:
             m.add("--ro-bind", root, root)
         for package in _fetch_packages():
             m.add("--ro-bind", package, package)
+        bound = [Path("/usr"), *_python_roots(), *_fetch_packages()]
+        private = [self._home, repo, spec.layout.state_host]
+        for folder in _cli_dirs(spec.argv[0], spec.env.get("PATH", ""), bound, private):
+            m.add("--ro-bind", folder, folder)
+        for name in READONLY_ENV:
+            named = Path(spec.env.get(name) or "relative")
+            if named.is_absolute() and named.exists() and not any(
+                    _under(named, p) or _under(p, named) for p in [*bound, *private]):
+                m.add("--ro-bind", named, named)
         m.add("--bind", repo, work)
         git = repo / ".git"
         if git.is_symlink():
@@ -197,6 +260,9 @@ class BwrapKennel:
         if git.exists():
             m.add("--ro-bind", git, work / ".git")
         m.add("--bind", spec.layout.state_host, spec.layout.state_seen)
+        cache = _shared_cache(spec)
+        if cache is not None:
+            m.add("--bind", *cache)
         if spec.relay is not None:
             m.add("--ro-bind", spec.layout.relay_socket, RELAY_SEEN)
         m.raw("--chdir", str(work))
@@ -214,12 +280,16 @@ class BwrapKennel:
         if not spec.repo.is_dir():
             raise KennelError(f"could not start {spec.argv[0]}: no folder {spec.repo}")
         spec.layout.state_host.mkdir(parents=True, exist_ok=True)
+        cache = _shared_cache(spec)
+        if cache is not None:
+            cache[0].mkdir(exist_ok=True)
         if _root():
             user = user_for(spec.repo, self._user)
             if parse_user(user)[0] == 0:
                 raise KennelError("kennel.bwrap.user must not be root")
             hand_over(spec.repo, user)
-            hand_over(spec.layout.state_host, user, skip_git=False)
+            for own in (spec.layout.state_host, *(cache[:1] if cache else ())):
+                hand_over(own, user, skip_git=False)
 
     async def _start(self, spec: ExecSpec) -> GroupProcess:
         await asyncio.to_thread(self._prepare, spec)

@@ -8,6 +8,8 @@ doctor`` says how to build it, and the next start picks Docker.
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass
 
 from kennel.settings import KennelSettings
@@ -30,8 +32,13 @@ def docker_unusable(image: str, timeout: float = 3.0) -> str | None:
     import docker
     import docker.errors
 
+    unreachable = _unix_socket_unreachable(os.environ.get("DOCKER_HOST", ""), timeout)
+    if unreachable is not None:
+        return f"docker engine not answering ({unreachable})"
     try:
-        client = docker.from_env(timeout=timeout)
+        # A fixed API version: "auto" asks the engine inside the constructor, where a
+        # failure cannot be cleaned up. The ping below asks instead.
+        client = docker.from_env(timeout=timeout, version="1.24")
     except docker.errors.DockerException as err:
         return f"docker engine not answering ({_short(err)})"
     try:
@@ -63,6 +70,21 @@ def choose(settings: KennelSettings) -> Choice:
     if why is None:
         return Choice("docker", f"auto → docker: engine answers, image {image} is there")
     return Choice("bwrap", f"auto → bwrap: {why}")
+
+
+def _unix_socket_unreachable(docker_host: str, timeout: float) -> str | None:
+    """Try the engine's unix socket ourselves first: the Docker library leaks its socket
+    when the connect fails. None: reachable, or not a unix socket (the library decides)."""
+    if docker_host and not docker_host.startswith("unix://"):
+        return None
+    path = docker_host.removeprefix("unix://") or "/var/run/docker.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except OSError as err:
+            return f"{path}: {err.strerror or err}"
+    return None
 
 
 def _short(err: BaseException) -> str:

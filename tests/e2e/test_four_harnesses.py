@@ -92,21 +92,22 @@ async def fetch_cli(
         await app.__aexit__(None, None, None)
 
 
-def cli_processes(home: Path) -> dict[int, str]:
-    """Live processes started for this test's Fetch home (found by their environment, so
-    native children count too), as pid -> executable name."""
-    marker = str(home).encode()
+def cli_processes(repo: Path) -> dict[int, str]:
+    """Live processes started for this test's repo (found by their working folder, so
+    native children count too; the sandbox shows them no FETCH_HOME), as pid ->
+    executable name."""
     found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            cwd = os.readlink(f"/proc/{entry}/cwd")
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
             exe = os.path.basename(os.readlink(f"/proc/{entry}/exe"))
         except (OSError, IndexError):
             continue
-        if marker in environ and state != "Z":  # a zombie has ended already
+        inside = cwd == str(repo) or cwd.startswith(f"{repo}/")
+        if inside and state != "Z":  # a zombie has ended already
             found[int(entry)] = exe
     return found
 
@@ -168,7 +169,6 @@ async def test_stop_kills_every_process_within_two_seconds(
     fetch_cli: tuple[str, Driver], model: ScriptedModelServer
 ) -> None:
     name, fetch = fetch_cli
-    home = fetch.services.settings.home_dir
     repo = fetch.services.workspace.path("demo")
     before = tree_snapshot(repo)
     model.script(Hang(60))
@@ -176,7 +176,7 @@ async def test_stop_kills_every_process_within_two_seconds(
     async with asyncio.timeout(60):
         while not model.model_requests:
             await model.wait_for_requests(len(model.requests) + 1, timeout=60)
-    running = cli_processes(home)
+    running = cli_processes(repo)
     assert CLIS[name].executables <= set(running.values()), running
     started = time.monotonic()
     reply = await fetch.ask("/stop", "Stopped", 10)
@@ -184,7 +184,7 @@ async def test_stop_kills_every_process_within_two_seconds(
     print(f"\n{name}: /stop answered in {took:.2f} s: {reply}")
     assert took < 2.0
     assert "still alive" not in reply
-    assert cli_processes(home) == {}
+    assert cli_processes(repo) == {}
     assert tree_snapshot(repo) == before
     assert "ALERT" in await fetch.ask("/status", "Fetch ·")
 

@@ -245,3 +245,29 @@ def _uid(pid: int) -> int | None:
     except OSError:
         return None
     return None
+
+
+async def test_a_cli_installed_outside_usr_runs_but_its_neighbours_stay_out(
+        tmp_path: Path, repo: Path) -> None:
+    # e.g. ~/.local/bin or an nvm prefix: its own folder is bound read-only, nothing else.
+    tools = tmp_path / "tools" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "mycli").write_text("#!/bin/sh\necho from-mycli\nls ../../secret 2>&1 | head -1\n"
+                                 "touch \"$(dirname \"$0\")/x\" 2>/dev/null && echo wrote\n")
+    (tools / "mycli").chmod(0o755)
+    (tmp_path / "secret").mkdir()
+    kennel = BwrapKennel(tmp_path / "home")
+    spec = dataclasses.replace(spec_in(kennel, repo, ""), argv=("mycli",),
+                               env={"PATH": f"{tools}:/usr/bin:/bin"})
+    lines, _code, err = await collect(kennel, spec)
+    assert lines[0] == "from-mycli", err
+    assert "No such file" in lines[1] and "wrote" not in lines
+
+
+def test_unsafe_local_says_what_it_does_not_protect(tmp_path: Path) -> None:
+    from kennel.local import LocalKennel
+
+    line = LocalKennel(tmp_path, "auto").isolation()
+    assert line.startswith("UNSAFE local") and "NOT protected" in line
+    assert "FETCH_HOME" in line and "host processes" in line
+    assert "nothing outlives" in BwrapKennel(tmp_path).isolation() or probe() is not None
