@@ -49,8 +49,9 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    # The working tree belongs to the sandbox's uid (kennel/owner.py), not to this user.
+    return subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout.strip()
 
 
 class Fetch:
