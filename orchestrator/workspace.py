@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from core.errors import GitError
@@ -60,13 +62,20 @@ class Workspace:
         self.root.mkdir(parents=True, exist_ok=True)
         if self.repos():
             return
-        demo = self.root / "demo"
-        demo.mkdir()
-        (demo / "README.md").write_text(DEMO_README, encoding="utf-8")
-        env_id = ["-c", "user.name=Fetch", "-c", "user.email=fetch@localhost"]
-        for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "README.md"],
-                     ["git", *env_id, "commit", "-q", "-m", "demo: initial commit"]):
-            subprocess.run(argv, cwd=demo, check=True, capture_output=True)
+        # Made aside and renamed into place: a start that fails half-way (a full disk)
+        # leaves no half-made "demo" that later starts would take for a repository.
+        staging = Path(tempfile.mkdtemp(prefix=".demo-", dir=self.root))
+        try:
+            (staging / "README.md").write_text(DEMO_README, encoding="utf-8")
+            env_id = ["-c", "user.name=Fetch", "-c", "user.email=fetch@localhost"]
+            for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "README.md"],
+                         ["git", *env_id, "commit", "-q", "-m", "demo: initial commit"]):
+                subprocess.run(argv, cwd=staging, check=True, capture_output=True)
+            staging.chmod(0o755)  # mkdtemp's 0700 is not what a plain mkdir gives
+            staging.rename(self.root / "demo")
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
 
     def describe(self, name: str) -> str:
         try:

@@ -252,3 +252,23 @@ def test_healthz_answers_ok_without_a_secret_and_says_nothing_else(
         child.expect(pexpect.EOF, timeout=15)
     finally:
         child.close(force=True)
+
+
+def test_after_a_full_disk_is_freed_fetch_starts_with_a_whole_demo(
+    tmp_path: Path, home: Path
+) -> None:
+    """The first start fails half-way through making the demo repository; once space is
+    freed, the next start makes it whole (nothing half-made is taken for a repository)."""
+    with _tmpfs(home, "size=1m"):
+        with (home / "filler").open("wb", buffering=0) as f, suppress(OSError):
+            f.write(b"\0" * (1024 * 1024 - 30_000))
+        line = _refused(tmp_path, home)
+        assert "the disk is full" in line, line
+        (home / "filler").unlink()
+        done = _fetch(_env(home), tmp_path, stdin="/status\n")
+        assert done.returncode == 0, done.stderr
+        assert "(demo)" in done.stdout
+        log = subprocess.run(["git", "-c", "safe.directory=*", "log", "--format=%s"],
+                             cwd=home / "workspace" / "demo", capture_output=True,
+                             text=True)
+        assert log.stdout.strip() == "demo: initial commit", log
