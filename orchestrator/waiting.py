@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from core.errors import FetchError
 from core.state import State
@@ -34,8 +35,9 @@ async def announce_waiting_diffs(
         session = await sessions.get(row.key)
         async with session.lock:
             approval = await approvals.pending(session)
-            if approval is None or approval.status != "pending":
-                continue  # the next message closes it, as before
+            if (approval is None or approval.status != "pending"
+                    or approval.expires_at < time.time()):
+                continue  # the next message closes it (or says it expired), as before
             head = f"⏸ A diff for {approval.repo} still waits for your yes/no."
             if permissions.is_group(session.key):  # the diff itself went to the owner only
                 text = head + " The owner answers here: yes or no."
