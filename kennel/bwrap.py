@@ -271,7 +271,7 @@ class BwrapKennel:
             uid, gid = parse_user(user_for(repo, self._user))
             argv += ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-        argv += [sys.executable, "-I", str(Path(launcher.__file__).resolve())]
+        argv += [sys.executable, "-I", "-S", str(Path(launcher.__file__).resolve())]
         if spec.relay is not None:
             argv += ["--port", str(spec.layout.relay_port), "--socket", str(RELAY_SEEN)]
         return [*argv, "--", *spec.argv]

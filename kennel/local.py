@@ -111,7 +111,7 @@ class LocalKennel:
         argv: list[str] = []
         if netns:
             argv += _unshare_argv()
-        argv += [sys.executable, "-I", launcher.__file__]
+        argv += [sys.executable, "-I", "-S", launcher.__file__]
         if netns:
             argv.append("--netns")
         if spec.relay is not None:
