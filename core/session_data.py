@@ -19,6 +19,10 @@ class SessionData:
     approval_message_id: str | None = None
     question: str | None = None  # what Fetch asked while WAITING
     question_context: dict[str, Any] = field(default_factory=dict)
+    # The model's system prompt, frozen for this conversation so each request starts
+    # byte-identical (providers cache the prefix): text, day, identity digest. /clear
+    # empties it; orchestrator/agent/prompt.py rebuilds it.
+    frozen_prompt: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> SessionData:

@@ -1,4 +1,10 @@
-"""The orchestrator's system prompt, assembled in exactly one place."""
+"""The orchestrator's system prompt, assembled in exactly one place.
+
+Two parts, so providers can cache the prefix: ``build_system_prompt`` is what stays the
+same for a whole conversation (who Fetch is, the owner, the workspace, the skills, the
+day, how to work) and is frozen per thread; ``session_note`` is what changes from turn
+to turn (mode, active repo, its git status, harness): the last message of a request.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +14,27 @@ from identity.loader import Identity
 
 
 @dataclass(frozen=True, slots=True)
-class PromptContext:
-    state: str
+class FrozenContext:
+    """What the frozen prompt may say: nothing that changes within a day's conversation."""
+
     workspace: str
+    repos: tuple[str, ...]  # as when the conversation began; workspace_list is current
+    day: str  # the owner's date, e.g. 2026-11-23 (Monday)
+    skills: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PromptContext:
+    """This turn's session context."""
+
+    state: str
     repos: tuple[str, ...]
     active_repo: str | None
     repo_status: str | None
     harness: str
-    skills: tuple[str, ...] = ()
 
 
-def build_system_prompt(identity: Identity, ctx: PromptContext) -> str:
+def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
     c, a = identity.collar, identity.alpha
     lines = [
         f"You are {c.name}, a coding assistant the owner drives from their phone.",
@@ -29,27 +45,30 @@ def build_system_prompt(identity: Identity, ctx: PromptContext) -> str:
         lines += [f"- {d}" for d in c.directives]
     if c.body:
         lines += ["", c.body]
-    lines += ["", f"Owner: {a.name} (timezone {a.timezone})."]
+    lines += ["", f"Owner: {a.name} (timezone {a.timezone}). Today: {ctx.day}."]
     if a.preferences:
         lines += [f"- {p}" for p in a.preferences]
     if a.body:
         lines += ["", a.body]
-    lines += [
-        "",
-        "Session context:",
-        f"- mode: {ctx.state}",
-        f"- workspace: {ctx.workspace} with repos: {', '.join(ctx.repos) or '(none)'}",
-        f"- active repo: {ctx.active_repo or '(none chosen)'}",
-    ]
-    if ctx.repo_status:
-        lines.append(f"- git status: {ctx.repo_status}")
-    lines.append(f"- coding harness: {ctx.harness}")
+    lines += ["", f"Workspace: {ctx.workspace} with repos: {', '.join(ctx.repos) or '(none)'}"]
     if ctx.skills:
-        lines.append(f"- skills: {', '.join(ctx.skills)}")
+        lines.append(f"Skills: {', '.join(ctx.skills)}")
     lines += [
         "",
         "To change code, call task_create with the repo and a precise instruction; the",
         "harness edits, the owner approves the diff. Never claim a change is made before",
         "the owner approved it. Ask with ask_user when the repo or the goal is unclear.",
+        "Read code with repo_* and git_* tools first when it helps. The last message of",
+        "each turn, [session ...], is the mode, repo and git status right now.",
     ]
     return "\n".join(lines)
+
+
+def session_note(ctx: PromptContext) -> str:
+    """One line: the session as it is at this turn (not part of the cached prefix)."""
+    parts = [f"mode: {ctx.state}", f"repos: {', '.join(ctx.repos) or '(none)'}",
+             f"active repo: {ctx.active_repo or '(none chosen)'}"]
+    if ctx.repo_status:
+        parts.append(f"git status: {ctx.repo_status}")
+    parts.append(f"coding harness: {ctx.harness}")
+    return "[session " + "; ".join(parts) + "]"

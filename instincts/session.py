@@ -19,6 +19,7 @@ async def clear(ctx: InstinctContext, args: str) -> None:
     data = session.data
     data.repo = data.question = data.task_prompt = None
     data.question_context = {}
+    data.frozen_prompt = {}  # a fresh conversation gets a fresh system prompt
     data.harness = None
     await session.reset()
     await ctx.reply("🧹 Cleared. Fresh start: no repo chosen, nothing pending.")

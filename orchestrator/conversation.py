@@ -6,6 +6,7 @@ import re
 import time
 
 from core.state import State
+from orchestrator.agent import confirm
 from orchestrator.context import Context
 from orchestrator.intent import Classification, Intent, classify
 from orchestrator.planner import PlannerUnavailable
@@ -44,6 +45,9 @@ async def _answer_question(ctx: Context) -> None:
     data.question = None
     data.question_context = {}
     await ctx.session.answered()
+    if context.get("kind") == confirm.KIND:  # the owner's yes/no to a tool that asks
+        await confirm.answer(ctx, context)
+        return
     if context.get("kind") == "repo":
         names = ctx.services.workspace.repos()
         chosen = next((n for n in names if n.lower() == ctx.text.strip().lower()), None)

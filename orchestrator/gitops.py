@@ -175,6 +175,12 @@ class Repo:
         return data.decode(errors="replace"), cut
 
     # -- reading ---------------------------------------------------------------------
+    def read_capped(self, *args: str, limit: int = PATCH_CAP) -> tuple[str, bool]:
+        """Output of a read-only git command, at most ``limit`` bytes (True: there was
+        more, and git was stopped): the orchestrator's git_log and git_show."""
+        self._preflight()
+        return self._run_capped(*args, limit=limit)
+
     def head(self) -> str:
         self._preflight()
         return self._run("rev-parse", "--verify", "HEAD")

@@ -1,20 +1,29 @@
 """The orchestrator loop: ReAct over the openai SDK against any OpenAI-compatible endpoint.
 
-decide → tool → reflect, at most ``model.max_iterations`` (25) steps. Model mistakes
-(unknown tools, arguments that are not JSON or not valid) go back to the model as tool
-errors; endpoint failures surface as ``PlannerUnavailable`` so the caller can fall back.
+decide → tool → reflect, at most ``model.max_iterations`` (25) steps. Each turn starts
+from the conversation (orchestrator/agent/history.py: the frozen system prompt, older
+turns as summaries, the recent messages, compacted to the budget); the tool calls of
+each step go through the executor (orchestrator/agent/executor.py: reads in parallel,
+writes in order, cached reads). Model mistakes (unknown tools, arguments that are not
+JSON or not valid) go back to the model as tool errors; endpoint failures surface as
+``PlannerUnavailable`` so the caller can fall back.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core.errors import FetchError
-from identity import PromptContext, build_system_prompt
+from orchestrator.agent.compaction import Message
+from orchestrator.agent.executor import ToolExecutor
+from orchestrator.agent.history import build_messages
 from orchestrator.config import ModelSettings
-from orchestrator.tools import ToolArgumentError, ToolRegistry, check_args
+from orchestrator.tools import ToolRegistry
 
 if TYPE_CHECKING:
     import openai
@@ -23,6 +32,10 @@ if TYPE_CHECKING:
     from orchestrator.context import Context
 
 log = logging.getLogger(__name__)
+SUMMARY_PROMPT = (
+    "Summarise these earlier messages of a chat between a developer (the owner) and Fetch, "
+    "their coding assistant, in at most 120 words: what was asked, decided and done, and "
+    "what is still open. Keep repository names, file paths and commands exact.")
 
 
 class PlannerUnavailable(FetchError):
@@ -30,9 +43,14 @@ class PlannerUnavailable(FetchError):
 
 
 class Planner:
-    def __init__(self, settings: ModelSettings, tools: ToolRegistry) -> None:
+    def __init__(self, settings: ModelSettings, tools: ToolRegistry,
+                 now: Callable[[], float] = time.time) -> None:
         self._settings = settings
         self._tools = tools
+        self.executor = ToolExecutor(tools)
+        self.now = now  # the owner's day decides when the frozen prompt is rebuilt
+        # The same oldest messages folded again next turn get the same summary, unasked.
+        self._summaries: OrderedDict[str, str] = OrderedDict()
         self._client: AsyncOpenAI | None = None
         if settings.base_url:
             # Imported only when a model is configured: the SDK is most of Fetch's start-up
@@ -54,41 +72,50 @@ class Planner:
         if self._client is not None:
             await self._client.close()
 
-    def _system_prompt(self, ctx: Context) -> str:
-        s = ctx.services
-        repo = ctx.session.data.repo
-        status = s.workspace.describe(repo) if repo and repo in s.workspace.repos() else None
-        return build_system_prompt(s.identity, PromptContext(
-            state=ctx.session.state,
-            workspace=str(s.workspace.root),
-            repos=tuple(s.workspace.repos()),
-            active_repo=repo,
-            repo_status=status,
-            harness=ctx.session.data.harness or s.runner.default_harness(),
-            skills=tuple(f"{k.name}: {k.description}" for k in s.skills),
-        ))
+    async def _complete(self, messages: list[Message],
+                        tools: list[dict[str, Any]] | None = None) -> Any:
+        assert self._client is not None
+        # Typed loosely on purpose: messages and tools are plain JSON here, built by
+        # history.py and the registry, not the SDK's TypedDicts.
+        create: Any = self._client.chat.completions.create
+        try:
+            if tools:
+                return await create(model=self._settings.name, messages=messages, tools=tools)
+            return await create(model=self._settings.name, messages=messages)
+        except Exception as err:
+            import openai
+
+            if isinstance(err, openai.APIError):
+                raise PlannerUnavailable(_describe(err)) from err
+            raise
+
+    async def summarise(self, folded: list[Message]) -> str:
+        """Compaction's summary of the oldest messages, by this model."""
+        transcript = "\n".join(
+            f"{'owner' if m['role'] == 'user' else 'fetch'}: {m.get('content') or ''}"
+            for m in folded)
+        key = hashlib.sha256(transcript.encode()).hexdigest()
+        known = self._summaries.get(key)
+        if known is not None:
+            return known
+        response = await self._complete([{"role": "system", "content": SUMMARY_PROMPT},
+                                         {"role": "user", "content": transcript}])
+        content = response.choices[0].message.content if response.choices else None
+        if not content or not content.strip():
+            raise PlannerUnavailable("the model summarised nothing")
+        self._summaries[key] = str(content)
+        while len(self._summaries) > 64:
+            self._summaries.popitem(last=False)
+        return str(content)
 
     async def run(self, ctx: Context, text: str) -> None:
         if self._client is None:
             raise PlannerUnavailable("no orchestrator model is configured")
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": self._system_prompt(ctx)},
-            {"role": "user", "content": text},
-        ]
+        tools = self._tools.schemas_for(ctx)
+        messages = await build_messages(ctx, text, self.now(), tools, self.summarise)
         tokens_in = tokens_out = 0
         for _step in range(self._settings.max_iterations):
-            try:
-                response = await self._client.chat.completions.create(
-                    model=self._settings.name,
-                    messages=messages,  # type: ignore[arg-type]
-                    tools=self._tools.schemas_for(ctx),  # type: ignore[arg-type]
-                )
-            except Exception as err:
-                import openai
-
-                if isinstance(err, openai.APIError):
-                    raise PlannerUnavailable(_describe(err)) from err
-                raise
+            response = await self._complete(messages, tools)
             if response.usage is not None:
                 tokens_in += response.usage.prompt_tokens or 0
                 tokens_out += response.usage.completion_tokens or 0
@@ -105,11 +132,9 @@ class Planner:
                 "content": message.content or "",
                 "tool_calls": [c.model_dump(exclude_none=True) for c in calls],
             })
-            final = False
-            for call in calls:
-                content, ended = await self._call_tool(ctx, call)
-                final = final or ended
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            results, final = await self.executor.run(ctx, list(calls))
+            messages += [{"role": "tool", "tool_call_id": call_id, "content": content}
+                         for call_id, content in results]
             if final:
                 ctx.services.store.messages.log(
                     ctx.session.key, "model", "(planned: tool call ended the turn)",
@@ -119,35 +144,6 @@ class Planner:
             f"I stopped planning after {self._settings.max_iterations} steps without an "
             "answer. Try a more specific request.",
             tokens=(tokens_in, tokens_out), model=self._settings.name)
-
-    async def _call_tool(self, ctx: Context, call: Any) -> tuple[str, bool]:
-        function = getattr(call, "function", None)
-        if function is None:
-            return "error: only function tools are available", False
-        tool = self._tools.get(function.name)
-        permissions = ctx.services.permissions
-        if tool is None or not permissions.may(ctx.subject, f"tool:{tool.name}",
-                                               ctx.session.key):
-            shown = [n for n in self._tools.names()
-                     if permissions.may(ctx.subject, f"tool:{n}", ctx.session.key)]
-            return (f"error: unknown tool {function.name!r}; available: "
-                    f"{', '.join(shown)}"), False
-        if not permissions.decide(ctx.subject, f"tool:{tool.name}",
-                                  ctx.session.key).allowed:
-            # An "ask" rule: the owner is asked; this turn ends here.
-            await ctx.permit(f"tool:{tool.name}", tool.name)
-            return "the owner was asked; this tool waits for their answer", True
-        try:
-            args = json.loads(function.arguments or "{}")
-        except ValueError as err:
-            return f"error: arguments were not valid JSON ({err}); send a JSON object", False
-        try:
-            result = await tool.handler(ctx, check_args(tool, args))
-        except ToolArgumentError as err:
-            return f"error: {err}", False
-        except FetchError as err:
-            return f"error: {err}", False
-        return result.content, result.final
 
 
 def _describe(err: openai.APIError) -> str:

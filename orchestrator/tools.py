@@ -2,18 +2,26 @@
 
 Each tool is the action ``tool:<name>`` for the permission model: the model is shown
 only the tools the sender may use (``schemas_for``), and a call is checked again when it
-is made (a model may name a tool it was not shown)."""
+is made (a model may name a tool it was not shown).
+
+Each tool is also classed for the executor (orchestrator/agent/executor.py): ``read``
+tools of one model turn run in parallel, ``write`` tools in order after them; a read
+with ``cached`` set has its result cached against the repository's state; ``ask`` is the
+auto-approve table (reads and analysis run; writes, git changes and shell ask first).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from core.errors import FetchError
 
 if TYPE_CHECKING:
     from orchestrator.context import Context
+
+Kind = Literal["read", "write"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +39,9 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     handler: ToolHandler
+    kind: Kind = "write"  # unknown effects are treated as writes: in order, never cached
+    cached: bool = False  # a read whose result depends only on its args and the repo
+    ask: bool = False  # the owner says yes before it runs (the auto-approve table)
 
     def schema(self) -> dict[str, Any]:
         return {"type": "function", "function": {
@@ -46,14 +57,20 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
 
     def tool(
-        self, name: str, description: str, properties: dict[str, Any], required: list[str]
+        self, name: str, description: str, properties: dict[str, Any], required: list[str],
+        *, kind: Kind = "write", cached: bool = False, ask: bool = False,
     ) -> Callable[[ToolHandler], ToolHandler]:
+        if cached and kind != "read":
+            raise ValueError(f"tool {name!r}: only reads are cached")
+        if ask and kind != "write":
+            raise ValueError(f"tool {name!r}: reads never ask")
+
         def register(fn: ToolHandler) -> ToolHandler:
             if name in self._tools:
                 raise ValueError(f"tool {name!r} registered twice")
             params = {"type": "object", "properties": properties, "required": required,
                       "additionalProperties": False}
-            self._tools[name] = Tool(name, description, params, fn)
+            self._tools[name] = Tool(name, description, params, fn, kind, cached, ask)
             return fn
         return register
 
@@ -92,54 +109,12 @@ def check_args(tool: Tool, args: object) -> dict[str, Any]:
 
 def build_tools() -> ToolRegistry:
     from orchestrator import memory, scheduler
+    from orchestrator.agent.repo_tools import register_tools as register_repo_tools
+    from orchestrator.agent.seed_tools import register_tools as register_seed_tools
 
     registry = ToolRegistry()
+    register_seed_tools(registry)
+    register_repo_tools(registry)
     scheduler.register_tools(registry)
     memory.register_tools(registry)
-
-    @registry.tool("workspace_list", "List the git repositories in the workspace.", {}, [])
-    async def workspace_list(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        ws = ctx.services.workspace
-        names = ws.repos()
-        return ToolResult("\n".join(ws.describe(n) for n in names) or "(no repositories)")
-
-    @registry.tool("workspace_use", "Make a repository the active one for this chat.",
-                   {"repo": {"type": "string", "description": "repository name"}}, ["repo"])
-    async def workspace_use(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        name = args["repo"]
-        if name not in ctx.services.workspace.repos():
-            return ToolResult(f"error: no repository named {name!r}")
-        ctx.session.data.repo = name
-        await ctx.session.persist()
-        return ToolResult(f"active repo is now {name}")
-
-    @registry.tool(
-        "task_create",
-        "Hand a coding task to the coding harness. It edits files; the owner then sees "
-        "the diff and approves or rejects it.",
-        {"repo": {"type": "string", "description": "repository name"},
-         "instruction": {"type": "string", "description": "precise instruction"}},
-        ["repo", "instruction"],
-    )
-    async def task_create(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        repo, instruction = args["repo"], args["instruction"].strip()
-        if repo not in ctx.services.workspace.repos():
-            return ToolResult(f"error: no repository named {repo!r}; call workspace_list")
-        if not instruction:
-            return ToolResult("error: the instruction is empty")
-        if not await ctx.permit(f"repo:{repo}", f"tasks in {repo}"):
-            return ToolResult(f"refused: the sender may not work in {repo}", final=True)
-        await ctx.services.runner.start(ctx.session, repo, instruction, ctx.subject.id)
-        return ToolResult("task handed to the harness", final=True)
-
-    @registry.tool("ask_user", "Ask the owner a question and wait for the answer.",
-                   {"question": {"type": "string"}}, ["question"])
-    async def ask_user(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        question = args["question"].strip() or "Could you say a bit more?"
-        ctx.session.data.question = question
-        ctx.session.data.question_context = {"kind": "model", "original": ctx.text}
-        await ctx.session.ask()
-        await ctx.reply(f"❓ {question}")
-        return ToolResult("asked", final=True)
-
     return registry

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -40,6 +41,30 @@ class Workspace:
         path = (self.root / name).resolve()
         if path.parent != self.root.resolve() or not (path / ".git").is_dir():
             raise GitError(f"no repository named {name!r} in the workspace")
+        return path
+
+    def create(self, name: str) -> Path:
+        """A new, empty git repository (branch main) named ``name`` in the workspace."""
+        if not SAFE_NAME.match(name):
+            raise GitError(f"{name!r} is not a repository name (letters, digits, . _ -)")
+        path = self.root / name
+        if os.path.lexists(path):
+            raise GitError(f"{name!r} already exists in the workspace")
+        path.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", "-b", "main"], cwd=path, check=True,
+                       capture_output=True)
+        return path
+
+    def delete(self, name: str) -> Path:
+        """Remove the repository ``name``: only a real folder directly in the workspace
+        (never through a symlink, never outside it), and nothing else."""
+        link = self.root / name
+        if SAFE_NAME.match(name) and link.is_symlink():
+            raise GitError(f"{name!r} is a symlink; I only delete real folders")
+        path = self.path(name)  # refuses names and resolved paths outside the workspace
+        if path != self.root.resolve() / name:
+            raise GitError(f"{name!r} is not a folder directly in the workspace")
+        shutil.rmtree(path)
         return path
 
     def repo(self, name: str) -> Repo:

@@ -243,6 +243,16 @@ class Archiver:
         await asyncio.to_thread(sweep)
 
 
+def summaries_before(conn: Any, thread: str, before: int,
+                     limit: int) -> list[tuple[int, int, str]]:
+    """The newest ``limit`` chunk summaries of ``thread`` that end before message
+    ``before``, oldest first: the orchestrator model sees them in place of old turns."""
+    rows = conn.execute("SELECT first_msg, last_msg, content FROM memory_items WHERE"
+                        " kind='archive' AND thread=? AND last_msg<? ORDER BY last_msg DESC"
+                        " LIMIT ?", (thread, before, limit)).fetchall()
+    return [(int(r[0]), int(r[1]), str(r[2])) for r in reversed(rows)]
+
+
 def read_transcript(conn: Any, log_conn: Any, home: Path, chunk_id: int) -> str | None:
     """A chunk's full transcript: its JSON file, or the message log if the file is gone."""
     row = conn.execute("SELECT thread, first_msg, last_msg, path FROM memory_items WHERE id=?"

@@ -14,7 +14,7 @@ from core.errors import FetchError
 from core.events import SessionKey
 from orchestrator.config import Settings
 from orchestrator.memory import items
-from orchestrator.memory.archive import Archiver, read_transcript
+from orchestrator.memory.archive import Archiver, read_transcript, summaries_before, thread_of
 from orchestrator.memory.db import MemoryDB
 from orchestrator.memory.embed import Embedder, EmbeddingError
 from orchestrator.memory.models import KINDS, Hit, Item, Progress, WriteResult
@@ -268,6 +268,19 @@ class Memory:
         home = self.settings.home_dir
         return await self.db.run_with_log(
             lambda conn, log_conn: read_transcript(conn, log_conn, home, chunk_id))
+
+    async def summaries_before(self, key: SessionKey, before: int,
+                               limit: int = 3) -> list[tuple[int, int, str]]:
+        """Summaries of this chat's archived turns older than message ``before`` (first id,
+        last id, summary; oldest first); [] when memory is off or fails: a model turn
+        never waits on memory's problems."""
+        if not self.enabled:
+            return []
+        try:
+            return await self.db.run(summaries_before, thread_of(key), before, limit)
+        except Exception:
+            log.exception("memory: reading archive summaries failed")
+            return []
 
     async def get(self, item_id: int) -> Item | None:
         self._require()

@@ -48,7 +48,7 @@ def register_tools(registry: ToolRegistry) -> None:
         "conversations). Returns id, source, content/summary, score, thread, time range.",
         {"query": {"type": "string"},
          "limit": {"type": "integer", "minimum": 1, "maximum": 20}},
-        ["query"],
+        ["query"], kind="read",
     )
     async def memory_search(ctx: Context, args: dict[str, Any]) -> ToolResult:
         memory = ctx.services.memory
@@ -62,7 +62,7 @@ def register_tools(registry: ToolRegistry) -> None:
         "memory_read",
         "The full transcript of a past conversation chunk, by the id memory_search gave.",
         {"chunk_id": {"type": "integer"}},
-        ["chunk_id"],
+        ["chunk_id"], kind="read",
     )
     async def memory_read(ctx: Context, args: dict[str, Any]) -> ToolResult:
         chunk_id = _int(args.get("chunk_id"), -1, -1, 2**62)

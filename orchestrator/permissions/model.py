@@ -63,8 +63,13 @@ VIEWER_ALLOWS = ("instinct:help", "instinct:commands", "instinct:status")
 COLLABORATOR_ALLOWS = (
     *VIEWER_ALLOWS, "instinct:stop", "instinct:clear", "instinct:undo", "instinct:workspace",
     "instinct:harness", "instinct:remember", "instinct:memory", "instinct:forget",
-    "tool:workspace_list", "tool:workspace_use", "tool:task_create", "tool:ask_user",
+    "tool:workspace_list", "tool:workspace_select", "tool:task_create", "tool:ask_user",
     "tool:memory_write", "tool:memory_search", "talk",
+    # Reading the repositories it may work in (the tools check repo:<name> too), its
+    # tasks, and telling the chat how things go; /stop's twin.
+    "tool:workspace_status", "tool:task_status", "tool:task_cancel", "tool:report_progress",
+    "tool:repo_list_files", "tool:repo_read_file", "tool:repo_search", "tool:git_log",
+    "tool:git_show",
 )
 PROFILES: dict[str, tuple[str, ...]] = {
     OWNER: ("*",),

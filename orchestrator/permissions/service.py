@@ -181,6 +181,12 @@ class Permissions:
         await reply(f"🔒 You can't use {shown} here ({decision.why}).")
         return False
 
+    async def ask_owner(self, subject: Subject, action: str, key: SessionKey,
+                        reply: Callable[[str], Awaitable[object]], shown: str) -> None:
+        """Ask the owner for ``action`` although a rule allows it: the orchestrator's
+        auto-approve table (orchestrator/agent/confirm.py) says this tool asks first."""
+        await self._ask(subject, action, key, reply, shown)
+
     async def _ask(self, subject: Subject, action: str, key: SessionKey,
                    reply: Callable[[str], Awaitable[object]], shown: str) -> None:
         owner = self.owner_chat(key.channel)

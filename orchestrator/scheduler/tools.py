@@ -46,7 +46,7 @@ def register_tools(registry: ToolRegistry) -> None:
                                                ctx.session.key, missed))
 
     @registry.tool("schedule_list", "List the scheduled reminders and jobs with their ids.",
-                   {}, [])
+                   {}, [], kind="read")
     async def schedule_list(ctx: Context, args: dict[str, Any]) -> ToolResult:
         scheduler = _scheduler(ctx)
         if scheduler is None:

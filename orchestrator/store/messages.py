@@ -29,6 +29,10 @@ class MessagePort(Protocol):
     async def token_totals(self, key: SessionKey) -> tuple[int, int]:
         """Tokens (in, out) the orchestrator model used in this chat."""
 
+    async def recent(self, key: SessionKey, limit: int) -> list[tuple[int, str, str]]:
+        """The chat's last ``limit`` messages in and out (id, direction, text), oldest
+        first, queued rows included."""
+
 
 INSERT = ("INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
           " tokens_out) VALUES (?,?,?,?,?,?,?)")
@@ -74,3 +78,10 @@ class SqliteMessages:
         totals = [int(rows[0][0]), int(rows[0][1])] if rows else [0, 0]
         self._totals.setdefault(key_str(key), totals)
         return totals[0], totals[1]
+
+    async def recent(self, key: SessionKey, limit: int) -> list[tuple[int, str, str]]:
+        await self._db.flush()  # the rows written behind belong to the conversation too
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT id, direction, text FROM messages WHERE session=? AND direction IN"
+            " ('in','out') ORDER BY id DESC LIMIT ?", (key_str(key), limit))
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in reversed(list(rows))]

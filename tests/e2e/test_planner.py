@@ -48,7 +48,7 @@ async def test_model_plans_and_hands_off_to_the_harness(
     first = bodies[0]
     assert first["model"] == "planner-1"
     tools = {t["function"]["name"] for t in first["tools"]}  # type: ignore[index,union-attr]
-    assert {"workspace_list", "workspace_use", "task_create", "ask_user"} <= tools
+    assert {"workspace_list", "workspace_select", "task_create", "ask_user"} <= tools
     system = first["messages"][0]["content"]  # type: ignore[index]
     assert "You are Fetch" in system and "demo" in system and "Never change code" in system
     # The tool result went back to the model before it decided.

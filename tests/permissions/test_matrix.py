@@ -25,12 +25,14 @@ COLLABORATOR_INSTINCTS = VIEWER_INSTINCTS | {
     "stop", "clear", "undo", "workspace", "harness", "remember", "memory", "forget"}
 EXPECTED_INSTINCTS = {"owner": set(INSTINCTS), "collaborator": COLLABORATOR_INSTINCTS,
                       "viewer": VIEWER_INSTINCTS}
-COLLABORATOR_TOOLS = {"workspace_list", "workspace_use", "task_create", "ask_user",
-                      "memory_write", "memory_search"}
+COLLABORATOR_TOOLS = {"workspace_list", "workspace_select", "task_create", "ask_user",
+                      "memory_write", "memory_search", "workspace_status", "task_status",
+                      "task_cancel", "report_progress", "repo_list_files", "repo_read_file",
+                      "repo_search", "git_log", "git_show"}
 EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "viewer": set()}
 # Denied for collaborators: scheduling (a prompt job runs with the owner's authority),
 # send_message, archived transcripts (the owner's conversations), pause/resume of a
-# shared session, and /grants.
+# shared session, /grants, creating or deleting repositories, answering a task's question.
 
 
 def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
@@ -39,7 +41,7 @@ def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
         COLLABORATOR_INSTINCTS
     assert set(INSTINCTS) <= known, f"decide who may use {set(INSTINCTS) - known}"
     denied_tools = {"schedule", "schedule_list", "schedule_cancel", "send_message",
-                    "memory_read"}
+                    "memory_read", "workspace_create", "workspace_delete", "task_respond"}
     assert set(TOOLS) <= COLLABORATOR_TOOLS | denied_tools, "decide who may use new tools"
 
 

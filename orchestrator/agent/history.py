@@ -1,0 +1,48 @@
+"""What one model turn sees: the frozen system prompt, summaries of older turns from
+archival memory, the chat's recent messages (``model.history_messages``, bounded by
+``model.context_tokens`` through compaction), the owner's message, and this turn's
+session note last, so everything before it is a prefix the next turn repeats."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.agent.compaction import Message, Summarise, clip, compact, tokens
+from orchestrator.agent.prompt import frozen_prompt, turn_note
+
+if TYPE_CHECKING:
+    from orchestrator.context import Context
+
+SUMMARIES = 3  # archived chunks shown, newest; memory_search reaches the rest
+RESERVE = 1_000  # tokens left for the model's answer and this turn's tool results
+
+
+async def build_messages(ctx: Context, text: str, now: float, tools: list[dict[str, Any]],
+                         summarise: Summarise | None = None) -> list[Message]:
+    s = ctx.services
+    settings = s.settings.model
+    key = ctx.session.key
+    rows = await s.store.messages.recent(key, settings.history_messages + 1)
+    current = rows[-1][0] if rows and rows[-1][1] == "in" else None
+    if current is not None:
+        rows = rows[:-1]  # the message this turn answers: it goes last, as ``text``
+    system = await frozen_prompt(ctx, now, current or 0)
+    since = int(ctx.session.data.frozen_prompt.get("since", "0"))
+    rows = [r for r in rows if r[0] >= since][-settings.history_messages:] \
+        if settings.history_messages else []
+    history: list[Message] = [
+        {"role": "user" if direction == "in" else "assistant", "content": clip(body)}
+        for _id, direction, body in rows]
+    first = rows[0][0] if rows else (current or 2**62)
+    older = [summary for start, _end, summary in
+             await s.memory.summaries_before(key, first, SUMMARIES) if start >= since]
+    if older:
+        history.insert(0, {"role": "user", "content": "[earlier in this chat, from archival "
+                           "memory]\n" + "\n".join(f"- {o}" for o in older)})
+    note = turn_note(ctx)
+    fixed = tokens(system) + tokens(json.dumps(tools)) + tokens(text) + tokens(note)
+    budget = max(RESERVE, settings.context_tokens - fixed - RESERVE)
+    history = await compact(history, budget, summarise)
+    return [{"role": "system", "content": system}, *history,
+            {"role": "user", "content": text}, {"role": "user", "content": note}]

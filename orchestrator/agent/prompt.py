@@ -1,0 +1,65 @@
+"""The system prompt, frozen per conversation: built once, stored with the session, and
+sent byte-identical on every turn so providers can cache the prefix. It is rebuilt only
+on /clear (which empties it), when the identity changes, or on a new day in the owner's
+timezone; what changes between turns goes in ``identity.session_note`` instead."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from identity import FrozenContext, Identity, PromptContext, build_system_prompt, session_note
+
+if TYPE_CHECKING:
+    from orchestrator.context import Context
+
+
+def owner_day(identity: Identity, now: float) -> str:
+    try:
+        zone: dt.tzinfo = ZoneInfo(identity.alpha.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = dt.UTC
+    return dt.datetime.fromtimestamp(now, zone).strftime("%Y-%m-%d (%A)")
+
+
+def identity_digest(identity: Identity) -> str:
+    return hashlib.sha256(repr(identity).encode()).hexdigest()[:16]
+
+
+async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
+    """This conversation's system prompt; built (and persisted) only when due.
+
+    ``since`` is stored with it: the first message of the conversation. A conversation
+    begins with the first model turn after /clear (or ever), and history never reaches
+    back past it; a new day or a new identity rebuilds the prompt but keeps ``since``."""
+    s, data = ctx.services, ctx.session.data
+    day, digest = owner_day(s.identity, now), identity_digest(s.identity)
+    stored = data.frozen_prompt
+    since = stored.get("since") or str(message_id)
+    if stored.get("text") and stored.get("day") == day and stored.get("identity") == digest:
+        return stored["text"]
+    text = build_system_prompt(s.identity, FrozenContext(
+        workspace=str(s.workspace.root),
+        repos=tuple(s.workspace.repos()),
+        day=day,
+        skills=tuple(f"{k.name}: {k.description}" for k in s.skills),
+    ))
+    data.frozen_prompt = {"text": text, "day": day, "identity": digest, "since": since}
+    await ctx.session.persist()
+    return text
+
+
+def turn_note(ctx: Context) -> str:
+    """The session as it is now, for the owner's message of this turn."""
+    s = ctx.services
+    repo = ctx.session.data.repo
+    repos = tuple(s.workspace.repos())
+    return session_note(PromptContext(
+        state=ctx.session.state,
+        repos=repos,
+        active_repo=repo,
+        repo_status=s.workspace.describe(repo) if repo and repo in repos else None,
+        harness=ctx.session.data.harness or s.runner.default_harness(),
+    ))

@@ -1,0 +1,143 @@
+"""The seed's orchestrator tools: the workspace, tasks, and talking to the owner.
+
+Classed for the executor: reads (``workspace_list``, ``workspace_status``,
+``task_status``) run in parallel; everything else is a write, in order. The
+auto-approve table: creating or deleting a repository asks the owner first; a task
+needs no ask (the owner approves its diff before anything lands), nor does stopping one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from core.errors import GitError
+from orchestrator.agent.access import repo_of
+from orchestrator.store.db import key_str
+from orchestrator.tools import ToolRegistry, ToolResult
+
+if TYPE_CHECKING:
+    from orchestrator.context import Context
+
+REPO = {"repo": {"type": "string", "description": "repository name"}}
+STATUS_LINES = 40
+
+
+def register_tools(registry: ToolRegistry) -> None:
+    @registry.tool("workspace_list", "List the git repositories in the workspace.", {}, [],
+                   kind="read")
+    async def workspace_list(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        ws = ctx.services.workspace
+        lines = await asyncio.to_thread(lambda: [ws.describe(n) for n in ws.repos()])
+        return ToolResult("\n".join(lines) or "(no repositories)")
+
+    @registry.tool("workspace_select", "Make a repository the active one for this chat.",
+                   REPO, ["repo"])
+    async def workspace_select(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        name = args["repo"]
+        if name not in ctx.services.workspace.repos():
+            return ToolResult(f"error: no repository named {name!r}")
+        ctx.session.data.repo = name
+        await ctx.session.persist()
+        return ToolResult(f"active repo is now {name}")
+
+    @registry.tool("workspace_status", "Branch, HEAD and uncommitted changes of a repo "
+                   "(default: the active one).", REPO, [], kind="read", cached=True)
+    async def workspace_status(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        name = repo_of(ctx, args)
+        repo = ctx.services.workspace.repo(name)
+
+        def read() -> str:
+            head = repo.head()[:12] if repo.has_commits() else "(no commits)"
+            lines = repo.status_lines()
+            shown = lines[:STATUS_LINES] + ([f"… {len(lines) - STATUS_LINES} more"]
+                                            if len(lines) > STATUS_LINES else [])
+            return "\n".join([f"{name}: branch {repo.branch()}, HEAD {head}",
+                              *(shown or ["clean"])])
+        return ToolResult(await asyncio.to_thread(read))
+
+    @registry.tool("workspace_create", "Create a new empty git repository in the workspace.",
+                   {"name": {"type": "string"}}, ["name"], ask=True)
+    async def workspace_create(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        name = args["name"].strip()
+        await asyncio.to_thread(ctx.services.workspace.create, name)
+        return ToolResult(f"created repository {name} (branch main, no commits)")
+
+    @registry.tool("workspace_delete", "Delete a repository and its files from the "
+                   "workspace.", REPO, ["repo"], ask=True)
+    async def workspace_delete(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        name = args["repo"]
+        running = ctx.services.runner.running(ctx.session.key)
+        if running is not None and running.repo == name:
+            raise GitError(f"task #{running.task_id} is working in {name}; stop it first")
+        await asyncio.to_thread(ctx.services.workspace.delete, name)
+        if ctx.session.data.repo == name:
+            ctx.session.data.repo = None
+            await ctx.session.persist()
+        return ToolResult(f"deleted repository {name}")
+
+    @registry.tool(
+        "task_create",
+        "Hand a coding task to the coding harness. It edits files; the owner then sees "
+        "the diff and approves or rejects it.",
+        {**REPO, "instruction": {"type": "string", "description": "precise instruction"}},
+        ["repo", "instruction"],
+    )
+    async def task_create(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        repo, instruction = args["repo"], args["instruction"].strip()
+        if repo not in ctx.services.workspace.repos():
+            return ToolResult(f"error: no repository named {repo!r}; call workspace_list")
+        if not instruction:
+            return ToolResult("error: the instruction is empty")
+        if not await ctx.permit(f"repo:{repo}", f"tasks in {repo}"):
+            return ToolResult(f"refused: the sender may not work in {repo}", final=True)
+        await ctx.services.runner.start(ctx.session, repo, instruction, ctx.subject.id)
+        return ToolResult("task handed to the harness", final=True)
+
+    @registry.tool("task_status", "The state of a task of this chat (default: the latest).",
+                   {"task_id": {"type": "integer"}}, [], kind="read")
+    async def task_status(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        handle = ctx.services.runner.running(ctx.session.key)
+        wanted = args.get("task_id") or ctx.session.data.task_id or \
+            (handle.task_id if handle else None)
+        if wanted is None:
+            return ToolResult("no task in this chat yet")
+        row = await ctx.services.store.work.get_task(int(wanted))
+        if row is None or row.session != key_str(ctx.session.key):
+            return ToolResult(f"error: no task #{wanted} in this chat")
+        running = " (running now)" if handle and handle.task_id == row.id else ""
+        return ToolResult(f"task #{row.id} in {row.repo} with {row.harness}: {row.status}"
+                          f"{running}\n{row.prompt[:300]}")
+
+    @registry.tool("task_cancel", "Stop this chat's running task.", {}, [])
+    async def task_cancel(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        stopped = await ctx.services.runner.stop(ctx.session.key)
+        if stopped is None:
+            return ToolResult("no task is running in this chat")
+        return ToolResult(f"stopped task #{stopped.task_id} ({stopped.harness})")
+
+    @registry.tool("task_respond", "Answer the question the running task asked.",
+                   {"answer": {"type": "string"}}, ["answer"])
+    async def task_respond(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        # No harness relays a mid-task question yet (issue 13, item 5): until one does,
+        # there is never a question to answer, and the model is told so.
+        return ToolResult("error: no running task is waiting for an answer in this chat")
+
+    @registry.tool("ask_user", "Ask the owner a question and wait for the answer.",
+                   {"question": {"type": "string"}}, ["question"])
+    async def ask_user(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        question = args["question"].strip() or "Could you say a bit more?"
+        ctx.session.data.question = question
+        ctx.session.data.question_context = {"kind": "model", "original": ctx.text}
+        await ctx.session.ask()
+        await ctx.reply(f"❓ {question}")
+        return ToolResult("asked", final=True)
+
+    @registry.tool("report_progress", "Tell the owner how the work goes, and keep going.",
+                   {"message": {"type": "string"}}, ["message"])
+    async def report_progress(ctx: Context, args: dict[str, Any]) -> ToolResult:
+        message = args["message"].strip()
+        if not message:
+            return ToolResult("error: the message is empty")
+        await ctx.reply(f"⏳ {message}")
+        return ToolResult("reported")
