@@ -202,6 +202,10 @@ class App:
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
         for row in await store.sessions.in_states((State.WORKING.value,)):
             await runner.recover(await sessions.get(row.key))
+        # What the last run accepted but never handled, read before anything can accept
+        # more: only these are replayed (a message accepted live from here on is queued
+        # by receive itself).
+        unfinished = await store.inbox.queued()
         for channel in self.channels:
             await channel.start(gateway.receive, supervisor)  # its tasks are ours too
             stack.push_async_callback(channel.stop)
@@ -216,7 +220,7 @@ class App:
             stack.push_async_callback(services.scheduler.stop)
         await announce_waiting_diffs(store, sessions, approvals, workspace, messenger,
                                      permissions)
-        replayed = await gateway.replay_unfinished()
+        replayed = await gateway.replay_unfinished(unfinished)
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
         self.serving = True  # /healthz: 200 from here; the first step down makes it 503

@@ -219,10 +219,14 @@ class Gateway:
             self._in_flight -= 1
             await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
 
-    async def replay_unfinished(self) -> int:
-        """After a restart: queue again every accepted message that was not handled."""
+    async def replay_unfinished(self, unfinished: list[dict[str, Any]]) -> int:
+        """After a restart: queue again the accepted messages that were not handled.
+
+        ``unfinished`` is the inbox's ``queued()`` read BEFORE any channel or the
+        scheduler started: a message accepted live during start-up is queued already
+        (and still ``queued`` in SQLite), so reading the inbox now would run it twice."""
         count = 0
-        for payload in await self._s.store.inbox.queued():
+        for payload in unfinished:
             inbound = from_payload(payload)
             cleaned = clean_text(said(inbound), self._s.settings.gateway.trigger,
                                  self._s.settings.gateway.max_message_chars)
