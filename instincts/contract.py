@@ -70,10 +70,20 @@ class StoppedTask:
     leftover_processes: int
 
 
+@dataclass(frozen=True, slots=True)
+class PausedTask:
+    task_id: int
+    harness: str
+    processes: int  # how many processes /pause stopped (0 for /resume)
+
+
 class Tasks(Protocol):
-    """/stop: end this chat's running task, if there is one."""
+    """/stop /pause /resume: end, hold or continue this chat's running task, if there
+    is one; /autonomy and /project: how this chat's tasks are committed, and where."""
 
     async def stop(self, key: SessionKey) -> StoppedTask | None: ...
+    async def pause(self, key: SessionKey) -> PausedTask | None: ...
+    async def resume(self, key: SessionKey) -> PausedTask | None: ...
 
 
 class Commits(Protocol):

@@ -34,8 +34,18 @@ async def stop(ctx: InstinctContext, args: str) -> None:
     await ctx.reply("Nothing is running.")
 
 
-@router.command("pause", help="stop taking tasks until /resume", while_working=False)
+@router.command("pause", help="hold the running task (or stop taking tasks) until /resume")
 async def pause(ctx: InstinctContext, args: str) -> None:
+    held = await ctx.tasks.pause(ctx.session.key)
+    if held is not None:
+        await ctx.reply(
+            f"⏸ Paused task #{held.task_id}: {held.harness} is stopped "
+            f"({held.processes} process(es)) and its time limit waits.\n"
+            "/resume to continue, /stop to end it.")
+        return
+    if ctx.session.state is State.WORKING:
+        await ctx.reply("The task is finishing; nothing to pause.")
+        return
     if ctx.session.state is State.GUARDING:
         await ctx.reply("Answer the waiting diff (yes/no) first.")
         return
@@ -46,8 +56,12 @@ async def pause(ctx: InstinctContext, args: str) -> None:
     await ctx.reply("😴 Paused. /resume when you want me back.")
 
 
-@router.command("resume", help="take tasks again after /pause")
+@router.command("resume", help="continue the paused task, or take tasks again")
 async def resume(ctx: InstinctContext, args: str) -> None:
+    going = await ctx.tasks.resume(ctx.session.key)
+    if going is not None:
+        await ctx.reply(f"▶️ Resumed task #{going.task_id}: {going.harness} is running again.")
+        return
     if ctx.session.state is not State.RESTING:
         await ctx.reply("I'm not paused.")
         return

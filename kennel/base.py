@@ -74,6 +74,13 @@ class KennelProcess(Protocol):
 
     def alive_pids(self) -> list[int]: ...
 
+    async def pause(self) -> int:
+        """Stop (SIGSTOP) every process of the run, so it uses no CPU and makes no model
+        call until ``resume``; return how many processes were stopped."""
+
+    async def resume(self) -> None:
+        """Continue (SIGCONT) everything ``pause`` stopped."""
+
     def relay_tokens(self) -> tuple[int, int]:
         """Input and output tokens the relay counted for this process ((0, 0) without
         one): some CLIs report no usage themselves."""

@@ -506,6 +506,15 @@ class DockerProcess:
         _code, out = self._inside(self._tree_script("0"))
         return [int(p) for p in out.split() if p.isdigit()]
 
+    async def pause(self) -> int:
+        # Signalled from inside like /stop (``docker pause`` would freeze the keepers
+        # too, and no exec could reach the container until it was unpaused).
+        _code, out = await asyncio.to_thread(self._inside, self._tree_script("STOP"))
+        return len([p for p in out.split() if p.isdigit()])
+
+    async def resume(self) -> None:
+        await asyncio.to_thread(self._inside, self._tree_script("CONT"))
+
     async def terminate(self, grace: float) -> float:
         started = time.monotonic()
         await asyncio.to_thread(self._inside, self._tree_script("INT"))

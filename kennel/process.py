@@ -120,6 +120,20 @@ class GroupProcess:
             pids.insert(0, self.pid)
         return pids
 
+    async def pause(self) -> int:
+        """SIGSTOP the group and every descendant (a sandbox's processes run in a session
+        of their own, outside the group). Twice: a child forked while the first pass ran
+        is caught by the second; a stopped process cannot fork again."""
+        stopped: set[int] = set()
+        for _ in range(2):
+            strays = [p for p in descendants(self.pid) if p not in stopped]
+            self._signal(self.pid, strays, signal.SIGSTOP)
+            stopped.update(strays)
+        return len([p for p in {self.pid, *stopped} if _pid_alive(p)])
+
+    async def resume(self) -> None:
+        self._signal(self.pid, descendants(self.pid), signal.SIGCONT)
+
     async def terminate(self, grace: float) -> float:
         started = time.monotonic()
         pgid = self.pid  # start_new_session: the group id is the leader's pid

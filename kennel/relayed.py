@@ -25,6 +25,10 @@ class _Process(Protocol):
 
     def alive_pids(self) -> list[int]: ...
 
+    async def pause(self) -> int: ...
+
+    async def resume(self) -> None: ...
+
 
 class RelayedProcess:
     """The ``KennelProcess`` every backend hands back."""
@@ -52,6 +56,12 @@ class RelayedProcess:
 
     def alive_pids(self) -> list[int]:
         return self._proc.alive_pids()
+
+    async def pause(self) -> int:
+        return await self._proc.pause()
+
+    async def resume(self) -> None:
+        await self._proc.resume()
 
     def relay_tokens(self) -> tuple[int, int]:
         if self._relay is None:

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 
 from core.errors import ApprovalError, GitError
-from core.events import Inbound
+from core.events import Inbound, SessionKey
 from core.validate import UnsafeName, safe_relative_path
-from orchestrator import diffview
+from orchestrator import autonomy, diffview
 from orchestrator.config import Settings
 from orchestrator.gitops import Change
 from orchestrator.messenger import Messenger
@@ -33,18 +33,23 @@ from orchestrator.permissions.service import Permissions
 from orchestrator.session import Session
 from orchestrator.store import Store
 from orchestrator.store.work import ApprovalRow
+from orchestrator.testrun import TestResult
 from orchestrator.workspace import Workspace
 
 YES = {"yes", "y", "yep", "yeah", "apply", "ok", "okay", "approve", "approved", "commit",
        "ship it", "lgtm", "👍", "✅"}
 NO = {"no", "n", "nope", "discard", "reject", "cancel", "drop", "👎", "❌"}
 MORE = {"more", "next", "show more", "rest"}
+MERGE = {"merge", "merge it", *YES}  # a task branch: one word merges it...
+DROP = {"drop", "drop it", "delete", *NO}  # ...or drops it
+KEEP = {"keep", "keep it", "later"}  # ...or leaves it for the owner to merge by hand
+BRANCHED = "branched"  # the task status of a diff committed on its own branch
 SHOW = re.compile(r"^(?:show|diff|view)\s+(?P<path>\S.*)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    kind: str  # yes | no | more | show | other
+    kind: str  # yes | no | more | show | branch (merge, keep) | other
     path: str = ""
 
 
@@ -74,15 +79,45 @@ class Approvals:
         self._workspace = workspace
         self._pages: dict[int, int] = {}  # approval id -> lines already shown by "more"
 
+    async def policy(self, key: SessionKey, repo: str) -> Policy:
+        """The layered settings for ``repo`` in this chat (autonomy, test command...)."""
+        return await self._permissions.policy(key, repo)
+
     async def propose(
-        self, session: Session, task_id: int, repo: str, change: Change, said: str = ""
+        self, session: Session, task_id: int, repo: str, change: Change, said: str = "",
+        tests: TestResult | None = None,
     ) -> int:
-        """Store the approval, show the diff, move to GUARDING. Caller holds the lock."""
+        """Store the approval, show the diff, move to GUARDING; or, as the chat's autonomy
+        allows, commit unasked or on a task branch. Caller holds the lock."""
         policy = await self._permissions.policy(session.key, repo)
         refused = await self._refused_path(session, task_id, change, policy)
         if refused is not None:
             await self._refuse(session, task_id, repo, refused)
             return 0
+        task = await self._store.work.get_task(task_id)
+        owner_task = self._permissions.subject_named(
+            task.requester if task else "owner").is_owner
+        git = self._workspace.repo(repo)
+        deleted = await asyncio.to_thread(autonomy.deleted_paths, git, change)
+        risky = autonomy.risks(change, self._settings.approvals.risky_files, deleted)
+        route = autonomy.route(policy.autonomy, tests, risky, owner_task)
+        notes = [tests.line()] if tests is not None else []
+        if route.how == "commit":
+            if await self._commit_unasked(session, task_id, repo, change, route, notes, said):
+                return 0
+            route = autonomy.Route("ask", "semi, but the commit failed")
+        if route.how == "branch":
+            return await self._branch(session, task_id, repo, change, route, notes, said)
+        if risky:
+            notes.append("⚠️ Risky: " + "; ".join(risky) + ".")
+        if route.why != "supervised":
+            notes.append(f"autonomy: {route.why}, so I ask.")
+        if notes:
+            said = (said.strip() + "\n" if said.strip() else "") + "\n".join(notes)
+        return await self._ask(session, task_id, repo, change, said, policy)
+
+    async def _ask(self, session: Session, task_id: int, repo: str, change: Change,
+                   said: str, policy: Policy) -> int:
         nonce = secrets.token_hex(8)
         approval_id = await self._store.work.create_approval(
             session.key, task_id, repo, nonce, change.digest, change.base_sha,
@@ -173,6 +208,9 @@ class Approvals:
         """Handle a message while GUARDING. Caller holds the session lock."""
         key = session.key
         answer = parse_answer(inbound.reaction or text)
+        word = (inbound.reaction or text).strip().lower().rstrip(".!")
+        if answer.kind == "other" and word in MERGE | KEEP:
+            answer = Answer("branch")
         if answer.kind == "other":
             await self._messenger.send(
                 key, "⏸ A diff is waiting for you. Answer yes or no (or more, show <file>)."
@@ -187,6 +225,13 @@ class Approvals:
                 await self._close(session)
             return
         repo = self._workspace.repo(row.repo)
+        task = await self._store.work.get_task(row.task_id)
+        if task is not None and task.status == BRANCHED:
+            await self._answer_branch(session, row, word)
+            return
+        if answer.kind == "branch":  # merge/keep, but this diff is not on a branch
+            await self._messenger.send(key, "⏸ This diff waits for yes or no.")
+            return
         if time.time() > row.expires_at:
             await self._store.work.decide_approval(row.id, "expired")
             await asyncio.to_thread(repo.discard)
@@ -264,6 +309,131 @@ class Approvals:
         session.data.approval_id = None
         session.data.approval_message_id = None
         await session.settle(session.decide)
+
+
+    # -- autonomy: commits nobody was asked for, and task branches ----------------------
+    async def _commit_unasked(self, session: Session, task_id: int, repo: str,
+                              change: Change, route: autonomy.Route, notes: list[str],
+                              said: str) -> bool:
+        """``semi`` with passing tests and no risky path: commit now. False (nothing
+        committed) when git refuses; the caller asks instead."""
+        task = await self._store.work.get_task(task_id)
+        prompt = task.prompt if task else "change"
+        message = (f"fetch: {_subject(prompt)}\n\nTask #{task_id}: {prompt.strip()}\n\n"
+                   f"Fetch-Task: {task_id}\nCommitted-by: Fetch, unasked ({route.why}; "
+                   f"{'; '.join(n.removeprefix('🧪 ') for n in notes)})")
+        git = self._workspace.repo(repo)
+        try:
+            sha = await asyncio.to_thread(git.commit, change, message)
+        except GitError:
+            return False
+        await self._store.work.record_commit(session.key, repo, sha, change.base_sha, task_id,
+                                             message.splitlines()[0],
+                                             requester=task.requester if task else "owner")
+        await self._store.work.set_task_status(task_id, "committed")
+        session.data.task_id = None
+        session.data.task_prompt = None
+        await session.settle(session.finish)
+        head = f"{said.strip()}\n\n" if said.strip() else ""
+        await self._messenger.send(
+            session.key, f"{head}✅ Committed {sha[:7]} to {repo} without asking "
+                         f"({route.why}).\n{message.splitlines()[0]}\n\n"
+                         f"files:\n{_files(change)}\n" + "\n".join(notes)
+                         + "\n\nSay undo to revert.")
+        return True
+
+    async def _branch(self, session: Session, task_id: int, repo: str, change: Change,
+                      route: autonomy.Route, notes: list[str], said: str) -> int:
+        """Commit on ``fetch/task-<id>``, leave the owner's branch where it is, and wait
+        for one word: merge, drop (or keep)."""
+        task = await self._store.work.get_task(task_id)
+        prompt = task.prompt if task else "change"
+        git = self._workspace.repo(repo)
+        message = (f"fetch: {_subject(prompt)}\n\nTask #{task_id}: {prompt.strip()}\n\n"
+                   f"Fetch-Task: {task_id}\nCommitted-by: Fetch on a task branch "
+                   f"({route.why})")
+        sha = await asyncio.to_thread(autonomy.commit_to_branch, git, change, task_id, message)
+        branch = autonomy.branch_name(task_id)
+        mainline = await asyncio.to_thread(git.branch)
+        policy = await self._permissions.policy(session.key, repo)
+        approval_id = await self._store.work.create_approval(
+            session.key, task_id, repo, secrets.token_hex(8), change.digest, change.base_sha,
+            self._settings.owner, policy.ttl_seconds)
+        await self._store.work.set_task_status(task_id, BRANCHED)
+        session.data.approval_id = approval_id
+        session.data.repo = repo
+        await session.settle(session.propose)
+        row = await self._store.work.get_approval(approval_id)
+        card = diffview.summary(change, repo).rsplit("\n\n", 1)[0]
+        head = f"{said.strip()}\n\n" if said.strip() else ""
+        text = (f"{head}🌿 Committed {sha[:7]} on the branch {branch} ({route.why}); "
+                f"{mainline} is unchanged.\n" + "\n".join(notes) + f"\n\n{card}\n\n"
+                f"Merge into {mainline}? merge · drop · keep (leave the branch)")
+        sent = await self._messenger.send(session.key, text,
+                                          approval_nonce=row.nonce if row else None)
+        session.data.approval_message_id = sent.message_id
+        await session.persist()
+        return approval_id
+
+    async def _answer_branch(self, session: Session, row: ApprovalRow, word: str) -> None:
+        key = session.key
+        git = self._workspace.repo(row.repo)
+        branch = autonomy.branch_name(row.task_id)
+        if word in KEEP or time.time() > row.expires_at:
+            await self._store.work.decide_approval(
+                row.id, "expired" if word not in KEEP else "kept")
+            await self._store.work.set_task_status(row.task_id, "kept")
+            await self._close(session)
+            await self._messenger.send(key, f"🌿 {branch} stays as it is; merge it by hand "
+                                            "when you want it.")
+            return
+        if word in DROP:
+            try:
+                await asyncio.to_thread(autonomy.drop_branch, git, row.task_id)
+            except GitError as err:
+                await self._messenger.send(key, f"❌ Could not drop {branch}: {err}.")
+                return
+            await self._store.work.decide_approval(row.id, "rejected")
+            await self._store.work.set_task_status(row.task_id, "rejected")
+            await self._close(session)
+            await self._messenger.send(key, f"🗑 Dropped {branch}. {row.repo} is unchanged "
+                                            f"at {row.base_sha[:7]}.")
+            return
+        if word not in MERGE:
+            await self._messenger.send(
+                key, f"⏸ {branch} waits for one word: merge, drop or keep.")
+            return
+        try:
+            sha = await asyncio.to_thread(autonomy.merge_branch, git, row.task_id,
+                                          row.diff_hash, row.base_sha)
+        except GitError as err:
+            await self._messenger.send(key, f"❌ Not merged: {err}. Say drop or keep.")
+            return
+        if not await self._store.work.decide_approval(row.id, "approved"):
+            return
+        task = await self._store.work.get_task(row.task_id)
+        subject = await asyncio.to_thread(git.subject, sha)
+        await self._store.work.record_commit(key, row.repo, sha, row.base_sha, row.task_id,
+                                             subject,
+                                             requester=task.requester if task else "owner")
+        await self._store.work.set_task_status(row.task_id, "committed")
+        await self._close(session)
+        checks = await self._store.work.task_checks(row.task_id)
+        tests = "\n".join(checks[:4])
+        await self._messenger.send(
+            key, f"✅ Merged {branch} into {row.repo}: {sha[:7]}\n{subject}"
+                 + (f"\n{tests}" if tests else "") + "\n\nSay undo to revert.")
+
+
+def _subject(prompt: str) -> str:
+    subject = " ".join(prompt.split())
+    return subject if len(subject) <= 60 else subject[:59] + "…"
+
+
+def _files(change: Change) -> str:
+    files = "\n".join(f"• {f.path} +{f.added} −{f.removed}" for f in change.files[:6])
+    more = f"\n• …and {len(change.files) - 6} more" if len(change.files) > 6 else ""
+    return files + more
 
 
 def _commit_message(prompt: str, row: ApprovalRow, owner: str) -> str:

@@ -21,6 +21,7 @@ from harnesses.base import (
 )
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
 from kennel.relay import PLACEHOLDER_KEY
+from orchestrator import testrun
 from orchestrator.approvals import Approvals
 from orchestrator.config import Settings
 from orchestrator.gitops import Repo, guard_repo_config
@@ -50,6 +51,18 @@ class RunHandle:
     kill_seconds: float = 0.0
     events: list[HarnessEvent] = field(default_factory=list)
     progress: Progress | None = None
+    paused: bool = False
+    # The run's time limit; paused, it does not run (``remaining`` keeps what was left).
+    deadline: asyncio.Timeout | None = None
+    remaining: float | None = None
+    tests: testrun.TestResult | None = None  # run in the kennel once the harness is done
+
+
+@dataclass(frozen=True, slots=True)
+class PauseResult:
+    task_id: int
+    harness: str
+    processes: int  # stopped (pause) or continued (resume)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,11 +173,40 @@ class TaskRunner:
             self._run(session, handle, harness, repo), name=f"run:{key.slug}:{task_id}"
         )
 
+    # -- pausing -----------------------------------------------------------------------
+    async def pause(self, key: SessionKey) -> PauseResult | None:
+        """SIGSTOP the run's whole process tree and hold its time limit; None when this
+        chat has no running task. A run not started yet is stopped as soon as it starts."""
+        handle = self._runs.get(key)
+        if handle is None or handle.task is None:
+            return None
+        if handle.paused:
+            return PauseResult(handle.task_id, handle.harness, 0)
+        handle.paused = True
+        _hold(handle)
+        stopped = await handle.proc.pause() if handle.proc is not None else 0
+        return PauseResult(handle.task_id, handle.harness, stopped)
+
+    async def resume(self, key: SessionKey) -> PauseResult | None:
+        """Continue a paused run; None when this chat has no paused task."""
+        handle = self._runs.get(key)
+        if handle is None or not handle.paused:
+            return None
+        handle.paused = False
+        if handle.proc is not None:
+            await handle.proc.resume()
+        _release(handle)
+        return PauseResult(handle.task_id, handle.harness, 0)
+
     # -- stopping ----------------------------------------------------------------------
     async def stop(self, key: SessionKey) -> StopResult | None:
         handle = self._runs.get(key)
         if handle is None or handle.task is None:
             return None
+        if handle.paused and handle.proc is not None:
+            # Continued first, so the CLI sees its SIGINT and ends tidily.
+            handle.paused = False
+            await handle.proc.resume()
         handle.stop_requested = True
         handle.task.cancel()
         with suppress(asyncio.CancelledError):
@@ -183,6 +225,7 @@ class TaskRunner:
             try:
                 with guard_repo_config(repo.path) as restored:
                     await self._execute(session, handle, harness, repo)
+                    handle.tests = await self._test(session, handle, repo)
             except TimeoutError:
                 failure = (f"{harness.name} took longer than "
                            f"{self._settings.harness.timeout_seconds:.0f} s and was stopped")
@@ -265,9 +308,13 @@ class TaskRunner:
             proc = await self._kennel.exec(spec)
             handle.proc = proc
             stack.push_async_callback(self._reap, handle)
+            if handle.paused:  # /pause came while the kennel was starting
+                await proc.pause()
             progress = handle.progress or Progress(self._messenger, session.key,
                                                    handle.harness)
-            async with asyncio.timeout(settings.harness.timeout_seconds):
+            async with asyncio.timeout(settings.harness.timeout_seconds) as handle.deadline:
+                if handle.paused:
+                    _hold(handle)
                 async for line in proc.lines():
                     for event in harness.parse(line):
                         handle.events.append(event)
@@ -294,6 +341,36 @@ class TaskRunner:
             if final.kind == "error":
                 raise HarnessFailed(f"{harness.name} reported an error: {final.text[:500]}")
 
+    async def _test(self, session: Session, handle: RunHandle, repo: Repo
+                    ) -> testrun.TestResult | None:
+        """The repository's tests, run in the kennel on what the harness left (None: not
+        wanted, or nothing changed). Never raises for the tests' sake: a run that cannot
+        happen is a line on the card, not a failed task."""
+        if not self._settings.approvals.run_tests:
+            return None
+        try:
+            change = await asyncio.to_thread(repo.change)
+            if change.empty:
+                return None
+            policy = await self._approvals.policy(session.key, handle.repo)
+            plan = await asyncio.to_thread(testrun.detect, repo.path,
+                                           policy.test_command or None, self._kennel.name)
+            if plan is None:
+                return testrun.TestResult(None, note="no tests found")
+
+            async def started(proc: KennelProcess) -> None:
+                handle.proc = proc  # /pause and /stop reach the tests like the harness
+                if handle.paused:
+                    await proc.pause()
+
+            return await testrun.run(
+                self._kennel, repo.path, plan, on_start=started,
+                limit_seconds=self._settings.approvals.test_timeout_seconds,
+                grace=self._settings.harness.stop_grace_seconds)
+        except (FetchError, OSError) as err:
+            log.warning("tests for task %s could not run: %s", handle.task_id, err)
+            return testrun.TestResult(None, note=f"could not start: {err}")
+
     async def _reap(self, handle: RunHandle) -> None:
         if handle.proc is not None:
             handle.kill_seconds = await handle.proc.terminate(
@@ -311,10 +388,14 @@ class TaskRunner:
                 session.key, f"✅ {handle.harness} finished without changing any file.{said}")
             return
         await self._store.work.finish_task(handle.task_id, "proposed", final.text if final else "")
+        checks = list(handle.progress.tests) if handle.progress is not None else []
+        if handle.tests is not None:
+            checks.insert(0, handle.tests.line())
+        await self._store.work.set_task_checks(handle.task_id, checks)
         if handle.progress is not None:
-            await self._store.work.set_task_checks(handle.task_id, handle.progress.tests)
             await handle.progress.finish("review")
-        await self._approvals.propose(session, handle.task_id, handle.repo, change, said)
+        await self._approvals.propose(session, handle.task_id, handle.repo, change, said,
+                                      tests=handle.tests)
 
     async def _fail(self, session: Session, handle: RunHandle, repo: Repo, why: str) -> None:
         with suppress(GitError):
@@ -349,6 +430,24 @@ class TaskRunner:
             f"{repo_name or 'the repo'} is unchanged. Send it again to retry.")
 
 
+def _hold(handle: RunHandle) -> None:
+    """Stop the run's clock: what was left is kept for ``_release``."""
+    deadline = handle.deadline
+    when = deadline.when() if deadline is not None else None
+    if deadline is None or when is None:
+        return
+    with suppress(RuntimeError):  # the limit's block has already ended
+        deadline.reschedule(None)
+        handle.remaining = max(0.0, when - asyncio.get_running_loop().time())
+
+
+def _release(handle: RunHandle) -> None:
+    if handle.deadline is not None and handle.remaining is not None:
+        with suppress(RuntimeError):
+            handle.deadline.reschedule(asyncio.get_running_loop().time() + handle.remaining)
+        handle.remaining = None
+
+
 def harness_said(text: str) -> str:
     text = text.strip()
     return "💬 " + (text if len(text) <= 300 else text[:299] + "…")
@@ -359,4 +458,4 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["RunHandle", "StopResult", "TaskRunner"]
+__all__ = ["PauseResult", "RunHandle", "StopResult", "TaskRunner"]

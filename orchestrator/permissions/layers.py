@@ -46,10 +46,27 @@ def _ttl(value: Any) -> int:
     return value
 
 
+AUTONOMY = ("supervised", "semi", "autonomous")  # from the narrowest
+
+
+def _autonomy(value: Any) -> str:
+    if value not in AUTONOMY:
+        raise ValueError(f"{value!r}: expected {', '.join(AUTONOMY)}")
+    return str(value)
+
+
+def _command(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 1000:
+        raise ValueError("expected a shell command (run inside the kennel)")
+    return value.strip()
+
+
 LAYERED: dict[str, Callable[[Any], Any]] = {
     "permissions.mode": _mode,
     "permissions.deny": _patterns,
     "approvals.ttl_seconds": _ttl,
+    "approvals.autonomy": _autonomy,
+    "test_command": _command,
 }
 _MODE_RANK = {"normal": 0, "view": 1}
 
@@ -103,8 +120,13 @@ def _combine(key: str, current: Any, new: Any, narrow_only: bool) -> tuple[Any, 
         return tuple(dict.fromkeys((*current, *new))), "added"
     if not narrow_only:
         return new, "overrides"
-    wider = (_MODE_RANK[new] < _MODE_RANK[current]) if key == "permissions.mode" \
-        else new > current
+    if key == "test_command":  # it runs only inside the kennel: nothing to widen
+        return new, "overrides (runs only in the kennel)"
+    if key == "approvals.autonomy":
+        wider = AUTONOMY.index(new) > AUTONOMY.index(current)
+    else:
+        wider = (_MODE_RANK[new] < _MODE_RANK[current]) if key == "permissions.mode" \
+            else new > current
     if wider:
         return current, "IGNORED: would widen (a repository may only narrow)"
     return new, "narrows"
@@ -147,7 +169,9 @@ def global_layer(settings: Settings, group: bool,
     mode_key = "permissions.group_mode" if group else "permissions.mode"
     values = {"permissions.mode": p.group_mode if group else p.mode,
               "permissions.deny": p.deny,
-              "approvals.ttl_seconds": settings.approvals.ttl_seconds}
+              "approvals.ttl_seconds": settings.approvals.ttl_seconds,
+              "approvals.autonomy": settings.approvals.autonomy,
+              "test_command": ""}  # "": detected (orchestrator/testrun.py)
     name = source_of or (lambda dotted: "global config")
     sources = {k: f"{name(mode_key if k == 'permissions.mode' else k)}"
                   f"{' (' + mode_key + ')' if k == 'permissions.mode' else ''}"

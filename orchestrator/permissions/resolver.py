@@ -47,6 +47,8 @@ class Policy:
     deny: tuple[str, ...] = ()
     source_of_mode: str = "default"
     ttl_seconds: int = 3600  # approvals.ttl_seconds, as layered
+    autonomy: str = "supervised"  # approvals.autonomy: a committed .fetch.yaml caps it
+    test_command: str = ""  # "": detected from the project's files
 
 
 def _who(rule: RuleSettings, subject: Subject) -> bool:

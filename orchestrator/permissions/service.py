@@ -25,6 +25,7 @@ from orchestrator.permissions.layers import (
     resolve,
 )
 from orchestrator.permissions.model import OWNER, Decision, Effect, Subject
+from orchestrator.permissions.overrides import ChatOverrides
 from orchestrator.permissions.resolver import Policy, Resolver
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class Permissions:
         self.asks = Asks(settings.permissions.ask_ttl_seconds)
         self._groups: set[SessionKey] = set()
         self._committed: dict[tuple[str, str], dict[str, Any]] = {}
+        self.chat_overrides = ChatOverrides(settings.home_dir / "chats.yaml")
         self._ids: dict[str, Subject] = {}
         for name, member in settings.members.items():
             for sender in member.ids:
@@ -103,7 +105,8 @@ class Permissions:
         group = key is not None and self.is_group(key)
         chat = f"{key.channel}:{key.chat}" if key is not None else None
         return global_layer(self._settings, group) + repo_layers + \
-            chat_layer(self._settings, chat)
+            chat_layer(self._settings, chat) + (
+                self.chat_overrides.layer(chat) if chat is not None else [])
 
     async def repo_layers(self, repo: str) -> list[Layer]:
         layers = home_repo_layers(self._settings.home_dir, repo, self._settings.repos,
@@ -130,7 +133,12 @@ class Permissions:
         mode = resolve("permissions.mode", layers)
         deny = resolve("permissions.deny", layers)
         ttl = resolve("approvals.ttl_seconds", layers)
-        return Policy(str(mode.value), tuple(deny.value), mode.source, int(ttl.value))
+        # A repository's committed cap binds whatever a chat says: narrowing layers last.
+        capped = [x for x in layers if not x.narrow_only] + [x for x in layers if x.narrow_only]
+        autonomy = resolve("approvals.autonomy", capped)
+        tests = resolve("test_command", layers)
+        return Policy(str(mode.value), tuple(deny.value), mode.source, int(ttl.value),
+                      str(autonomy.value), str(tests.value))
 
     def chat_policy(self, key: SessionKey | None) -> Policy:
         return self._policy(self._layers(key, []))

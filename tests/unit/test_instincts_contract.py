@@ -12,7 +12,14 @@ from core.events import Inbound, SendResult, SessionKey
 from core.session_data import SessionData
 from core.state import State
 from instincts import build_registry
-from instincts.contract import CommandInfo, HarnessInfo, InstinctContext, SessionPort, StoppedTask
+from instincts.contract import (
+    CommandInfo,
+    HarnessInfo,
+    InstinctContext,
+    PausedTask,
+    SessionPort,
+    StoppedTask,
+)
 from instincts.router import InstinctRegistry
 
 KEY = SessionKey("terminal", "me")
@@ -87,6 +94,12 @@ class FakeTasks:
 
     async def stop(self, key: SessionKey) -> StoppedTask | None:
         return StoppedTask(3, "demo", 0.25, 1) if self.running else None
+
+    async def pause(self, key: SessionKey) -> PausedTask | None:
+        return PausedTask(3, "demo", 2) if self.running else None
+
+    async def resume(self, key: SessionKey) -> PausedTask | None:
+        return PausedTask(3, "demo", 0) if self.running else None
 
 
 class FakeCommits:

@@ -1,0 +1,162 @@
+"""Autonomy: how a finished diff reaches the repository.
+
+* ``supervised`` (the default): every diff is asked; nothing moves until the owner's yes,
+  bound to that exact diff (orchestrator/approvals.py).
+* ``semi``: committed to the owner's branch without asking when the tests ran in the
+  kennel and passed and no risky path is touched; asked otherwise.
+* ``autonomous``: committed on a branch ``fetch/task-<id>``; the owner's branch does not
+  move until they answer ``merge`` (or drop it with ``drop``).
+
+Risky changes (many files, deletions, CI or build config, dependency manifests) never
+land unasked: they go to a branch (semi, autonomous) or are asked (supervised), and the
+card says why. Only the owner's own tasks get more than ``supervised``; the level is the
+layered ``approvals.autonomy`` (global < repository < chat, the committed ``.fetch.yaml``
+only lowering it; ``/autonomy`` sets it for a chat).
+
+Branches are written with plumbing through the hardened host git: ``commit-tree`` and a
+compare-and-swap ``update-ref``; a merge is a fast-forward of the owner's branch (CAS on
+the base the diff was made on) and ``reset --hard`` of a tree Fetch just proved clean:
+never a checkout, so no hook, filter or attribute of the repository runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatch
+
+from core.errors import GitError
+from orchestrator.gitops import AUTHOR, ZERO, Change, Repo
+from orchestrator.permissions.layers import AUTONOMY
+from orchestrator.testrun import TestResult
+
+LEVELS = AUTONOMY
+BRANCH_PREFIX = "fetch/task-"
+DIFF_TRAILER = "Fetch-Diff: "
+# CI, build and dependency files: a change here runs on machines beyond this one.
+RISKY_PATHS = (
+    ".github/**", ".gitlab-ci.yml", ".circleci/**", ".travis.yml", "Jenkinsfile",
+    "azure-pipelines.yml", ".buildkite/**", "Makefile", "makefile", "GNUmakefile",
+    "*.mk", "Dockerfile", "*.Dockerfile", "Dockerfile.*", "docker-compose*.yml",
+    "compose*.yml", "package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
+    "requirements*.txt", "pyproject.toml", "setup.py", "setup.cfg", "Pipfile",
+    "Pipfile.lock", "poetry.lock", "uv.lock", "go.mod", "go.sum", "Cargo.toml",
+    "Cargo.lock", "Gemfile", "Gemfile.lock", "build.gradle", "build.gradle.kts",
+    "pom.xml", "CMakeLists.txt", "meson.build", "BUILD", "BUILD.bazel", "WORKSPACE",
+    ".pre-commit-config.yaml", ".fetch.yaml", ".gitattributes", ".gitmodules",
+)
+
+
+def _risky_path(path: str) -> bool:
+    path = path.strip('"')
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch(path, p) or ("/" not in p and fnmatch(name, p)) for p in RISKY_PATHS)
+
+
+def deleted_paths(repo: Repo, change: Change) -> list[str]:
+    """Files ``change`` deletes, from git's own record of the two trees."""
+    out = repo.run("diff-tree", "-r", "--no-renames", "--diff-filter=D", "--name-only",
+                   "--no-ext-diff", change.base_sha, change.tree_sha)
+    return [line for line in out.splitlines() if line]
+
+
+def risks(change: Change, max_files: int, deleted: list[str]) -> list[str]:
+    """Why ``change`` is risky, in words for the card; empty when it is not."""
+    found: list[str] = []
+    if len(change.files) > max_files:
+        found.append(f"{len(change.files)} files (more than {max_files})")
+    if deleted:
+        found.append("deletes " + ", ".join(deleted[:3]) + (" …" if len(deleted) > 3 else ""))
+    touched = [f.path for f in change.files if _risky_path(f.path)]
+    if touched:
+        found.append("touches " + ", ".join(touched[:3]) + (" …" if len(touched) > 3 else "")
+                     + " (CI, build or dependencies)")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    how: str  # ask | commit | branch
+    why: str  # for the card: what the level and the checks decided
+
+
+def route(level: str, tests: TestResult | None, risky: list[str], owner_task: bool) -> Route:
+    if level not in LEVELS or level == "supervised" or not owner_task:
+        why = "supervised" if owner_task else "supervised (not the owner's task)"
+        return Route("ask", why)
+    if risky:
+        return Route("branch", f"{level}, but risky: " + "; ".join(risky))
+    if level == "autonomous":
+        return Route("branch", "autonomous")
+    if tests is not None and tests.ok:
+        return Route("commit", "semi: the tests pass and no risky path is touched")
+    reason = "the tests fail" if tests is not None and tests.ran else "no tests ran"
+    return Route("ask", f"semi, but {reason}")
+
+
+# -- branches ------------------------------------------------------------------------------
+def branch_name(task_id: int) -> str:
+    return f"{BRANCH_PREFIX}{task_id}"
+
+
+def commit_to_branch(repo: Repo, change: Change, task_id: int, message: str) -> str:
+    """Commit exactly ``change`` on a new branch (the owner's branch does not move) and
+    put the working tree back at HEAD. Returns the commit."""
+    current = repo.change()
+    if current.digest != change.digest or current.base_sha != change.base_sha:
+        raise GitError("the files changed since the tests ran; nothing committed")
+    sha = repo.run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m",
+                   f"{message}\n{DIFF_TRAILER}{change.digest}", env=AUTHOR)
+    # CAS against "no such ref": an existing branch of that name is never overwritten.
+    repo.run("update-ref", "-m", "fetch: task branch", f"refs/heads/{branch_name(task_id)}",
+             sha, ZERO)
+    repo.discard()
+    return sha
+
+
+def branch_tip(repo: Repo, task_id: int) -> str | None:
+    try:
+        return repo.run("rev-parse", "--verify", "--end-of-options",
+                        f"refs/heads/{branch_name(task_id)}^{{commit}}")
+    except GitError:
+        return None
+
+
+def verify_branch(repo: Repo, task_id: int, diff_hash: str, base_sha: str) -> str:
+    """The branch tip, if it is still exactly the commit Fetch made for that diff."""
+    tip = branch_tip(repo, task_id)
+    if tip is None:
+        raise GitError(f"the branch {branch_name(task_id)} is gone")
+    parent = repo.run("rev-parse", "--verify", "--end-of-options", f"{tip}^")
+    body = repo.run("log", "-1", "--no-show-signature", "--format=%B", "--end-of-options", tip)
+    if parent != base_sha or f"{DIFF_TRAILER}{diff_hash}" not in body:
+        raise GitError(f"the branch {branch_name(task_id)} moved since I made it; merge it "
+                       "by hand if you want it")
+    return tip
+
+
+def merge_branch(repo: Repo, task_id: int, diff_hash: str, base_sha: str) -> str:
+    """Fast-forward the owner's branch to the task branch (CAS on the diff's base), bring
+    the clean working tree along, delete the task branch. Returns the commit."""
+    tip = verify_branch(repo, task_id, diff_hash, base_sha)
+    if not repo.is_clean():
+        raise GitError("there are uncommitted changes; merge needs a clean tree")
+    if repo.head() != base_sha:
+        raise GitError(f"{repo.branch()} moved since the task started; merge "
+                       f"{branch_name(task_id)} by hand")
+    repo.run("update-ref", "-m", f"fetch: merge {branch_name(task_id)}", "HEAD", tip, base_sha)
+    repo.run("reset", "-q", "--hard", "HEAD")
+    repo.run("update-ref", "-d", f"refs/heads/{branch_name(task_id)}", tip)
+    return tip
+
+
+def drop_branch(repo: Repo, task_id: int) -> str | None:
+    """Delete the task branch (CAS on its tip); None when it was already gone."""
+    tip = branch_tip(repo, task_id)
+    if tip is None:
+        return None
+    repo.run("update-ref", "-d", f"refs/heads/{branch_name(task_id)}", tip)
+    return tip
+
+
+__all__ = ["LEVELS", "Route", "branch_name", "commit_to_branch", "deleted_paths", "drop_branch",
+           "merge_branch", "risks", "route", "verify_branch"]

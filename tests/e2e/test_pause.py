@@ -1,0 +1,123 @@
+"""/pause holds a real CLI's whole process tree (state T in /proc), its time limit
+waits while it is held, /resume continues it, and /stop ends a paused task."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import Settings
+from tests.conftest import Driver, start_driver, tree_snapshot
+
+# A stand-in `claude`: edits, then works for ~3 s of its own running time (30 short
+# sleeps), then reports a result in Claude Code's stream format.
+SLOW = ("#!/bin/sh\nsed -i 's/Teh/The/' README.md\n"
+        "i=0; while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "echo '{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"fixed it\"}'\n")
+FOREVER = "#!/bin/sh\nsed -i 's/Teh/The/' README.md\nwhile true; do sleep 0.1; done\n"
+
+
+def cli_pids(repo: Path) -> list[int]:
+    """Live processes working in ``repo`` (the sandboxed CLI and its children)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if cwd == str(repo) or cwd.startswith(f"{repo}/"):
+            found.append(int(entry))
+    return found
+
+
+def state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+        return fh.read().rsplit(")", 1)[-1].split()[0]
+
+
+def states(pids: list[int]) -> dict[int, str]:
+    """The state of each pid still there (one that has ended is left out)."""
+    out = {}
+    for pid in pids:
+        try:
+            out[pid] = state(pid)
+        except OSError:
+            continue
+    return out
+
+
+async def until(check: Callable[[], bool], timeout: float = 15) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "condition never held"
+        await asyncio.sleep(0.05)
+
+
+async def started(script: str, make_settings: Callable[..., Settings], tmp_path: Path,
+                  monkeypatch: pytest.MonkeyPatch, timeout: str) -> tuple[object, Driver]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli = bin_dir / "claude"
+    cli.write_text(script)
+    cli.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return await start_driver(make_settings(
+        FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x",
+        FETCH__HARNESS__TIMEOUT_SECONDS=timeout))
+
+
+async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app, fetch = await started(SLOW, make_settings, tmp_path, monkeypatch, "6")
+    try:
+        repo = fetch.services.workspace.path("demo")
+        await fetch.ask("fix the typo in README.md of demo", "On it")
+        await until(lambda: bool(cli_pids(repo)))
+        pids = cli_pids(repo)
+        held = await fetch.ask("/pause", "Paused task")
+        assert "/resume" in held
+        for pid in pids:
+            assert state(pid) == "T", (pid, state(pid))
+        assert "WORKING" in await fetch.ask("/status", "Fetch ·")
+        # Longer than the whole time limit: a clock that ran while paused would fire.
+        await asyncio.sleep(7)
+        assert set(states(pids).values()) == {"T"}, states(pids)
+        await fetch.ask("/resume", "Resumed task")
+        running = states(pids)
+        assert running and "T" not in running.values(), running
+        diff = await fetch.expect("Apply?", 30)
+        assert "+The quick" in diff
+        assert not any("took longer" in t for t in fetch.seen), fetch.seen
+        await fetch.ask("no", "Discarded")
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+async def test_stop_ends_a_paused_task(
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app, fetch = await started(FOREVER, make_settings, tmp_path, monkeypatch, "60")
+    try:
+        repo = fetch.services.workspace.path("demo")
+        before = tree_snapshot(repo)
+        await fetch.ask("fix the typo in README.md of demo", "On it")
+        await until(lambda: bool(cli_pids(repo)))
+        await until(lambda: "The quick" in (repo / "README.md").read_text())
+        pids = cli_pids(repo)
+        await fetch.ask("/pause", "Paused task")
+        assert all(state(pid) == "T" for pid in pids)
+        stopped = await fetch.ask("/stop", "Stopped task")
+        assert "still alive" not in stopped
+        await until(lambda: not cli_pids(repo), 5)
+        assert tree_snapshot(repo) == before
+        assert "ALERT" in await fetch.ask("/status", "Fetch ·")
+        assert "I'm not paused" in await fetch.ask("/resume", "paused")
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
