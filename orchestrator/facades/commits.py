@@ -9,6 +9,8 @@ import asyncio
 
 from core.errors import GitError
 from core.events import SessionKey
+from orchestrator import recovery
+from orchestrator.crashpoint import crash_point
 from orchestrator.store import Store
 from orchestrator.workspace import Workspace
 
@@ -31,14 +33,27 @@ class CommitsFacade:
         if last.requester != self._subject and not self._undo_others:
             return (f"🔒 The last commit here ({last.sha[:7]}: {last.summary}) was made for "
                     "someone else; only they or the owner can undo it.")
+        message = (f"fetch: undo {last.sha[:7]}\n\nReverts {last.sha}: {last.summary}\n\n"
+                   f"Fetch-Undo: {last.sha}")
         try:
             repo = self._workspace.repo(last.repo)
-            new = await asyncio.to_thread(
-                repo.revert, last.sha,
-                f"fetch: undo {last.sha[:7]}\n\nReverts {last.sha}: {last.summary}\n\n"
-                f"Fetch-Undo: {last.sha}")
+            head = await asyncio.to_thread(repo.head)
         except GitError as err:
             return f"❌ Couldn't undo {last.sha[:7]}: {err}"
-        await self._store.work.mark_undone(last.id, new)
+        # Journalled: a kill between the revert's ref move and this record is settled
+        # from git at the next start (orchestrator/recovery.py).
+        intent = await self._store.work.open_intent("undo", key, last.repo, last.id, head,
+                                                    "", message)
+        crash_point("undo:intent")
+        try:
+            new = await asyncio.to_thread(repo.revert, last.sha, message)
+        except GitError as err:
+            moved = await asyncio.to_thread(recovery.settled_after_error, repo, intent)
+            if moved is None:
+                await self._store.work.void_intent(intent.id)
+                return f"❌ Couldn't undo {last.sha[:7]}: {err}"
+            new = moved  # the ref moved before git failed: reverted all the same
+        crash_point("undo:ref")
+        await self._store.work.undo_done(intent.id, new)
         return (f"↩️ Reverted {last.sha[:7]} in {last.repo}: {last.summary}\n"
                 f"New commit {new[:7]}; the files are as they were before it.")

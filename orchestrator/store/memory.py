@@ -17,7 +17,7 @@ from typing import Any
 from core.events import SessionKey
 from orchestrator.store.db import key_str
 from orchestrator.store.sessions import SessionRow
-from orchestrator.store.work import ApprovalRow, CommitRow, TaskRow
+from orchestrator.store.work import ApprovalRow, CommitRow, IntentRow, TaskRow
 
 
 def _copy(data: Any) -> Any:
@@ -122,6 +122,7 @@ class MemoryWork:
         self._approvals: dict[int, ApprovalRow] = {}
         self._commits: dict[int, CommitRow] = {}
         self._undone: dict[int, str] = {}  # commit id -> the sha that reverted it
+        self._intents: dict[int, IntentRow] = {}
 
     # -- tasks -----------------------------------------------------------------------
     async def create_task(self, key: SessionKey, repo: str, prompt: str,
@@ -200,3 +201,53 @@ class MemoryWork:
     async def mark_undone(self, commit_id: int, by_sha: str) -> None:
         if commit_id in self._commits:
             self._undone[commit_id] = by_sha
+
+    # -- intents ---------------------------------------------------------------------
+    async def open_intent(self, kind: str, key: SessionKey, repo: str, target: int,
+                          base: str, tree: str, message: str) -> IntentRow:
+        intent_id = len(self._intents) + 1
+        self._intents[intent_id] = IntentRow(intent_id, kind, key_str(key), repo, target,
+                                             base, tree, message)
+        return self._intents[intent_id]
+
+    async def open_intents(self) -> list[IntentRow]:
+        return [i for i in self._intents.values() if i.status == "open"]
+
+    async def void_intent(self, intent_id: int) -> None:
+        self._settle(intent_id, "void")
+
+    def _settle(self, intent_id: int, status: str) -> IntentRow | None:
+        intent = self._intents.get(intent_id)
+        if intent is None or intent.status != "open":
+            return None
+        self._intents[intent_id] = replace(intent, status=status)
+        return intent
+
+    async def commit_done(self, intent_id: int, sha: str, summary: str) -> bool:
+        intent = self._intents.get(intent_id)
+        if intent is None or intent.status != "open" or intent.kind != "commit":
+            return False
+        approval = self._approvals.get(intent.target)
+        if approval is None or approval.status != "pending":
+            self._settle(intent_id, "void")
+            return False
+        self._approvals[approval.id] = replace(approval, status="approved")
+        task = self._tasks.get(approval.task_id)
+        await self.record_commit(_key_of(approval.session), approval.repo, sha,
+                                 approval.base_sha, approval.task_id, summary,
+                                 task.row.requester if task else "owner")
+        await self.set_task_status(approval.task_id, "committed")
+        self._settle(intent_id, "done")
+        return True
+
+    async def undo_done(self, intent_id: int, sha: str) -> None:
+        intent = self._intents.get(intent_id)
+        if intent is None or intent.status != "open" or intent.kind != "undo":
+            return
+        await self.mark_undone(intent.target, sha)
+        self._settle(intent_id, "done")
+
+
+def _key_of(session: str) -> SessionKey:
+    channel, _, chat = session.partition(":")
+    return SessionKey(channel, chat)

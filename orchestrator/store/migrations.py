@@ -144,4 +144,23 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE tasks ADD COLUMN requester TEXT NOT NULL DEFAULT 'owner';
     ALTER TABLE commits ADD COLUMN requester TEXT NOT NULL DEFAULT 'owner';
     """,
+    # 6: the git journal (orchestrator/recovery.py). An intent is written before Fetch
+    # moves a repository's ref (a commit on "yes", a revert on /undo) and closed in the
+    # same transaction as the rows that record the move; one still open at start-up is
+    # settled from git, so a kill between the ref and the database loses nothing.
+    """
+    CREATE TABLE intents (
+        id          INTEGER PRIMARY KEY,
+        kind        TEXT NOT NULL,         -- commit | undo
+        session     TEXT NOT NULL,
+        repo        TEXT NOT NULL,
+        target      INTEGER NOT NULL,      -- commit: the approval id, undo: the commits row
+        base        TEXT NOT NULL,         -- the HEAD the ref moves from (the new parent)
+        tree        TEXT NOT NULL,         -- commit: the approved tree, undo: ''
+        message     TEXT NOT NULL,         -- the new commit's message, exactly
+        status      TEXT NOT NULL,         -- open | done | void
+        created     REAL NOT NULL
+    );
+    CREATE INDEX intents_open ON intents(id) WHERE status = 'open';
+    """,
 )

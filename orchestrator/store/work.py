@@ -1,5 +1,6 @@
 """The work a chat asked for: ``tasks`` (harness runs), ``approvals`` (the diff the
-owner must answer) and ``commits`` (what ``/undo`` reverts)."""
+owner must answer), ``commits`` (what ``/undo`` reverts) and ``intents`` (the git
+journal: a ref move Fetch is about to make, settled from git after a crash)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,21 @@ class CommitRow:
     requester: str = "owner"  # whose task it was: /undo reverts only one's own
 
 
+@dataclass(frozen=True, slots=True)
+class IntentRow:
+    """A ref move Fetch is about to make: written before, closed with its record."""
+
+    id: int
+    kind: str  # commit | undo
+    session: str
+    repo: str
+    target: int  # commit: the approval id; undo: the commits row it reverts
+    base: str  # the HEAD the ref moves from, so the new commit's parent
+    tree: str  # commit: the approved tree; undo: "" (git computes it)
+    message: str  # the new commit's message, exactly
+    status: str = "open"  # open | done | void
+
+
 class WorkPort(Protocol):
     # -- tasks -----------------------------------------------------------------------
     async def create_task(self, key: SessionKey, repo: str, prompt: str,
@@ -89,6 +105,25 @@ class WorkPort(Protocol):
         """The session's newest commit not yet undone."""
 
     async def mark_undone(self, commit_id: int, by_sha: str) -> None: ...
+
+    # -- intents (the git journal, orchestrator/recovery.py) -------------------------
+    async def open_intent(self, kind: str, key: SessionKey, repo: str, target: int,
+                          base: str, tree: str, message: str) -> IntentRow:
+        """Journal a ref move before making it."""
+
+    async def open_intents(self) -> list[IntentRow]:
+        """Intents neither done nor void, oldest first: what start-up settles."""
+
+    async def void_intent(self, intent_id: int) -> None:
+        """The ref did not move: nothing to record."""
+
+    async def commit_done(self, intent_id: int, sha: str, summary: str) -> bool:
+        """In one transaction: the approval approved, the commit recorded (for /undo),
+        the task committed, the intent done. False (and nothing recorded, the intent
+        void) if the approval was no longer pending."""
+
+    async def undo_done(self, intent_id: int, sha: str) -> None:
+        """In one transaction: the commit marked undone by ``sha``, the intent done."""
 
 
 class SqliteWork:
@@ -197,3 +232,59 @@ class SqliteWork:
 
     async def mark_undone(self, commit_id: int, by_sha: str) -> None:
         await self._db.write("UPDATE commits SET undone_by=? WHERE id=?", (by_sha, commit_id))
+
+    # -- intents ---------------------------------------------------------------------
+    async def open_intent(self, kind: str, key: SessionKey, repo: str, target: int,
+                          base: str, tree: str, message: str) -> IntentRow:
+        cur = await self._db.write(
+            "INSERT INTO intents(kind, session, repo, target, base, tree, message, status,"
+            " created) VALUES (?,?,?,?,?,?,?, 'open', ?)",
+            (kind, key_str(key), repo, target, base, tree, message, time.time()),
+        )
+        return IntentRow(int(cur.lastrowid or 0), kind, key_str(key), repo, target, base,
+                         tree, message)
+
+    async def open_intents(self) -> list[IntentRow]:
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT id, kind, session, repo, target, base, tree, message, status"
+            " FROM intents WHERE status='open' ORDER BY id")
+        return [IntentRow(int(r[0]), r[1], r[2], r[3], int(r[4]), r[5], r[6], r[7], r[8])
+                for r in rows]
+
+    async def void_intent(self, intent_id: int) -> None:
+        await self._db.write("UPDATE intents SET status='void' WHERE id=? AND status='open'",
+                             (intent_id,))
+
+    async def commit_done(self, intent_id: int, sha: str, summary: str) -> bool:
+        now = time.time()
+        async with self._db.transaction() as conn:
+            rows = list(await conn.execute_fetchall(
+                "SELECT i.target, a.session, a.repo, a.base_sha, a.task_id,"
+                " coalesce(t.requester, 'owner') FROM intents i JOIN approvals a"
+                " ON a.id = i.target LEFT JOIN tasks t ON t.id = a.task_id"
+                " WHERE i.id=? AND i.status='open' AND i.kind='commit'", (intent_id,)))
+            if not rows:
+                return False
+            approval, session, repo, base, task_id, requester = rows[0]
+            decided = await conn.execute(
+                "UPDATE approvals SET status='approved', decided=? WHERE id=?"
+                " AND status='pending'", (now, approval))
+            if decided.rowcount != 1:
+                await conn.execute("UPDATE intents SET status='void' WHERE id=?",
+                                   (intent_id,))
+                return False
+            await conn.execute(
+                "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created,"
+                " requester) VALUES (?,?,?,?,?,?,?,?)",
+                (session, repo, sha, base, task_id, summary, now, requester))
+            await conn.execute("UPDATE tasks SET status='committed' WHERE id=?", (task_id,))
+            await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))
+            return True
+
+    async def undo_done(self, intent_id: int, sha: str) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE commits SET undone_by=? WHERE id=(SELECT target FROM intents"
+                " WHERE id=? AND kind='undo' AND status='open')", (sha, intent_id))
+            await conn.execute("UPDATE intents SET status='done' WHERE id=? AND"
+                               " status='open'", (intent_id,))

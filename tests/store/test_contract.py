@@ -204,3 +204,52 @@ async def test_undo_walks_back_through_the_sessions_commits(ports: Ports) -> Non
     assert await ports.work.last_commit(KEY) is None
     elsewhere = await ports.work.last_commit(OTHER)
     assert elsewhere is not None and elsewhere.sha == "sha9"
+
+
+# -- work: intents (the git journal) ---------------------------------------------------
+async def test_a_commit_intent_records_everything_at_once_when_done(ports: Ports) -> None:
+    task_id = await ports.work.create_task(KEY, "demo", "p", "claude", requester="ann")
+    approval_id = await ports.work.create_approval(KEY, task_id, "demo", "n", "hash",
+                                                   "base", "owner", 600)
+    opened = await ports.work.open_intent("commit", KEY, "demo", approval_id, "base",
+                                          "tree1", "fetch: p")
+    intent = opened.id
+    [row] = await ports.work.open_intents()
+    assert row == opened
+    assert (row.id, row.kind, row.session, row.repo, row.target, row.base, row.tree,
+            row.message, row.status) == (intent, "commit", "terminal:owner", "demo",
+                                         approval_id, "base", "tree1", "fetch: p", "open")
+    assert await ports.work.commit_done(intent, "sha1", "fetch: p")
+    assert await ports.work.open_intents() == []
+    approval = await ports.work.get_approval(approval_id)
+    task = await ports.work.get_task(task_id)
+    last = await ports.work.last_commit(KEY)
+    assert approval is not None and approval.status == "approved"
+    assert task is not None and task.status == "committed"
+    assert last is not None and (last.sha, last.parent, last.task_id, last.summary,
+                                 last.requester) == ("sha1", "base", task_id, "fetch: p",
+                                                     "ann")
+    assert not await ports.work.commit_done(intent, "sha1", "fetch: p")  # once only
+
+
+async def test_a_commit_intent_on_a_decided_approval_records_nothing(ports: Ports) -> None:
+    approval_id = await _approval(ports, KEY, "n1")
+    intent = (await ports.work.open_intent("commit", KEY, "demo", approval_id, "base",
+                                           "t", "m")).id
+    assert await ports.work.decide_approval(approval_id, "rejected")
+    assert not await ports.work.commit_done(intent, "sha1", "m")
+    assert await ports.work.last_commit(KEY) is None
+    assert await ports.work.open_intents() == []
+
+
+async def test_undo_and_void_intents_close(ports: Ports) -> None:
+    await ports.work.record_commit(KEY, "demo", "sha1", "base", None, "first")
+    last = await ports.work.last_commit(KEY)
+    assert last is not None
+    undo = (await ports.work.open_intent("undo", KEY, "demo", last.id, "sha1", "", "u")).id
+    lost = (await ports.work.open_intent("undo", KEY, "demo", last.id, "sha1", "", "u")).id
+    assert [i.id for i in await ports.work.open_intents()] == [undo, lost]
+    await ports.work.void_intent(lost)
+    await ports.work.undo_done(undo, "rev1")
+    assert await ports.work.last_commit(KEY) is None
+    assert await ports.work.open_intents() == []

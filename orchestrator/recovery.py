@@ -1,0 +1,164 @@
+"""Start-up recovery of the git journal: a commit or a revert a kill interrupted.
+
+Fetch writes an intent (store ``work.open_intent``) before it moves a repository's ref
+and closes it in the same transaction that records the move. An intent still open at
+start-up is settled from git, idempotently:
+
+* the ref moved to the journalled commit (parent = the intent's base, same message and,
+  for a commit, the approved tree): record it as done (the commit for /undo, the revert
+  as undone) and make the index and files match HEAD, as the interrupted step would have;
+* the ref did not move: the intent is void (a commit's approval still waits for yes).
+
+Lock files a killed git left behind (``index.lock``, ``HEAD.lock``, a branch's
+``.lock``) are removed first, only in a repository with an open intent: Fetch was
+inside git there when it died. Last, a chat still shown as waiting on a diff that was
+answered is closed, and the owner is told what was recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import FetchError
+from core.events import SessionKey
+from core.state import State
+from orchestrator.gitops import Repo
+from orchestrator.gittree import Anchor
+from orchestrator.messenger import Messenger
+from orchestrator.session import Sessions
+from orchestrator.store import Store
+from orchestrator.store.work import IntentRow
+from orchestrator.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """What to tell a chat once its channel is up."""
+
+    key: SessionKey
+    text: str
+
+
+def journalled_head(repo: Repo, intent: IntentRow) -> str | None:
+    """HEAD, if it is the commit ``intent`` describes; None if the ref did not move."""
+    head = repo.run("rev-parse", "--verify", "HEAD")
+    if head == intent.base:
+        return None
+    raw = repo.run("cat-file", "commit", head, strip=False)
+    header, _, message = raw.partition("\n\n")
+    fields = [line.split(" ", 1) for line in header.splitlines()]
+    parents = [value for name, value in fields if name == "parent"]
+    tree = next((value for name, value in fields if name == "tree"), "")
+    if parents != [intent.base] or message.strip() != intent.message.strip():
+        return None
+    if intent.tree and tree != intent.tree:
+        return None
+    return head
+
+
+def clear_stale_locks(gitdir: Path) -> list[str]:
+    """Remove the lock files a killed git leaves (Fetch holds the home's lock, and it
+    died inside git here: no live git of Fetch's holds them)."""
+    found = [gitdir / "index.lock", gitdir / "HEAD.lock", gitdir / "packed-refs.lock"]
+    refs = gitdir / "refs" / "heads"
+    if refs.is_dir():
+        found += [p for p in refs.rglob("*.lock") if p.is_file()]
+    removed = []
+    for lock in found:
+        if lock.is_file() and not lock.is_symlink():
+            lock.unlink()
+            removed.append(str(lock.relative_to(gitdir)))
+    return removed
+
+
+def settle_files(repo: Repo, intent: IntentRow) -> None:
+    """What the interrupted step did after moving the ref: a commit's index follows HEAD
+    (its files already do); a revert's files follow HEAD (its tree was clean before)."""
+    if intent.kind == "commit":
+        repo.run("reset", "-q", "--", ".")
+    else:
+        repo.run("reset", "-q", "--hard", "HEAD")
+
+
+def settled_after_error(repo: Repo, intent: IntentRow) -> str | None:
+    """After git failed mid-way: the journalled commit if the ref moved all the same
+    (its files settled), else None (nothing moved, or git cannot even tell)."""
+    try:
+        head = journalled_head(repo, intent)
+        if head is not None:
+            settle_files(repo, intent)
+    except FetchError:
+        return None
+    return head
+
+
+def _settle_in_git(workspace: Workspace, intent: IntentRow) -> str | None:
+    path = workspace.path(intent.repo)
+    removed = clear_stale_locks(Anchor.of(path).gitdir)
+    if removed:
+        log.warning("recovery: removed stale git locks in %s: %s", intent.repo, removed)
+    repo = Repo(path)
+    head = journalled_head(repo, intent)
+    if head is not None:
+        settle_files(repo, intent)
+    return head
+
+
+async def recover_journal(store: Store, workspace: Workspace, sessions: Sessions,
+                          ) -> list[Note]:
+    """Settle every open intent from git, then close chats left waiting on an answered
+    diff. Returns what to tell each chat."""
+    notes: list[Note] = []
+    for intent in await store.work.open_intents():
+        key = _key(intent.session)
+        try:
+            head = await asyncio.to_thread(_settle_in_git, workspace, intent)
+        except (FetchError, OSError) as err:
+            # The repository is gone or refused: nothing moved that Fetch can record.
+            log.warning("recovery: intent %d in %s left void: %s", intent.id, intent.repo, err)
+            head = None
+        if head is None:
+            await store.work.void_intent(intent.id)
+            continue
+        if intent.kind == "commit":
+            if await store.work.commit_done(intent.id, head, intent.message.splitlines()[0]):
+                notes.append(Note(key, f"✅ Committed {head[:7]} to {intent.repo} (your yes "
+                                       "from before the restart). Say undo to revert."))
+        else:
+            await store.work.undo_done(intent.id, head)
+            notes.append(Note(key, f"↩️ The undo from before the restart is done: new commit "
+                                   f"{head[:7]} in {intent.repo}."))
+        log.info("recovery: %s intent %d recorded as %s", intent.kind, intent.id, head[:12])
+    await _close_answered(store, sessions)
+    return notes
+
+
+async def tell(messenger: Messenger, notes: list[Note]) -> None:
+    for note in notes:
+        try:
+            await messenger.send(note.key, note.text)
+        except FetchError as err:  # a channel that is down must not stop start-up
+            log.warning("could not tell %s: %s", note.key, err)
+
+
+async def _close_answered(store: Store, sessions: Sessions) -> None:
+    """A chat left GUARDING by a kill after its diff was answered waits for nothing."""
+    for row in await store.sessions.in_states((State.GUARDING.value,)):
+        session = await sessions.get(row.key)
+        approval_id = session.data.approval_id
+        approval = None if approval_id is None else await store.work.get_approval(approval_id)
+        if approval is not None and approval.status == "pending":
+            continue
+        session.data.approval_id = None
+        session.data.approval_message_id = None
+        await session.settle(session.decide)
+
+
+def _key(session: str) -> SessionKey:
+    channel, _, chat = session.partition(":")
+    return SessionKey(channel, chat)
