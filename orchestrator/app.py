@@ -35,6 +35,7 @@ from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
 from orchestrator.planner import Planner
+from orchestrator.recovery import recover_journal, tell
 from orchestrator.runner import TaskRunner
 from orchestrator.scheduler import Scheduler
 from orchestrator.services import Services
@@ -199,6 +200,9 @@ class App:
             services.scheduler = scheduler
         for channel in self.channels:
             messenger.add_channel(channel)
+        # A commit or undo a kill interrupted is settled from git before anything reads
+        # the commits or the approvals (the chats are told once their channels are up).
+        recovered = await recover_journal(store, workspace, sessions)
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
         for row in await store.sessions.in_states((State.WORKING.value,)):
             await runner.recover(await sessions.get(row.key))
@@ -218,6 +222,7 @@ class App:
             # Started last and stopped first: a fired job needs every other part running.
             await services.scheduler.start()
             stack.push_async_callback(services.scheduler.stop)
+        await tell(messenger, recovered)
         await announce_waiting_diffs(store, sessions, approvals, workspace, messenger,
                                      permissions)
         replayed = await gateway.replay_unfinished(unfinished)

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from core.errors import ApprovalError, GitError
 from core.events import Inbound, SessionKey
 from core.validate import UnsafeName, safe_relative_path
-from orchestrator import autonomy, diffview
+from orchestrator import autonomy, diffview, recovery
 from orchestrator.config import Settings
+from orchestrator.crashpoint import crash_point
 from orchestrator.gitops import Change
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.model import Effect
@@ -274,17 +275,25 @@ class Approvals:
         task = await self._store.work.get_task(row.task_id)
         prompt = task.prompt if task else "change"
         message = _commit_message(prompt, row, self._settings.owner)
+        # Journalled: a kill between the ref move and the record is settled from git at
+        # the next start (orchestrator/recovery.py), so the commit is never lost.
+        intent = await self._store.work.open_intent(
+            "commit", key, row.repo, row.id, change.base_sha, change.tree_sha, message)
+        crash_point("commit:intent")
         try:
             sha = await asyncio.to_thread(repo.commit, change, message)
         except GitError as err:
-            await self._messenger.send(key, f"❌ Not committed: {err}. Say yes to retry or no.")
-            return
-        if not await self._store.work.decide_approval(row.id, "approved"):
+            moved = await asyncio.to_thread(recovery.settled_after_error, repo, intent)
+            if moved is None:
+                await self._store.work.void_intent(intent.id)
+                await self._messenger.send(
+                    key, f"❌ Not committed: {err}. Say yes to retry or no.")
+                return
+            sha = moved  # the ref moved before git failed: committed all the same
+        crash_point("commit:ref")
+        if not await self._store.work.commit_done(intent.id, sha, message.splitlines()[0]):
             return  # a concurrent answer won; it has replied
-        await self._store.work.record_commit(session.key, row.repo, sha, row.base_sha, row.task_id,
-                                        message.splitlines()[0],
-                                        requester=task.requester if task else "owner")
-        await self._store.work.set_task_status(row.task_id, "committed")
+        crash_point("commit:recorded")
         await self._close(session)
         files = "\n".join(f"• {f.path} +{f.added} −{f.removed}" for f in change.files[:6])
         more = f"\n• …and {len(change.files) - 6} more" if len(change.files) > 6 else ""
