@@ -1,4 +1,5 @@
-"""/stop, /pause, /resume: control that must work at any moment."""
+"""/stop, /pause, /resume: control that must work at any moment; /autonomy and /project:
+how this chat's diffs are committed, and the project it works in."""
 
 from __future__ import annotations
 
@@ -67,3 +68,13 @@ async def resume(ctx: InstinctContext, args: str) -> None:
         return
     await ctx.session.resume()
     await ctx.reply("🐕 Back. What's next?")
+
+
+@router.command("autonomy", help="how diffs land: supervised, semi or autonomous")
+async def autonomy(ctx: InstinctContext, args: str) -> None:
+    await ctx.reply(await ctx.tasks.autonomy(ctx.session, args))
+
+
+@router.command("project", aliases=("proj",), help="the repo: type, branch, status, task")
+async def project(ctx: InstinctContext, args: str) -> None:
+    await ctx.reply(await ctx.tasks.project(ctx.session))

@@ -8,7 +8,7 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("workspace")
 
 
-@router.command("workspace", aliases=("repos", "project"),
+@router.command("workspace", aliases=("repos",),
                 help="list repos; /workspace <name> picks one", while_working=False)
 async def workspace(ctx: InstinctContext, args: str) -> None:
     if args:

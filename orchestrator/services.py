@@ -77,7 +77,7 @@ class Services:
         self.facades = Facades(
             scheduling=SchedulingFacade(lambda: self.scheduler),
             memory=MemoryFacade(self.memory),
-            tasks=TasksFacade(self.runner),
+            tasks=TasksFacade(self.runner, self.permissions, self.workspace),
             commits=CommitsFacade(self.store, self.workspace),
             workspace=WorkspaceFacade(self.workspace),
             harnesses=HarnessesFacade(self.harnesses, self.runner),

@@ -83,8 +83,8 @@ async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
         pids = cli_pids(repo)
         held = await fetch.ask("/pause", "Paused task")
         assert "/resume" in held
-        for pid in pids:
-            assert state(pid) == "T", (pid, state(pid))
+        # A pause that came while the kennel was still starting lands as soon as it has.
+        await until(lambda: set(states(pids).values()) == {"T"}, 5)
         assert "WORKING" in await fetch.ask("/status", "Fetch ·")
         # Longer than the whole time limit: a clock that ran while paused would fire.
         await asyncio.sleep(7)
@@ -112,7 +112,7 @@ async def test_stop_ends_a_paused_task(
         await until(lambda: "The quick" in (repo / "README.md").read_text())
         pids = cli_pids(repo)
         await fetch.ask("/pause", "Paused task")
-        assert all(state(pid) == "T" for pid in pids)
+        await until(lambda: set(states(pids).values()) == {"T"}, 5)
         stopped = await fetch.ask("/stop", "Stopped task")
         assert "still alive" not in stopped
         await until(lambda: not cli_pids(repo), 5)

@@ -32,12 +32,14 @@ COLLABORATOR_TOOLS = {"workspace_list", "workspace_select", "task_create", "ask_
 EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "viewer": set()}
 # Denied for collaborators: scheduling (a prompt job runs with the owner's authority),
 # send_message, archived transcripts (the owner's conversations), pause/resume of a
-# shared session, /grants, creating or deleting repositories, answering a task's question.
+# shared session, /grants, creating or deleting repositories, answering a task's question,
+# /autonomy (how the owner's branch may move) and /project.
 
 
 def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
     assert set(EXPECTED_INSTINCTS) == set(PROFILES) == set(SENDERS)
-    known = {"pause", "resume", "remind", "schedule", "cron", "grants"} | \
+    known = {"pause", "resume", "remind", "schedule", "cron", "grants", "autonomy",
+             "project"} | \
         COLLABORATOR_INSTINCTS
     assert set(INSTINCTS) <= known, f"decide who may use {set(INSTINCTS) - known}"
     denied_tools = {"schedule", "schedule_list", "schedule_cancel", "send_message",

@@ -101,6 +101,12 @@ class FakeTasks:
     async def resume(self, key: SessionKey) -> PausedTask | None:
         return PausedTask(3, "demo", 0) if self.running else None
 
+    async def autonomy(self, session: SessionPort, level: str) -> str:
+        return f"autonomy {level or 'supervised'}"
+
+    async def project(self, session: SessionPort) -> str:
+        return "project"
+
 
 class FakeCommits:
     async def undo_last(self, key: SessionKey) -> str:
