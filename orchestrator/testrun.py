@@ -54,7 +54,8 @@ class TestResult:
         return self.ran and self.exit_code == 0 and not self.failed
 
     def line(self) -> str:
-        """One line for the diff card and the completion card."""
+        """For the diff card and the completion card: one line, and the first failing
+        tests' names below it."""
         if not self.ran:
             return f"🧪 tests: not run ({self.note})"
         tool = f" ({self.plan.tool}, in the kennel)" if self.plan else ""
@@ -62,10 +63,9 @@ class TestResult:
             return f"🧪 tests failed: {self.note}{tool}"
         total = (self.passed or 0) + (self.failed or 0)
         if self.failed:
-            names = ", ".join(self.failures[:3])
-            more = f" (+{len(self.failures) - 3} more)" if len(self.failures) > 3 else ""
-            return (f"🧪 {self.failed}/{total} failing{tool}" + (f": {names}{more}" if names
-                                                                 else ""))
+            names = "".join(f"\n• {n[:80]}" for n in self.failures[:3])
+            more = f"\n• …and {len(self.failures) - 3} more" if len(self.failures) > 3 else ""
+            return f"🧪 {self.failed}/{total} failing{tool}{':' if names else ''}{names}{more}"
         if self.exit_code == 0:
             return (f"🧪 {self.passed}/{total} passing{tool}" if self.passed is not None
                     else f"🧪 tests passed{tool}")
