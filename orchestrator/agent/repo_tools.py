@@ -68,9 +68,11 @@ def _read(repo: Repo, raw: str, start: int, count: int) -> str:
     rel, real = confined(repo.path, raw)
     if not real.is_file():
         raise ToolArgumentError(f"no file {rel!r} in the repository")
-    data = real.read_bytes()[:MAX_FILE]
+    size = real.stat().st_size
+    with real.open("rb") as fh:
+        data = fh.read(MAX_FILE)
     if b"\0" in data[:8192]:
-        return f"{rel}: a binary file ({real.stat().st_size} bytes)"
+        return f"{rel}: a binary file ({size} bytes)"
     lines = data.decode(errors="replace").splitlines()
     first = max(1, start)
     chosen = lines[first - 1:first - 1 + min(count, MAX_LINES)]
@@ -78,7 +80,8 @@ def _read(repo: Repo, raw: str, start: int, count: int) -> str:
     cut = len(body) > MAX_READ
     body = body[:MAX_READ]
     end = first + len(chosen) - 1
-    tail = f"\n[lines {first}-{end} of {len(lines)}]" if cut or end < len(lines) or first > 1 \
+    total = f"{len(lines)}" if size <= MAX_FILE else f"the first {len(lines)} (of {size} bytes)"
+    tail = f"\n[lines {first}-{end} of {total}]" if cut or end < len(lines) or first > 1 \
         else ""
     return f"{rel}:\n{body}{tail}"
 
@@ -122,7 +125,8 @@ def _log(repo: Repo, path: str, count: int) -> str:
         return "(no commits yet)"
     rel = confined(repo.path, path)[0] if path else ""
     return _git(repo, "log", f"-n{max(1, min(count, 50))}", "--no-color",
-                "--format=%h %ad %an: %s", "--date=short", "--", *([rel] if rel else []))
+                "--format=%h %ad %an: %s", "--date=short", "--",
+                *([rel] if rel else [])).rstrip("\n")
 
 
 def _show(repo: Repo, rev: str, path: str) -> str:
