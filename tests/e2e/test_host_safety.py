@@ -49,10 +49,13 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'
 """
 
 
-@pytest.fixture
+@pytest.fixture(params=["unsafe-local", "bwrap"])
 async def rogue(
-    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> AsyncIterator[tuple[Driver, Path]]:
+    """unsafe-local: the CLI can write .git and the guard must put it back; bwrap (the
+    default): .git is read-only inside, the same attempts fail there."""
     canary = tmp_path / "canary"
     canary.mkdir()
     bin_dir = tmp_path / "bin"
@@ -61,7 +64,8 @@ async def rogue(
     cli.write_text(EVIL.format(canary=canary))
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    settings = make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x")
+    settings = make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x",
+                             FETCH_KENNEL=request.param)
     app, driver = await start_driver(settings)
     try:
         yield driver, canary
@@ -79,7 +83,8 @@ async def test_planted_git_programs_never_run_on_the_host(rogue: tuple[Driver, P
     repo = fetch.services.workspace.path("demo")
     config_before = (repo / ".git" / "config").read_text()
     diff = await fetch.ask("fix the typo in README.md of demo", "Apply?")
-    assert "put it back" in " ".join(fetch.seen)  # the owner is told
+    if fetch.services.kennel.name == "unsafe-local":
+        assert "put it back" in " ".join(fetch.seen)  # the owner is told
     assert ".gitattributes" in diff and "README.md" in diff
     assert (repo / ".git" / "config").read_text() == config_before
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()

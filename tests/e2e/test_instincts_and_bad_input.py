@@ -11,7 +11,7 @@ async def test_help_commands_status(fetch: Driver) -> None:
     for word in ("/help", "/commands", "/status", "/clear", "/stop", "/undo"):
         assert word in listing
     status = await fetch.ask("/status", "Fetch ·")
-    assert "ALERT" in status and "sandbox: local" in status and "harness: demo" in status
+    assert "ALERT" in status and "sandbox: bwrap" in status and "harness: demo" in status
 
 
 async def test_trigger_prefix_is_stripped(fetch: Driver) -> None:
