@@ -345,7 +345,7 @@ class Approvals:
         await session.settle(session.finish)
         head = f"{said.strip()}\n\n" if said.strip() else ""
         await self._messenger.send(
-            session.key, f"{head}✅ Committed {sha[:7]} to {repo} without asking "
+            session.key, f"{head}✅ Committed {sha[:7]} to {repo} without asking\n"
                          f"({route.why}).\n{message.splitlines()[0]}\n\n"
                          f"files:\n{_files(change)}\n" + "\n".join(notes)
                          + "\n\nSay undo to revert.")
@@ -375,7 +375,7 @@ class Approvals:
         row = await self._store.work.get_approval(approval_id)
         card = diffview.summary(change, repo).rsplit("\n\n", 1)[0]
         head = f"{said.strip()}\n\n" if said.strip() else ""
-        text = (f"{head}🌿 Committed {sha[:7]} on the branch {branch} ({route.why}); "
+        text = (f"{head}🌿 Committed {sha[:7]} on the branch {branch}\n({route.why}); "
                 f"{mainline} is unchanged.\n" + "\n".join(notes) + f"\n\n{card}\n\n"
                 f"Merge into {mainline}? merge · drop · keep (leave the branch)")
         sent = await self._messenger.send(session.key, text,

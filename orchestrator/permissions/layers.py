@@ -132,8 +132,16 @@ def _combine(key: str, current: Any, new: Any, narrow_only: bool) -> tuple[Any, 
     return new, "narrows"
 
 
+# Keys a repository's committed cap binds whatever a later (chat) layer says: for these
+# the narrowing-only layers are applied last.
+CAPPED = ("approvals.autonomy",)
+
+
 def resolve(key: str, layers: list[Layer]) -> Resolved:
     """The first layer must be the global one and hold every key."""
+    if key in CAPPED:
+        layers = [x for x in layers if not x.narrow_only] + [x for x in layers
+                                                             if x.narrow_only]
     first = layers[0]
     result = Resolved(key, first.values[key], first.source_of(key),
                       [f"  {first.name}: {first.values[key]!r} ({first.source_of(key)})"])

