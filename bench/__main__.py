@@ -3,7 +3,7 @@
 ``--quick`` cuts every N (for a smoke run, not for figures worth quoting);
 ``--only`` picks benchmarks. Each benchmark is also runnable alone:
 ``python -m bench.roundtrip [--profile]``, ``python -m bench.coldstart``,
-``python -m bench.memory``, ``python -m bench.flood``.
+``python -m bench.memory``, ``python -m bench.flood``, ``python -m bench.agent``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import (
+    agent,
     coldstart,
     flood,
     kennel_start,
@@ -43,6 +44,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "kennel_start": (kennel_start.run, kennel_start.render, 6, 2),
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
     "flood": (flood.run, flood.render, 1_000, 200),
+    "agent": (agent.run, agent.render, 10, 10),
 }
 
 

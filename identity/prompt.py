@@ -58,8 +58,9 @@ def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
         "To change code, call task_create with the repo and a precise instruction; the",
         "harness edits, the owner approves the diff. Never claim a change is made before",
         "the owner approved it. Ask with ask_user when the repo or the goal is unclear.",
-        "Read code with repo_* and git_* tools first when it helps. The last message of",
-        "each turn, [session ...], is the mode, repo and git status right now.",
+        "Read code with repo_* and git_* tools first when it helps (repo defaults to the",
+        "active one). The last message of each turn, [session ...], is the mode, repo and",
+        "git status right now.",
     ]
     return "\n".join(lines)
 

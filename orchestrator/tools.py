@@ -68,8 +68,11 @@ class ToolRegistry:
         def register(fn: ToolHandler) -> ToolHandler:
             if name in self._tools:
                 raise ValueError(f"tool {name!r} registered twice")
-            params = {"type": "object", "properties": properties, "required": required,
-                      "additionalProperties": False}
+            # Kept small: every schema is sent on every request ("Say hello" < 8 KB).
+            # Unknown arguments are refused by check_args, so no additionalProperties.
+            params: dict[str, Any] = {"type": "object", "properties": properties}
+            if required:
+                params["required"] = required
             self._tools[name] = Tool(name, description, params, fn, kind, cached, ask)
             return fn
         return register
@@ -98,7 +101,7 @@ def check_args(tool: Tool, args: object) -> dict[str, Any]:
     unknown = sorted(set(args) - set(props))
     if unknown:
         raise ToolArgumentError(f"unknown argument(s): {', '.join(unknown)}")
-    for name in tool.parameters["required"]:
+    for name in tool.parameters.get("required", ()):
         if name not in args:
             raise ToolArgumentError(f"missing required argument {name!r}")
     for name, value in args.items():

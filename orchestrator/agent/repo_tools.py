@@ -30,7 +30,7 @@ MAX_FILE = 1024 * 1024  # bigger files are not searched
 MAX_GIT = 32 * 1024  # bytes of git log / show output
 REV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./~^@{}-]{0,199}$")
 
-REPO = {"repo": {"type": "string", "description": "default: the active repo"}}
+REPO = {"repo": {"type": "string"}}  # default: the active repo (the prompt says so)
 
 
 def confined(root: Path, raw: str) -> tuple[str, Path]:
@@ -149,14 +149,14 @@ def register_tools(registry: ToolRegistry) -> None:
     def repo(ctx: Context, args: dict[str, Any]) -> Repo:
         return ctx.services.workspace.repo(repo_of(ctx, args))
 
-    @registry.tool("repo_list_files", "List a repo's files (not ignored), optionally under "
-                   "a folder.", {**REPO, "path": {"type": "string"}}, [],
+    @registry.tool("repo_list_files", "List files (under path).",
+                   {**REPO, "path": {"type": "string"}}, [],
                    kind="read", cached=True)
     async def repo_list_files(ctx: Context, args: dict[str, Any]) -> ToolResult:
         return ToolResult(await asyncio.to_thread(_list, repo(ctx, args),
                                                   args.get("path") or ""))
 
-    @registry.tool("repo_read_file", "Read a file of a repo, with line numbers.",
+    @registry.tool("repo_read_file", "Read a file, numbered lines.",
                    {**REPO, "path": {"type": "string"}, "start": {"type": "integer"},
                     "lines": {"type": "integer"}}, ["path"], kind="read", cached=True)
     async def repo_read_file(ctx: Context, args: dict[str, Any]) -> ToolResult:
@@ -164,14 +164,14 @@ def register_tools(registry: ToolRegistry) -> None:
             _read, repo(ctx, args), args["path"], _number(args, "start", 1),
             _number(args, "lines", MAX_LINES)))
 
-    @registry.tool("repo_search", "Search a repo's files for text (case-insensitive).",
+    @registry.tool("repo_search", "Find text in files.",
                    {**REPO, "query": {"type": "string"}, "path": {"type": "string"}},
                    ["query"], kind="read", cached=True)
     async def repo_search(ctx: Context, args: dict[str, Any]) -> ToolResult:
         return ToolResult(await asyncio.to_thread(_search, repo(ctx, args), args["query"],
                                                   args.get("path") or ""))
 
-    @registry.tool("git_log", "Recent commits of a repo (optionally of one path).",
+    @registry.tool("git_log", "Recent commits (of path).",
                    {**REPO, "path": {"type": "string"}, "count": {"type": "integer"}}, [],
                    kind="read", cached=True)
     async def git_log(ctx: Context, args: dict[str, Any]) -> ToolResult:
@@ -179,7 +179,7 @@ def register_tools(registry: ToolRegistry) -> None:
                                                   args.get("path") or "",
                                                   _number(args, "count", 10)))
 
-    @registry.tool("git_show", "A commit's patch, or a file as of a revision (with path).",
+    @registry.tool("git_show", "A commit's patch, or path at rev.",
                    {**REPO, "rev": {"type": "string"}, "path": {"type": "string"}},
                    ["rev"], kind="read", cached=True)
     async def git_show(ctx: Context, args: dict[str, Any]) -> ToolResult:

@@ -19,19 +19,19 @@ from orchestrator.tools import ToolRegistry, ToolResult
 if TYPE_CHECKING:
     from orchestrator.context import Context
 
-REPO = {"repo": {"type": "string", "description": "repository name"}}
+REPO = {"repo": {"type": "string"}}
 STATUS_LINES = 40
 
 
 def register_tools(registry: ToolRegistry) -> None:
-    @registry.tool("workspace_list", "List the git repositories in the workspace.", {}, [],
+    @registry.tool("workspace_list", "List the workspace's repos.", {}, [],
                    kind="read")
     async def workspace_list(ctx: Context, args: dict[str, Any]) -> ToolResult:
         ws = ctx.services.workspace
         lines = await asyncio.to_thread(lambda: [ws.describe(n) for n in ws.repos()])
         return ToolResult("\n".join(lines) or "(no repositories)")
 
-    @registry.tool("workspace_select", "Make a repository the active one for this chat.",
+    @registry.tool("workspace_select", "Make a repo the active one.",
                    REPO, ["repo"])
     async def workspace_select(ctx: Context, args: dict[str, Any]) -> ToolResult:
         name = args["repo"]
@@ -41,8 +41,8 @@ def register_tools(registry: ToolRegistry) -> None:
         await ctx.session.persist()
         return ToolResult(f"active repo is now {name}")
 
-    @registry.tool("workspace_status", "Branch, HEAD and uncommitted changes of a repo "
-                   "(default: the active one).", REPO, [], kind="read", cached=True)
+    @registry.tool("workspace_status", "A repo's branch, HEAD, changes.", REPO, [],
+                   kind="read", cached=True)
     async def workspace_status(ctx: Context, args: dict[str, Any]) -> ToolResult:
         name = repo_of(ctx, args)
         repo = ctx.services.workspace.repo(name)
@@ -56,15 +56,14 @@ def register_tools(registry: ToolRegistry) -> None:
                               *(shown or ["clean"])])
         return ToolResult(await asyncio.to_thread(read))
 
-    @registry.tool("workspace_create", "Create a new empty git repository in the workspace.",
+    @registry.tool("workspace_create", "Create an empty repo.",
                    {"name": {"type": "string"}}, ["name"], ask=True)
     async def workspace_create(ctx: Context, args: dict[str, Any]) -> ToolResult:
         name = args["name"].strip()
         await asyncio.to_thread(ctx.services.workspace.create, name)
         return ToolResult(f"created repository {name} (branch main, no commits)")
 
-    @registry.tool("workspace_delete", "Delete a repository and its files from the "
-                   "workspace.", REPO, ["repo"], ask=True)
+    @registry.tool("workspace_delete", "Delete a repo and its files.", REPO, ["repo"], ask=True)
     async def workspace_delete(ctx: Context, args: dict[str, Any]) -> ToolResult:
         name = args["repo"]
         running = ctx.services.runner.running(ctx.session.key)
@@ -78,9 +77,8 @@ def register_tools(registry: ToolRegistry) -> None:
 
     @registry.tool(
         "task_create",
-        "Hand a coding task to the coding harness. It edits files; the owner then sees "
-        "the diff and approves or rejects it.",
-        {**REPO, "instruction": {"type": "string", "description": "precise instruction"}},
+        "Hand a coding task to the harness; the owner approves its diff.",
+        {**REPO, "instruction": {"type": "string"}},
         ["repo", "instruction"],
     )
     async def task_create(ctx: Context, args: dict[str, Any]) -> ToolResult:
@@ -94,7 +92,7 @@ def register_tools(registry: ToolRegistry) -> None:
         await ctx.services.runner.start(ctx.session, repo, instruction, ctx.subject.id)
         return ToolResult("task handed to the harness", final=True)
 
-    @registry.tool("task_status", "The state of a task of this chat (default: the latest).",
+    @registry.tool("task_status", "A task's state (default: the latest).",
                    {"task_id": {"type": "integer"}}, [], kind="read")
     async def task_status(ctx: Context, args: dict[str, Any]) -> ToolResult:
         handle = ctx.services.runner.running(ctx.session.key)
@@ -109,21 +107,21 @@ def register_tools(registry: ToolRegistry) -> None:
         return ToolResult(f"task #{row.id} in {row.repo} with {row.harness}: {row.status}"
                           f"{running}\n{row.prompt[:300]}")
 
-    @registry.tool("task_cancel", "Stop this chat's running task.", {}, [])
+    @registry.tool("task_cancel", "Stop the running task.", {}, [])
     async def task_cancel(ctx: Context, args: dict[str, Any]) -> ToolResult:
         stopped = await ctx.services.runner.stop(ctx.session.key)
         if stopped is None:
             return ToolResult("no task is running in this chat")
         return ToolResult(f"stopped task #{stopped.task_id} ({stopped.harness})")
 
-    @registry.tool("task_respond", "Answer the question the running task asked.",
+    @registry.tool("task_respond", "Answer the running task's question.",
                    {"answer": {"type": "string"}}, ["answer"])
     async def task_respond(ctx: Context, args: dict[str, Any]) -> ToolResult:
         # No harness relays a mid-task question yet (issue 13, item 5): until one does,
         # there is never a question to answer, and the model is told so.
         return ToolResult("error: no running task is waiting for an answer in this chat")
 
-    @registry.tool("ask_user", "Ask the owner a question and wait for the answer.",
+    @registry.tool("ask_user", "Ask the owner; wait for the answer.",
                    {"question": {"type": "string"}}, ["question"])
     async def ask_user(ctx: Context, args: dict[str, Any]) -> ToolResult:
         question = args["question"].strip() or "Could you say a bit more?"
@@ -133,7 +131,7 @@ def register_tools(registry: ToolRegistry) -> None:
         await ctx.reply(f"❓ {question}")
         return ToolResult("asked", final=True)
 
-    @registry.tool("report_progress", "Tell the owner how the work goes, and keep going.",
+    @registry.tool("report_progress", "Tell the owner how it goes; go on.",
                    {"message": {"type": "string"}}, ["message"])
     async def report_progress(ctx: Context, args: dict[str, Any]) -> ToolResult:
         message = args["message"].strip()
