@@ -1,14 +1,15 @@
-"""Named crash points for the crash tests (tests/crash/): with ``FETCH_CRASH_AT=<name>``
-the process dies at that point exactly as a SIGKILL would leave it (``os._exit``: no
-cleanup, no flush). Unset, a crash point costs one comparison."""
+"""Named crash points for the crash tests (tests/crash/): with
+``FETCH_CRASH_AT=<name>[,<name>...]`` the process dies at the first of those points it
+reaches, exactly as a SIGKILL would leave it (``os._exit``: no cleanup, no flush).
+Unset, a crash point costs one test."""
 
 from __future__ import annotations
 
 import os
 
-_AT = os.environ.get("FETCH_CRASH_AT", "")
+_AT = frozenset(filter(None, os.environ.get("FETCH_CRASH_AT", "").split(",")))
 
 
 def crash_point(name: str) -> None:
-    if _AT and name == _AT:
+    if _AT and name in _AT:
         os._exit(137)
