@@ -16,8 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.errors import FetchError, GitError
+from core.errors import FetchError
 from orchestrator.agent import confirm
+from orchestrator.agent.access import repo_of
 from orchestrator.agent.cache import ResultCache, cache_key
 from orchestrator.agent.repostate import repo_state
 from orchestrator.tools import Tool, ToolArgumentError, ToolRegistry, check_args
@@ -126,14 +127,13 @@ class ToolExecutor:
             self.cache.clear()  # whatever it changed, no cached read is trusted after it
 
     async def _key(self, ctx: Context, tool: Tool, args: dict[str, Any]) -> str | None:
-        name = args.get("repo") or ctx.session.data.repo
-        if not isinstance(name, str):
-            return None
         try:
-            repo = ctx.services.workspace.repo(name)
-            state = await asyncio.to_thread(repo_state, repo)
-        except (GitError, OSError):
-            return None
+            # The sender's access is checked before the cache is looked at: a hit must
+            # never show a member what only the owner (or another member) may read.
+            name = repo_of(ctx, args)
+            state = await asyncio.to_thread(repo_state, ctx.services.workspace.repo(name))
+        except (FetchError, OSError):
+            return None  # no caching; the tool itself says what is wrong
         return cache_key(tool.name, {**args, "repo": name}, state)
 
 

@@ -125,3 +125,29 @@ async def test_compaction_without_a_summary_truncates_with_a_note(
     folded = _chat(bodies(model)[-1])[1][1]
     assert folded.startswith("[") and "earlier messages compacted: truncated" in folded
     assert "owner: hello there, part 0" in folded and "…" in folded
+
+
+async def test_older_turns_arrive_as_archive_summaries(
+    start: Start, model: ScriptedModelServer
+) -> None:
+    from orchestrator.memory.archive import ChunkPlan, commit_chunk, thread_of
+
+    agent = await start(FETCH__MODEL__HISTORY_MESSAGES="2")
+    for n in range(3):
+        model.script(Text(f"answer {n}"))
+        await agent.ask(f"hello there, question {n}", f"answer {n}")
+    services = agent.services
+    key = agent.terminal_key()
+    rows = await services.store.messages.recent(key, 10)
+    # Archive the first turn (as the archiver would, with a summary of it).
+    first_turn = [{"id": i, "direction": d, "text": t, "ts": 0.0} for i, d, t in rows[:2]]
+    plan = ChunkPlan(thread_of(key), 0, first_turn)
+    assert await services.memory.db.run(commit_chunk, plan, "SUMMARY: question 0 was asked",
+                                        "x.json", None, "", False) is not None
+    model.script(Text("answer 3"))
+    await agent.ask("hello there, question 3", "answer 3")
+    chat = _chat(bodies(model)[-1])
+    assert chat[1] == ("user", "[earlier in this chat, from archival memory]\n"
+                               "- SUMMARY: question 0 was asked")
+    assert chat[2:-1] == [("user", "hello there, question 2"), ("assistant", "answer 2"),
+                          ("user", "hello there, question 3")]
