@@ -71,16 +71,35 @@ class Embedder:
                     model=self.model, input=batch, dimensions=self.dims)
             except openai.APIError as err:
                 raise EmbeddingError(f"embedding endpoint failed: {_describe(err)}") from err
-            rows = sorted(response.data, key=lambda d: d.index)
-            if len(rows) != len(batch):
-                raise EmbeddingError(f"asked for {len(batch)} embeddings, got {len(rows)}")
-            for row in rows:
-                if len(row.embedding) != self.dims:
-                    raise EmbeddingError(
-                        f"{self.model} returns {len(row.embedding)}-dimensional vectors; set "
-                        f"memory.embedding_dimensions to {len(row.embedding)}")
-                out.append(pack(list(row.embedding)))
+            except (AttributeError, TypeError, ValueError, KeyError) as err:
+                # The SDK parsing a 200 that is not embeddings (HTML, an error object).
+                raise EmbeddingError("embedding endpoint answered something that is not "
+                                     f"embeddings ({type(err).__name__})") from err
+            out += self._vectors(response, len(batch))
         return out
+
+    def _vectors(self, response: object, wanted: int) -> list[bytes]:
+        """The packed vectors of one answer. A 200 can still be no answer (an error
+        object, an HTML page, a proxy's notice): that is an EmbeddingError too, so memory
+        falls back to keyword search instead of failing."""
+        data = getattr(response, "data", None)
+        if not isinstance(data, list):
+            raise EmbeddingError(f"embedding endpoint answered without vectors: "
+                                 f"{_snippet(response)}")
+        try:
+            rows = sorted(data, key=lambda d: int(d.index))
+            vectors = [[float(v) for v in row.embedding] for row in rows]
+        except (AttributeError, TypeError, ValueError) as err:
+            raise EmbeddingError(f"embedding endpoint answered malformed vectors ({err})"
+                                 ) from err
+        if len(vectors) != wanted:
+            raise EmbeddingError(f"asked for {wanted} embeddings, got {len(vectors)}")
+        for vec in vectors:
+            if len(vec) != self.dims:
+                raise EmbeddingError(
+                    f"{self.model} returns {len(vec)}-dimensional vectors; set "
+                    f"memory.embedding_dimensions to {len(vec)}")
+        return [pack(vec) for vec in vectors]
 
     async def query(self, text: str) -> bytes:
         cached = self._cache.get(text)
@@ -102,3 +121,9 @@ def _describe(err: Exception) -> str:
     if isinstance(err, openai.APIStatusError):
         return f"HTTP {err.status_code}"
     return type(err).__name__
+
+
+def _snippet(response: object) -> str:
+    error = getattr(response, "error", None)  # {"error": {...}} under HTTP 200
+    text = str(error if error is not None else response)
+    return " ".join(text.split())[:120] or "an empty answer"

@@ -14,6 +14,13 @@ def _layer(kind: str) -> str:
     return "archive" if kind == "archive" else "memory"
 
 
+def has_vec_index(conn: Any, vec_ok: bool) -> bool:
+    """The binary index exists only once an embedding endpoint told its dimension
+    (schema.ensure_vec_index): without one, there is nothing in it to keep in step."""
+    return vec_ok and conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = 'memory_vec_bits'").fetchone() is not None
+
+
 def put_vector(conn: Any, item_id: int, kind: str, vec: bytes, signature: str,
                vec_ok: bool) -> None:
     """Store the exact vector and its binary code; call inside a write transaction."""
@@ -90,7 +97,7 @@ def forget(conn: Any, item_id: int, vec_ok: bool, subject: str | None = None) ->
             return None
         if subject is not None and item.subject != subject:
             return None
-        if vec_ok:
+        if has_vec_index(conn, vec_ok):
             conn.execute("DELETE FROM memory_vec_bits WHERE rowid=?", (item_id,))
         conn.execute("DELETE FROM memory_items WHERE id=?", (item_id,))  # cascades vectors
         return item
@@ -132,7 +139,7 @@ def store_vectors(conn: Any, batch: list[tuple[int, str, bytes]], signature: str
 def drop_vectors(conn: Any, vec_ok: bool) -> None:
     """The embedding model changed: old vectors are not comparable with new ones."""
     def run() -> None:
-        if vec_ok:
+        if has_vec_index(conn, vec_ok):
             conn.execute("DELETE FROM memory_vec_bits")
         conn.execute("DELETE FROM memory_vectors")
         conn.execute("UPDATE memory_items SET embedded = NULL")

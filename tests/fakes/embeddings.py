@@ -13,6 +13,8 @@ Each feature lands on ``SPREAD`` dimensions picked by a hash, with hashed signs,
 unrelated texts are near-orthogonal at any dimension a request asks for.
 
     srv.embeddings.fail = 503   # answer errors until set back to None
+    srv.embeddings.bad_200 = "error"  # HTTP 200 that is no answer: "error" (an error
+                                      # object), "html" (a portal's page); None: off
     srv.embeddings.calls        # inputs embedded so far
 """
 
@@ -86,6 +88,7 @@ def embed(text: str, dims: int = DEFAULT_DIMS) -> list[float]:
 class FakeEmbeddings:
     def __init__(self) -> None:
         self.fail: int | None = None
+        self.bad_200: str | None = None
         self.calls = 0
         self.requests: list[dict[str, Any]] = []
 
@@ -99,6 +102,12 @@ class FakeEmbeddings:
         self.requests.append(body)
         if self.fail is not None:
             return _error(self.fail, "fake: embeddings are down")
+        if self.bad_200 == "html":
+            return web.Response(text="<html><body>Please log in</body></html>",
+                                content_type="text/html")
+        if self.bad_200 == "error":
+            return web.json_response({"error": {"message": "fake: model overloaded",
+                                                "type": "server_error"}})
         inputs = body.get("input")
         if isinstance(inputs, str):
             inputs = [inputs]
