@@ -23,11 +23,13 @@ import aiosqlite
 
 from core.errors import StoreError
 from core.events import SessionKey
+from core.tasks import cancel_and_wait
 from orchestrator.store.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 5000
 FAST_BUSY_MS = 5  # the event-loop connection never waits longer than this
 FAST_BATCH = 64  # a write-behind batch larger than this takes the thread path
+log = logging.getLogger(__name__)
 
 
 def key_str(key: SessionKey) -> str:
@@ -44,7 +46,11 @@ class Database:
         # aiosqlite's thread costs ~0.1-0.2 ms, and a command must answer in under 1 ms.
         self._behind: dict[str, list[tuple[Any, ...]]] = {}
         self._behind_wake = asyncio.Event()
+        # The writer is the store's own task, not the supervisor's: the supervisor stops
+        # first (runs being cancelled still log rows), and the writer must end after the
+        # last of them. Started by open, ended (and its rows written) by close.
         self._behind_task: asyncio.Task[None] | None = None
+        self._behind_stopping = False
         self._fast: sqlite3.Connection | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -68,8 +74,6 @@ class Database:
         except Exception:
             await self.close()
             raise
-        self._behind_task = asyncio.get_running_loop().create_task(
-            self._behind_writer(), name="store:message-log")
         # A second connection used on the event loop itself, only for the writes every
         # message waits for (the dedupe row, the done mark, the log batch): ~50 µs, where
         # a trip to aiosqlite's thread costs 0.1-1 ms under load. Its busy timeout is
@@ -79,21 +83,37 @@ class Database:
         fast.execute(f"PRAGMA busy_timeout={FAST_BUSY_MS}")
         fast.execute("PRAGMA synchronous=NORMAL")
         self._fast = fast
+        self._behind_stopping = False
+        self._behind_task = asyncio.get_running_loop().create_task(
+            self._behind_writer(), name="store:message-log")
 
     async def close(self) -> None:
-        if self._fast is not None:
-            self._fast.close()
-            self._fast = None
-        if self._behind_task is not None:
-            self._behind_task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._behind_task
-            self._behind_task = None
+        try:
+            await self._stop_writer()
             with suppress(Exception):  # the last rows still go in before the file closes
                 await self.flush()
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            await conn.close()
+        finally:
+            if self._fast is not None:
+                self._fast.close()
+                self._fast = None
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                await conn.close()
+
+    async def _stop_writer(self) -> None:
+        """Ask the writer to finish the batch in hand and end, and wait until it has: it
+        is not cancelled mid-write. Only if this wait is itself cancelled is it cut."""
+        task, self._behind_task = self._behind_task, None
+        if task is None:
+            return
+        self._behind_stopping = True
+        self._behind_wake.set()
+        try:
+            await task
+        except Exception:
+            log.exception("message log writer failed")
+        finally:
+            await cancel_and_wait(task)  # a no-op unless the wait above was interrupted
 
     @property
     def conn(self) -> aiosqlite.Connection:
@@ -163,26 +183,47 @@ class Database:
         self._behind_wake.set()
 
     async def flush(self) -> None:
-        """Write every queued row now."""
-        batches, self._behind = self._behind, {}
-        for sql, rows in batches.items():
-            if self._fast is not None and not self._write_lock.locked() \
-                    and len(rows) <= FAST_BATCH:
-                try:
-                    # A handful of rows: one implicit transaction on the loop's connection.
-                    self._fast.executemany(sql, rows)
-                    continue
-                except sqlite3.OperationalError:
-                    pass  # busy: the thread path below waits properly
-            async with self._write_lock:
-                await self.conn.executemany(sql, rows)
+        """Write every queued row now. Batches an interruption (a failed write, a
+        cancel) did not reach are queued again, ahead of rows queued since."""
+        pending = list(self._behind.items())
+        self._behind = {}
+        sent = False  # pending[0] reached SQLite (written, or refused: not retried)
+        try:
+            while pending:
+                sql, rows = pending[0]
+                sent = False
+                if self._fast is not None and not self._write_lock.locked() \
+                        and len(rows) <= FAST_BATCH:
+                    try:
+                        # A handful of rows: one implicit transaction on the loop's
+                        # connection.
+                        sent = True
+                        self._fast.executemany(sql, rows)
+                        pending.pop(0)
+                        continue
+                    except sqlite3.OperationalError:
+                        sent = False  # busy: the thread path below waits properly
+                async with self._write_lock:
+                    sent = True  # once queued, aiosqlite's thread runs it even if we go
+                    await self.conn.executemany(sql, rows)
+                pending.pop(0)
+        finally:
+            left = pending[1:] if sent else pending
+            if left:
+                requeue = dict(left)
+                for sql, rows in self._behind.items():
+                    requeue.setdefault(sql, []).extend(rows)
+                self._behind = requeue
+                self._behind_wake.set()  # the writer tries them again
 
     async def _behind_writer(self) -> None:
-        while True:
+        while not self._behind_stopping:
             await self._behind_wake.wait()
             self._behind_wake.clear()
+            if self._behind_stopping:
+                return  # close writes what is left
             await asyncio.sleep(0.005)  # gather what arrives with the same message
             try:
                 await self.flush()
-            except sqlite3.Error:
-                logging.getLogger(__name__).exception("message log write failed")
+            except Exception:  # nobody awaits this task until close: say it here
+                log.exception("message log write failed")

@@ -139,3 +139,37 @@ async def test_fast_writes_wait_for_an_open_transaction(tmp_path: Path) -> None:
         assert not await store.inbox.accept("wa", "m1", KEY, {"x": 1})
         await store.inbox.finish("wa", "m1")
         assert await store.inbox.queued() == []
+
+
+async def test_the_log_writer_lives_from_open_to_close(tmp_path: Path) -> None:
+    """open starts the write-behind task, close ends it (asked, not cut mid-write) after
+    the rows it had in hand, then writes the rest: nothing the store started is left."""
+    before = asyncio.all_tasks()
+    store = Store(tmp_path / "f.db")
+    await store.open()
+    writers = [t for t in asyncio.all_tasks() - before if t.get_name() == "store:message-log"]
+    assert len(writers) == 1
+    for i in range(10):
+        store.messages.log(KEY, "in", f"m{i}")
+    await asyncio.sleep(0)  # the writer is woken and now gathers the batch
+    store.messages.log(KEY, "in", "queued while it gathers")
+    await store.close()
+    assert writers[0].done() and not writers[0].cancelled()
+    assert [t for t in asyncio.all_tasks() - before if not t.done()] == []
+    assert _count(tmp_path / "f.db", "SELECT COUNT(*) FROM messages") == 11
+
+
+async def test_an_interrupted_flush_keeps_what_it_did_not_reach(tmp_path: Path) -> None:
+    async with Store(tmp_path / "f.db") as store:
+        db = store.db
+        other = "INSERT INTO messages(session, direction, text, ts) VALUES (?, 'out', ?, 0)"
+        async with db.transaction():  # the lock is held: the flush takes the thread path
+            store.messages.log(KEY, "in", "first statement")
+            db.write_behind(other, ("s", "second statement"))
+            flush = asyncio.create_task(db.flush())
+            await asyncio.sleep(0.05)
+            flush.cancel()  # still waiting for the lock: neither batch was sent
+            with pytest.raises(asyncio.CancelledError):
+                await flush
+        await db.flush()
+        assert _count(tmp_path / "f.db", "SELECT COUNT(*) FROM messages") == 2
