@@ -170,7 +170,7 @@ class App:
         permissions = Permissions(settings, store, messenger, workspace,
                                   owner_chats(settings, self.channels))
         await permissions.start()
-        approvals = Approvals(settings, store, messenger, workspace, permissions)
+        approvals = Approvals(settings, store, messenger, workspace, permissions, sessions)
         memory = Memory(settings, supervisor)
         await memory.start()
         stack.push_async_callback(memory.stop)

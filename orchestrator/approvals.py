@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from core.errors import ApprovalError, GitError
 from core.events import Inbound, SessionKey
+from core.state import State
 from core.validate import UnsafeName, safe_relative_path
 from orchestrator import autonomy, diffview, recovery
 from orchestrator.config import Settings
@@ -31,7 +32,7 @@ from orchestrator.messenger import Messenger
 from orchestrator.permissions.model import Effect
 from orchestrator.permissions.resolver import Policy
 from orchestrator.permissions.service import Permissions
-from orchestrator.session import Session
+from orchestrator.session import Session, Sessions
 from orchestrator.store import Store
 from orchestrator.store.work import ApprovalRow
 from orchestrator.testrun import TestResult
@@ -71,8 +72,9 @@ def parse_answer(text: str) -> Answer:
 class Approvals:
     def __init__(
         self, settings: Settings, store: Store, messenger: Messenger, workspace: Workspace,
-        permissions: Permissions,
+        permissions: Permissions, sessions: Sessions | None = None,
     ) -> None:
+        self._sessions = sessions  # to hand a scheduled job's diff to the owner's chat
         self._settings = settings
         self._permissions = permissions
         self._store = store
@@ -119,6 +121,11 @@ class Approvals:
 
     async def _ask(self, session: Session, task_id: int, repo: str, change: Change,
                    said: str, policy: Policy) -> int:
+        home = await self._home_of(session)
+        if home is not None:
+            async with home.lock:
+                if await self._hand_over(session, home, task_id, repo):
+                    return await self._ask(home, task_id, repo, change, said, policy)
         nonce = secrets.token_hex(8)
         approval_id = await self._store.work.create_approval(
             session.key, task_id, repo, nonce, change.digest, change.base_sha,
@@ -141,6 +148,31 @@ class Approvals:
         await session.persist()
         self._pages[approval_id] = diffview.FIRST_HUNK_LINES
         return approval_id
+
+    async def _home_of(self, session: Session) -> Session | None:
+        """The owner's session a scheduled job's run reports to (its replies are routed
+        there), or None for an ordinary chat."""
+        target = self._messenger.routed_to(session.key)
+        if target is None or self._sessions is None or target == session.key:
+            return None
+        return await self._sessions.get(target)
+
+    async def _hand_over(self, run: Session, home: Session, task_id: int, repo: str) -> bool:
+        """A scheduled job's diff is answered in the owner's chat: the run's session ends
+        and the owner's takes the task (ALERT -> WORKING; the caller proposes there). False
+        when that chat is busy: the diff stays in the run's session, and the card says so.
+        Caller holds both locks."""
+        if home.state is not State.ALERT:
+            await self._messenger.send(
+                run.key, f"📬 Your chat is busy ({home.state}), so this diff waits in the "
+                         f"job's own session ({run.key.chat}) and expires there unanswered.")
+            return False
+        run.data.task_id = None
+        run.data.task_prompt = None
+        await run.settle(run.finish)
+        home.data.task_id, home.data.repo = task_id, repo
+        await home.start_task()
+        return True
 
     async def _refused_path(self, session: Session, task_id: int, change: Change,
                             policy: Policy) -> str | None:
@@ -336,7 +368,9 @@ class Approvals:
             sha = await asyncio.to_thread(git.commit, change, message)
         except GitError:
             return False
-        await self._store.work.record_commit(session.key, repo, sha, change.base_sha, task_id,
+        # A scheduled job's commit is undone from the owner's chat, where it was reported.
+        undo_from = self._messenger.routed_to(session.key) or session.key
+        await self._store.work.record_commit(undo_from, repo, sha, change.base_sha, task_id,
                                              message.splitlines()[0],
                                              requester=task.requester if task else "owner")
         await self._store.work.set_task_status(task_id, "committed")
@@ -355,6 +389,12 @@ class Approvals:
                       route: autonomy.Route, notes: list[str], said: str) -> int:
         """Commit on ``fetch/task-<id>``, leave the owner's branch where it is, and wait
         for one word: merge, drop (or keep)."""
+        home = await self._home_of(session)
+        if home is not None:
+            async with home.lock:
+                if await self._hand_over(session, home, task_id, repo):
+                    return await self._branch(home, task_id, repo, change, route, notes,
+                                              said)
         task = await self._store.work.get_task(task_id)
         prompt = task.prompt if task else "change"
         git = self._workspace.repo(repo)

@@ -67,6 +67,10 @@ class Messenger:
         if copy is not None:
             self._copies[session] = copy
 
+    def routed_to(self, session: SessionKey) -> SessionKey | None:
+        """Where ``session``'s replies go, if elsewhere (a scheduled job's run)."""
+        return self._routes.get(session)
+
     def unroute(self, session: SessionKey) -> None:
         self._routes.pop(session, None)
         self._copies.pop(session, None)

@@ -21,6 +21,7 @@ from orchestrator.memory.facade import MemoryFacade
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
 from orchestrator.scheduler.facade import SchedulingFacade
+from orchestrator.scheduler.prompt_check import problem
 from orchestrator.session import Sessions
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
@@ -75,7 +76,9 @@ class Services:
 
     def __post_init__(self) -> None:
         self.facades = Facades(
-            scheduling=SchedulingFacade(lambda: self.scheduler),
+            scheduling=SchedulingFacade(lambda: self.scheduler, check=lambda text: problem(
+                text, self.planner.configured, self.workspace.repos(),
+                self.workspace.find_in_text)),
             memory=MemoryFacade(self.memory),
             tasks=TasksFacade(self.runner, self.permissions, self.workspace),
             commits=CommitsFacade(self.store, self.workspace),

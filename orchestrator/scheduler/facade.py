@@ -19,9 +19,12 @@ _CANCEL = ("cancel", "delete", "rm", "stop")
 
 
 class SchedulingFacade:
-    def __init__(self, scheduler: Callable[[], Scheduler | None]) -> None:
+    def __init__(self, scheduler: Callable[[], Scheduler | None],
+                 check: Callable[[str], str | None] = lambda text: None) -> None:
         # Late-bound: the App creates the scheduler after the services it needs.
         self._scheduler = scheduler
+        # Why a prompt job could not run when it fires (scheduler/prompt_check.py).
+        self._check = check
 
     def _get(self) -> Scheduler:
         scheduler = self._scheduler()
@@ -81,7 +84,8 @@ class SchedulingFacade:
     async def create(self, kind: str, line: str, home: SessionKey) -> str:
         """A job of ``kind`` from "<what> in|at|every <when>" (or a cron expression)."""
         try:
-            return await schedule_line(self._get(), kind, line, home)
+            check = self._check if kind == "prompt" else None
+            return await schedule_line(self._get(), kind, line, home, check=check)
         except SchedulingOff as err:
             return f"⚠️ {err}"
 
@@ -97,6 +101,9 @@ class SchedulingFacade:
             return f"❌ {err}"
         if not prompt:
             return f"❓ What should I do {expr}? Like: {EXAMPLE}"
+        refused = self._check(prompt)
+        if refused is not None:
+            return refused
         try:
             job = await scheduler.create(kind="prompt", text=prompt,
                                          when=When(None, parsed, expr), home=home)

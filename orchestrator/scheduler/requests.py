@@ -4,6 +4,7 @@ turned into jobs and answered in words. Both surfaces share this, so they cannot
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from core.events import SessionKey
 from orchestrator.scheduler.cron import CronError, parse_cron
@@ -37,8 +38,10 @@ def when_of(spec: str, now: float, tz_name: str) -> When:
 
 
 async def schedule_line(scheduler: Scheduler, kind: str, line: str, home: SessionKey,
-                        missed: str = "run_once") -> str:
-    """"call mom in 20m" -> a job and its confirmation, or an error with examples."""
+                        missed: str = "run_once",
+                        check: Callable[[str], str | None] | None = None) -> str:
+    """"call mom in 20m" -> a job and its confirmation, or an error with examples;
+    ``check`` says why a prompt could not run when it fires (then nothing is created)."""
     now = scheduler.clock.now()
     try:
         request = split_request(line, now, zone(scheduler.settings.timezone))
@@ -47,6 +50,9 @@ async def schedule_line(scheduler: Scheduler, kind: str, line: str, home: Sessio
     if not request.message:
         what = "What should I remind you of" if kind == "reminder" else "What should I do"
         return f"❓ {what}? Like: {USAGE[kind]}"
+    refused = check(request.message) if check is not None else None
+    if refused is not None:
+        return refused
     job = await scheduler.create(kind=kind, text=request.message, when=request.when,
                                  home=home, missed=missed)
     return confirmation(job, now)
