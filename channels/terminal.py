@@ -17,6 +17,11 @@ from channels.base import Capabilities, InboundSink
 from core.events import Inbound, Outbound, SendResult
 from core.tasks import Spawner, cancel_and_wait
 
+# What the reader posts for a line that is not UTF-8 (compared by identity).
+UNDECODABLE = "\x00undecodable\n"
+NOT_UTF8 = ("⚠️ I couldn't read that line: it is not UTF-8 (check your terminal's "
+            "encoding). I ignored it; type it again.")
+
 
 class TerminalChannel:
     name = "terminal"
@@ -104,13 +109,22 @@ class TerminalChannel:
                     loop.call_soon_threadsafe(lines.put_nowait, item)
 
         def reader() -> None:
-            for line in iter(sys.stdin.readline, ""):
-                post(line)
+            # Bytes, decoded here line by line: one line that is not UTF-8 (a paste from
+            # another encoding) must cost that line, never the reader (a decode error in
+            # a text stream would end this thread and leave Fetch deaf).
+            for raw in iter(sys.stdin.buffer.readline, b""):
+                try:
+                    post(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    post(UNDECODABLE)
             post(None)
 
         threading.Thread(target=reader, name="terminal-stdin", daemon=True).start()
         await self._input_open.wait()
         while (line := await lines.get()) is not None:
+            if line is UNDECODABLE:
+                await self.send(Outbound(self.name, self.chat, NOT_UTF8))
+                continue
             text = line.rstrip("\n")
             if text.strip():
                 await self.submit(text)

@@ -289,6 +289,11 @@ def _field(payload: dict[str, Any], key: str, *, required: bool = False) -> str:
     if not isinstance(value, str) or (required and not value.strip()):
         need = "a non-empty string" if required else "a string"
         raise _Refused(400, f"field {key!r} must be {need}")
+    try:  # JSON may escape a lone surrogate ("\ud800"): not text, and not storable
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise _Refused(400, f"field {key!r} is not valid Unicode (a lone surrogate at "
+                            f"character {err.start}); send UTF-8 text") from None
     # Names become session folders and log keys: short and plain, or refused.
     if key in _NAMES and not _NAMES[key].match(value):
         raise _Refused(400, f"field {key!r} must be 1-64 of A-Z a-z 0-9 _ . - (got {value!r:.80})")

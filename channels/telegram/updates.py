@@ -10,6 +10,7 @@ a 👍/👎 reaction to the message the buttons are on, and carries the approval
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "telegram"
 GROUP_TYPES = {"group", "supergroup"}
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 ANSWERS = {CALLBACK_YES: ("yes", "👍"), CALLBACK_NO: ("no", "👎")}
 
 
@@ -61,6 +63,9 @@ def _from_message(message: Mapping[str, Any], owner_id: str | None) -> Inbound |
     text = message.get("text") or message.get("caption")
     if not isinstance(chat, dict) or who is None or not isinstance(text, str):
         return None  # stickers, joins, channel posts: nothing to answer
+    # A lone surrogate ("\ud800" in the JSON) is no character and cannot be stored;
+    # it becomes U+FFFD, as an undecodable byte would.
+    text = LONE_SURROGATE.sub("\ufffd", text)
     reply = message.get("reply_to_message")
     reply_to = (message_ref(chat["id"], reply["message_id"])
                 if isinstance(reply, dict) and "message_id" in reply else None)
