@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from core.errors import ConfigError, FetchError
 
 if TYPE_CHECKING:
+    from orchestrator.app import App
     from orchestrator.config import Settings
     from orchestrator.homelock import HomeLock
 
@@ -114,16 +115,7 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
                 print(f"   ⚠️ {s.scheduler.status_line()}", flush=True)
             if terminal is not None:
                 terminal.open_input()
-            # End of input (a pipe) finishes what was asked before stopping.
-            eof_wait = asyncio.ensure_future(eof.wait())
-            stop_wait = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({eof_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if eof.is_set() and not stop.is_set():
-                drain = asyncio.ensure_future(app.drain())
-                await asyncio.wait({drain, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-                drain.cancel()
-            for waiter in (eof_wait, stop_wait):
-                waiter.cancel()
+            await _wait_for_the_end(app, eof, stop)
         finally:
             await app.__aexit__(None, None, None)
     except (ConfigError, FetchError) as err:
@@ -131,6 +123,26 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
         return 2
     _say("fetch: stopped.")
     return 0
+
+
+async def _wait_for_the_end(app: App, eof: asyncio.Event, stop: asyncio.Event) -> None:
+    """Until ``stop`` (a signal), or end of input (a pipe) once what was asked before it
+    is finished. The waits are this function's tasks: ended (cancelled and awaited)
+    before it returns, so none outlives the app."""
+    from core.tasks import cancel_and_wait
+
+    eof_wait = asyncio.create_task(eof.wait(), name="cli:eof")
+    stop_wait = asyncio.create_task(stop.wait(), name="cli:stop")
+    drain: asyncio.Task[None] | None = None
+    try:
+        await asyncio.wait({eof_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        if eof.is_set() and not stop.is_set():
+            drain = asyncio.create_task(app.drain(), name="cli:drain")
+            await asyncio.wait({drain, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+            if drain.done() and not drain.cancelled() and drain.exception() is not None:
+                logging.getLogger(__name__).error("drain failed", exc_info=drain.exception())
+    finally:
+        await cancel_and_wait(drain, stop_wait, eof_wait)
 
 
 def _doctor(settings: Settings) -> int:
