@@ -16,7 +16,10 @@ from typing import Any, ClassVar, Literal
 
 from core.errors import UnknownHarness
 
-EventKind = Literal["session", "text", "tool_use", "file_change", "usage", "done", "error"]
+# "question": the CLI ended its turn asking the owner (text); the runner WAITS for the
+# answer and resumes the CLI's session with it (orchestrator/runner.py).
+EventKind = Literal["session", "text", "tool_use", "file_change", "usage", "done", "error",
+                    "question"]
 
 
 @dataclass(frozen=True, slots=True)

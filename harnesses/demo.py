@@ -28,6 +28,6 @@ class DemoHarness(Harness, name="demo"):
 
     def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
         kind = obj.get("type")
-        if kind in {"text", "file_change", "done", "error", "tool_use"}:
+        if kind in {"text", "file_change", "done", "error", "tool_use", "question"}:
             return [HarnessEvent(kind, str(obj.get("text", "")))]
         return []

@@ -24,9 +24,14 @@ async def stop(ctx: InstinctContext, args: str) -> None:
         return
     if session.state is State.WAITING:
         async with session.lock:
+            dropped = await ctx.tasks.drop_question(session)
             session.data.question = None
             session.data.question_context = {}
             await session.answered()
+        if dropped is not None:
+            await ctx.reply(f"⏹ Stopped task #{dropped} while it waited for your answer. "
+                            "No changes were kept.")
+            return
         await ctx.reply("⏹ OK, forget that question.")
         return
     if session.state is State.GUARDING:

@@ -45,6 +45,8 @@ async def _answer_question(ctx: Context) -> None:
     data.question = None
     data.question_context = {}
     await ctx.session.answered()
+    if await ctx.services.runner.answer(ctx.session, context, ctx.text):
+        return  # a CLI's question mid-task: the answer goes back to it
     if context.get("kind") == confirm.KIND:  # the owner's yes/no to a tool that asks
         await confirm.answer(ctx, context)
         return

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from core.errors import FetchError, GitError, HarnessFailed
 from core.events import SessionKey
+from core.session_data import SessionData
 from harnesses.base import (
     Availability,
     Harness,
@@ -56,6 +57,9 @@ class RunHandle:
     deadline: asyncio.Timeout | None = None
     remaining: float | None = None
     tests: testrun.TestResult | None = None  # run in the kennel once the harness is done
+    # A turn that answers the CLI's question: the answer, and the CLI session it resumes.
+    answer: str | None = None
+    resume: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +229,8 @@ class TaskRunner:
             try:
                 with guard_repo_config(repo.path) as restored:
                     await self._execute(session, handle, harness, repo)
-                    handle.tests = await self._test(session, handle, repo)
+                    if _question(handle) is None:
+                        handle.tests = await self._test(session, handle, repo)
             except TimeoutError:
                 failure = (f"{harness.name} took longer than "
                            f"{self._settings.harness.timeout_seconds:.0f} s and was stopped")
@@ -287,8 +292,10 @@ class TaskRunner:
                 )
             remembered = await self._memory.context_for(handle.prompt, handle.requester) \
                 if self._memory else ""
+            prompt = handle.answer if handle.answer is not None else handle.prompt
             req = HarnessRequest(
-                prompt=f"{handle.prompt}\n\n{remembered}" if remembered else handle.prompt,
+                prompt=f"{prompt}\n\n{remembered}" if remembered else prompt,
+                resume=handle.resume,
                 workdir=layout.workdir,
                 state_dir=layout.state_seen,
                 model_url=relay_url if relay is not None else None,
@@ -320,8 +327,8 @@ class TaskRunner:
                         handle.events.append(event)
                         await progress.on_event(event)
                 code = await proc.wait()
-            final = next((e for e in reversed(handle.events) if e.kind in {"done", "error"}),
-                         None)
+            final = next((e for e in reversed(handle.events)
+                          if e.kind in {"done", "error", "question"}), None)
             usage = next((e for e in reversed(handle.events) if e.kind == "usage"), None)
             tokens = (int(usage.data.get("tokens_in", 0)), int(usage.data.get("tokens_out", 0))
                       ) if usage else (0, 0)
@@ -381,6 +388,10 @@ class TaskRunner:
         change = await asyncio.to_thread(repo.change)
         final = next((e for e in reversed(handle.events) if e.kind == "done"), None)
         said = f"\n{harness_said(final.text)}" if final and final.text else ""
+        asked = _question(handle, allow_guess=change.empty)
+        if asked is not None:
+            await self._ask_owner(session, handle, *asked)
+            return
         if change.empty:
             await self._store.work.finish_task(handle.task_id, "empty", final.text if final else "")
             await self._end(session)
@@ -396,6 +407,70 @@ class TaskRunner:
             await handle.progress.finish("review")
         await self._approvals.propose(session, handle.task_id, handle.repo, change, said,
                                       tests=handle.tests)
+
+    # -- a CLI's question mid-task ------------------------------------------------------
+    async def _ask_owner(self, session: Session, handle: RunHandle, question: str,
+                         resume: str) -> None:
+        """The CLI ended its turn with a question: the session WAITS for the owner, the
+        working tree keeps what the CLI did so far, and the answer resumes the same CLI
+        session (``answer``). Caller holds the lock."""
+        await self._store.work.set_task_status(handle.task_id, "question")
+        session.data.question = f"{handle.harness} asks: {_short(question, 200)}"
+        session.data.question_context = {
+            "kind": TASK_QUESTION, "task_id": handle.task_id, "repo": handle.repo,
+            "harness": handle.harness, "resume": resume, "prompt": handle.prompt,
+            "requester": handle.requester}
+        await session.settle(session.ask)
+        await self._messenger.send(
+            session.key, f"❓ {handle.harness} asks (task #{handle.task_id}):\n"
+                         f"{question.strip()[:1500]}\n\nAnswer here and it goes on; /stop "
+                         "drops the task.")
+
+    async def answer(self, session: Session, context: dict[str, object], text: str) -> bool:
+        """Hand the owner's answer to the CLI that asked: a new turn of the same task,
+        resuming its session. False when ``context`` is not a task's question. The
+        caller holds ``session.lock`` and has taken the session out of WAITING."""
+        if context.get("kind") != TASK_QUESTION:
+            return False
+        task_id, repo_name = int(str(context["task_id"])), str(context["repo"])
+        harness = self._harnesses.get(str(context["harness"]))
+        repo = await asyncio.to_thread(self._workspace.repo, repo_name)
+        busy = next((h for h in self._runs.values() if h.repo == repo_name), None)
+        if busy is not None:  # cannot happen while our partial work sits in the tree
+            await self._messenger.send(session.key, f"⏳ {repo_name} is busy; try again.")
+            return True
+        prompt = str(context.get("prompt", ""))
+        session.data.task_id, session.data.repo, session.data.task_prompt = (
+            task_id, repo_name, prompt)
+        await session.start_task()
+        await self._store.work.set_task_status(task_id, "running")
+        handle = RunHandle(task_id, harness.name, repo_name, prompt,
+                           str(context.get("requester", "owner")))
+        handle.answer, handle.resume = text, str(context.get("resume") or "") or None
+        self._runs[session.key] = handle
+        handle.progress = Progress(self._messenger, session.key, harness.name,
+                                   title=f"Task #{task_id} · {repo_name} · {harness.name}")
+        first = await self._messenger.send(
+            session.key, f"▶️ Passed your answer to {harness.name} (task #{task_id}).\n\n"
+                         + handle.progress.render("coding"))
+        handle.progress.attach(first.message_id)
+        handle.task = self._supervisor.spawn(
+            self._run(session, handle, harness, repo), name=f"run:{session.key.slug}:{task_id}")
+        return True
+
+    async def drop_question(self, data: SessionData) -> int | None:
+        """/stop while a task's question waits: the task ends and its partial work is
+        discarded. The task's id, or None when the question was not a task's."""
+        context = data.question_context or {}
+        if context.get("kind") != TASK_QUESTION:
+            return None
+        task_id = int(str(context["task_id"]))
+        with suppress(GitError, KeyError, ValueError):
+            await asyncio.to_thread(self._workspace.repo(str(context["repo"])).discard)
+        await self._store.work.finish_task(task_id, "stopped", "stopped by owner")
+        data.task_id = None
+        data.task_prompt = None
+        return task_id
 
     async def _fail(self, session: Session, handle: RunHandle, repo: Repo, why: str) -> None:
         with suppress(GitError):
@@ -428,6 +503,26 @@ class TaskRunner:
             session.key,
             f"⚠️ Fetch restarted while task #{task_id} was running; it was stopped and "
             f"{repo_name or 'the repo'} is unchanged. Send it again to retry.")
+
+
+TASK_QUESTION = "task"  # question_context kind: a CLI's question mid-task
+
+
+def _question(handle: RunHandle, allow_guess: bool = False) -> tuple[str, str] | None:
+    """(question, CLI session to resume) when the run ended asking the owner: an explicit
+    ``question`` event, or (``allow_guess``: nothing was changed) a final answer that is a
+    question from a CLI whose session can be resumed."""
+    final = next((e for e in reversed(handle.events)
+                  if e.kind in {"done", "error", "question"}), None)
+    session = next((str(e.data.get("session_id") or "") for e in reversed(handle.events)
+                    if e.data.get("session_id")), "")
+    if final is None:
+        return None
+    if final.kind == "question":
+        return final.text, str(final.data.get("session_id") or session)
+    if final.kind == "done" and allow_guess and session and final.text.rstrip().endswith("?"):
+        return final.text, session
+    return None
 
 
 def _hold(handle: RunHandle) -> None:

@@ -42,6 +42,9 @@ class TasksFacade:
     async def resume(self, key: SessionKey) -> PausedTask | None:
         return _plain(await self._runner.resume(key))
 
+    async def drop_question(self, session: SessionPort) -> int | None:
+        return await self._runner.drop_question(session.data)
+
     async def autonomy(self, session: SessionPort, level: str) -> str:
         """Show (``level`` empty) or set this chat's autonomy; the repository's committed
         ``.fetch.yaml`` can still lower what the chat says."""

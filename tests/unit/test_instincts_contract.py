@@ -101,6 +101,9 @@ class FakeTasks:
     async def resume(self, key: SessionKey) -> PausedTask | None:
         return PausedTask(3, "demo", 0) if self.running else None
 
+    async def drop_question(self, session: SessionPort) -> int | None:
+        return None
+
     async def autonomy(self, session: SessionPort, level: str) -> str:
         return f"autonomy {level or 'supervised'}"
 

@@ -1,0 +1,81 @@
+"""A question a CLI asks mid-task (a real process in the bwrap sandbox, Claude Code's
+stream format) reaches the owner as a WAITING question; the answer resumes the same CLI
+session, and the task goes on to its diff. /stop while it waits ends the task."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import Settings
+from tests.conftest import Driver, git, start_driver, tree_snapshot
+
+# First turn: asks. A turn that resumes session s-42 uses the answer ($2, the -p prompt).
+ASKING = """#!/bin/sh
+echo '{"type":"system","subtype":"init","session_id":"s-42"}'
+case " $* " in
+  *" --resume s-42 "*)
+    sed -i "s/Teh/$2/" README.md
+    echo '{"type":"result","subtype":"success","result":"Used your word.","session_id":"s-42"}'
+    ;;
+  *)
+    echo '{"type":"result","subtype":"success","result":"Which word should replace Teh: The or A?","session_id":"s-42"}'
+    ;;
+esac
+"""
+
+
+async def started(make_settings: Callable[..., Settings], tmp_path: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> tuple[object, Driver]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli = bin_dir / "claude"
+    cli.write_text(ASKING)
+    cli.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return await start_driver(make_settings(FETCH_HARNESS="claude-code",
+                                            ANTHROPIC_API_KEY="sk-x"))
+
+
+async def test_the_answer_goes_back_to_the_cli(
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app, fetch = await started(make_settings, tmp_path, monkeypatch)
+    try:
+        repo = fetch.services.workspace.path("demo")
+        base = git(repo, "rev-parse", "HEAD")
+        asked = await fetch.ask("fix the typo in README.md of demo", "asks", 60)
+        assert "Which word should replace Teh: The or A?" in asked
+        session = await fetch.services.sessions.get(fetch.terminal_key())
+        assert session.state == "WAITING"
+        assert "claude-code asks" in await fetch.ask("/status", "Fetch ·")
+        await fetch.ask("The", "Passed your answer")
+        card = await fetch.expect("Apply?", 60)
+        assert "+The quick" in card and "Used your word." in card
+        await fetch.ask("yes", "Committed")
+        assert git(repo, "rev-parse", "HEAD^") == base
+        task = await fetch.services.store.work.get_task(1)
+        assert task is not None and task.status == "committed"
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+async def test_stop_while_the_question_waits_ends_the_task(
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app, fetch = await started(make_settings, tmp_path, monkeypatch)
+    try:
+        repo = fetch.services.workspace.path("demo")
+        before = tree_snapshot(repo)
+        await fetch.ask("fix the typo in README.md of demo", "asks", 60)
+        stopped = await fetch.ask("/stop", "Stopped task #1")
+        assert "No changes were kept" in " ".join(stopped.split())
+        assert tree_snapshot(repo) == before
+        assert "ALERT" in await fetch.ask("/status", "Fetch ·")
+        task = await fetch.services.store.work.get_task(1)
+        assert task is not None and task.status == "stopped"
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
