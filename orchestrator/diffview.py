@@ -8,6 +8,8 @@ named with their size, not shown; the patch itself arrives already capped (gitop
 
 from __future__ import annotations
 
+import re
+
 from orchestrator.gitops import PATCH_CAP, Change, FileStat
 
 WIDTH = 60  # characters a 6-inch screen shows in monospace without wrapping badly
@@ -15,9 +17,10 @@ FIRST_HUNK_LINES = 14
 PAGE_LINES = 30
 
 # C0 controls but tab, DEL, C1 controls; bidi embeddings, overrides and isolates; the
-# invisible marks and separators that reorder or break a line.
+# invisible marks and separators that reorder or break a line (and the zero-width space,
+# which only ``inert_fences`` may add).
 _CONTROLS = [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0)]
-_FORMATS = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+_FORMATS = [0x061C, 0x200B, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
             0x2028, 0x2029, 0xFEFF]
 _INERT = {c: f"\\x{c:02x}" for c in _CONTROLS} | {c: f"\\u{c:04x}" for c in _FORMATS}
 
@@ -25,6 +28,19 @@ _INERT = {c: f"\\x{c:02x}" for c in _CONTROLS} | {c: f"\\u{c:04x}" for c in _FOR
 def visible(text: str) -> str:
     """``text`` with every control, escape and bidi character spelled out."""
     return text.translate(_INERT)
+
+
+# Three backticks anywhere end WhatsApp's monospace, and a line that starts with them
+# (after spaces: a diff's context line " ```python") is a fence to the splitter and to
+# both renderers. Inside the diff's own block such a run is broken with zero-width
+# spaces (the only ones shown: a file's own are spelled out by ``visible``), so nothing
+# a file holds can close the diff's block or open another; it still reads as ```.
+_BACKTICKS = re.compile(r"`{3,}")
+ZWSP = "\u200b"
+
+
+def inert_fences(line: str) -> str:
+    return _BACKTICKS.sub(lambda m: ZWSP.join(m.group(0)), line)
 
 
 def human_size(n: int) -> str:
@@ -38,7 +54,8 @@ def human_size(n: int) -> str:
 
 def _cut(line: str) -> str:
     line = visible(line)
-    return line if len(line) <= WIDTH else line[: WIDTH - 1] + "…"
+    line = line if len(line) <= WIDTH else line[: WIDTH - 1] + "…"
+    return inert_fences(line)
 
 
 def _lines(patch: str) -> list[str]:
@@ -88,7 +105,8 @@ def summary(change: Change, repo: str) -> str:
     plus = sum(f.added for f in change.files)
     minus = sum(f.removed for f in change.files)
     n = len(change.files)
-    head = [f"📝 {visible(repo)}: {n} file{'s' if n != 1 else ''}, +{plus} −{minus}"]
+    head = [f"📝 {inert_fences(visible(repo))}: {n} file{'s' if n != 1 else ''}, "
+            f"+{plus} −{minus}"]
     for f in change.files[:8]:
         head.append(_cut(_describe(f)))
     if n > 8:
@@ -118,7 +136,8 @@ def page(change: Change, start: int) -> tuple[str, int]:
 def file_view(patch: str, path: str) -> str:
     body = _hunk_lines(patch)
     if not body:
-        return f"{visible(path)} is not part of this change.\n\nApply? (yes/no)"
+        return (f"{inert_fences(visible(path))} is not part of this change.\n\n"
+                "Apply? (yes/no)")
     cut = body[:PAGE_LINES]
     more = f"\n({len(body) - PAGE_LINES} more lines)" if len(body) > PAGE_LINES else ""
     return "```\n" + "\n".join(cut) + "\n```" + more + "\n\nApply? (yes/no)"
