@@ -22,7 +22,8 @@ case " $* " in
     echo '{"type":"result","subtype":"success","result":"Used your word.","session_id":"s-42"}'
     ;;
   *)
-    echo '{"type":"result","subtype":"success","result":"Which word should replace Teh: The or A?","session_id":"s-42"}'
+    q='Which word should replace Teh: The or A?'
+    echo '{"type":"result","subtype":"success","result":"'"$q"'","session_id":"s-42"}'
     ;;
 esac
 """
