@@ -35,7 +35,7 @@ from orchestrator.permissions.service import Permissions
 from orchestrator.session import Session, Sessions
 from orchestrator.store import Store
 from orchestrator.store.work import ApprovalRow
-from orchestrator.testrun import TestResult
+from orchestrator.testrun import SuiteResult
 from orchestrator.workspace import Workspace
 
 YES = {"yes", "y", "yep", "yeah", "apply", "ok", "okay", "approve", "approved", "commit",
@@ -88,7 +88,7 @@ class Approvals:
 
     async def propose(
         self, session: Session, task_id: int, repo: str, change: Change, said: str = "",
-        tests: TestResult | None = None,
+        tests: SuiteResult | None = None,
     ) -> int:
         """Store the approval, show the diff, move to GUARDING; or, as the chat's autonomy
         allows, commit unasked or on a task branch. Caller holds the lock."""

@@ -27,7 +27,7 @@ from fnmatch import fnmatch
 from core.errors import GitError
 from orchestrator.gitops import AUTHOR, ZERO, Change, Repo
 from orchestrator.permissions.layers import AUTONOMY
-from orchestrator.testrun import TestResult
+from orchestrator.testrun import SuiteResult
 
 LEVELS = AUTONOMY
 BRANCH_PREFIX = "fetch/task-"
@@ -79,7 +79,7 @@ class Route:
     why: str  # for the card: what the level and the checks decided
 
 
-def route(level: str, tests: TestResult | None, risky: list[str], owner_task: bool) -> Route:
+def route(level: str, tests: SuiteResult | None, risky: list[str], owner_task: bool) -> Route:
     if level not in LEVELS or level == "supervised" or not owner_task:
         why = "supervised" if owner_task else "supervised (not the owner's task)"
         return Route("ask", why)

@@ -56,7 +56,7 @@ class RunHandle:
     # The run's time limit; paused, it does not run (``remaining`` keeps what was left).
     deadline: asyncio.Timeout | None = None
     remaining: float | None = None
-    tests: testrun.TestResult | None = None  # run in the kennel once the harness is done
+    tests: testrun.SuiteResult | None = None  # run in the kennel once the harness is done
     # A turn that answers the CLI's question: the answer, and the CLI session it resumes.
     answer: str | None = None
     resume: str | None = None
@@ -349,7 +349,7 @@ class TaskRunner:
                 raise HarnessFailed(f"{harness.name} reported an error: {final.text[:500]}")
 
     async def _test(self, session: Session, handle: RunHandle, repo: Repo
-                    ) -> testrun.TestResult | None:
+                    ) -> testrun.SuiteResult | None:
         """The repository's tests, run in the kennel on what the harness left (None: not
         wanted, or nothing changed). Never raises for the tests' sake: a run that cannot
         happen is a line on the card, not a failed task."""
@@ -363,7 +363,7 @@ class TaskRunner:
             plan = await asyncio.to_thread(testrun.detect, repo.path,
                                            policy.test_command or None, self._kennel.name)
             if plan is None:
-                return testrun.TestResult(None, note="no tests found")
+                return testrun.SuiteResult(None, note="no tests found")
 
             async def started(proc: KennelProcess) -> None:
                 handle.proc = proc  # /pause and /stop reach the tests like the harness
@@ -376,7 +376,7 @@ class TaskRunner:
                 grace=self._settings.harness.stop_grace_seconds)
         except (FetchError, OSError) as err:
             log.warning("tests for task %s could not run: %s", handle.task_id, err)
-            return testrun.TestResult(None, note=f"could not start: {err}")
+            return testrun.SuiteResult(None, note=f"could not start: {err}")
 
     async def _reap(self, handle: RunHandle) -> None:
         if handle.proc is not None:

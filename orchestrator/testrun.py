@@ -31,15 +31,15 @@ STATE_NAME = "tests"  # the kennel's state folder for test runs (beside the harn
 
 
 @dataclass(frozen=True, slots=True)
-class TestPlan:
+class SuitePlan:
     kind: str  # python | node | go | rust | custom
     command: str  # a shell command, run with sh -c in the repository
     tool: str  # what the owner reads: pytest, npm test, go test, cargo test, custom
 
 
 @dataclass(slots=True)
-class TestResult:
-    plan: TestPlan | None
+class SuiteResult:
+    plan: SuitePlan | None
     ran: bool = False
     passed: int | None = None
     failed: int | None = None
@@ -108,21 +108,21 @@ def _node_test(root: Path) -> str | None:
     return test
 
 
-def detect(root: Path, override: str | None = None, kennel: str = "local") -> TestPlan | None:
+def detect(root: Path, override: str | None = None, kennel: str = "local") -> SuitePlan | None:
     """How ``root`` is tested, or None when nothing says so. ``kennel`` names the backend:
     the bubblewrap and local kennels see this Python (its prefix is bound read-only), a
     container only its own."""
     if override:
-        return TestPlan("custom", override, "custom: " + override[:40])
+        return SuitePlan("custom", override, "custom: " + override[:40])
     if (root / "package.json").is_file() and _node_test(root) is not None:
-        return TestPlan("node", "npm test --silent", "npm test")
+        return SuitePlan("node", "npm test --silent", "npm test")
     if (root / "go.mod").is_file():
-        return TestPlan("go", "go test ./...", "go test")
+        return SuitePlan("go", "go test ./...", "go test")
     if (root / "Cargo.toml").is_file():
-        return TestPlan("rust", "cargo test --offline", "cargo test")
+        return SuitePlan("rust", "cargo test --offline", "cargo test")
     if _is_python(root):
         interpreters = ("python3",) if kennel == "docker" else ("python3", sys.executable)
-        return TestPlan("python", _python_command(interpreters), "pytest")
+        return SuitePlan("python", _python_command(interpreters), "pytest")
     return None
 
 
@@ -134,7 +134,7 @@ def project_type(root: Path) -> str:
 
 # -- reading the counts ------------------------------------------------------------------
 _PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|errors?|error)\b")
-_PYTEST_FAIL = re.compile(r"^(?:FAILED|ERROR) (\S+)")
+_PYTEST_FAIL = re.compile(r"^(?:FAILED|ERROR) ([^\s(]\S*)")
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in")
 _UNITTEST_FAILED = re.compile(r"^FAILED \((.*)\)")
 _UNITTEST_FAIL = re.compile(r"^(?:FAIL|ERROR): (\S+)")
@@ -149,7 +149,7 @@ _CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed")
 _CARGO_FAIL = re.compile(r"^test (\S+) \.\.\. FAILED")
 
 
-def parse(kind: str, lines: list[str], result: TestResult) -> None:
+def parse(kind: str, lines: list[str], result: SuiteResult) -> None:
     """Fill ``passed``, ``failed`` and ``failures`` from the runner's output (best
     effort: when nothing matches, the exit code alone says pass or fail)."""
     passed = failed = 0
@@ -215,14 +215,14 @@ def parse(kind: str, lines: list[str], result: TestResult) -> None:
 
 # -- running -----------------------------------------------------------------------------
 async def run(
-    kennel: Kennel, repo: Path, plan: TestPlan, *, limit_seconds: float,
+    kennel: Kennel, repo: Path, plan: SuitePlan, *, limit_seconds: float,
     on_start: Callable[[KennelProcess], Awaitable[None]] | None = None,
     grace: float = 2.0,
-) -> TestResult:
+) -> SuiteResult:
     """Run ``plan`` in ``repo`` inside ``kennel``: no relay (no network), ``limit_seconds``
     seconds at most, the last ``TAIL_LINES`` lines kept. ``on_start`` receives the process
     (so /pause and /stop reach it like the harness's)."""
-    result = TestResult(plan)
+    result = SuiteResult(plan)
     layout = await asyncio.to_thread(kennel.layout, repo, STATE_NAME)
     env = {"PATH": layout.path_env, "HOME": "/tmp", "LANG": "C.UTF-8", "CI": "1",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "NO_COLOR": "1",
@@ -274,4 +274,4 @@ async def run(
     return result
 
 
-__all__ = ["TestPlan", "TestResult", "detect", "parse", "project_type", "run"]
+__all__ = ["SuitePlan", "SuiteResult", "detect", "parse", "project_type", "run"]
