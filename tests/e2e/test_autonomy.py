@@ -154,3 +154,20 @@ async def test_a_committed_fetch_yaml_only_lowers_autonomy(calc: Driver) -> None
     await calc.ask(PROMPT, "Apply?", 60)
     assert git(repo, "rev-parse", "HEAD") == base and branches(repo) == ["main"]
     await calc.ask("no", "Discarded")
+
+
+async def test_project_shows_type_branch_status_and_task(calc: Driver) -> None:
+    repo = calc.services.workspace.path("calc")
+    assert "No project chosen" in await calc.ask("/project", "project")
+    await calc.ask("/workspace calc", "calc")
+    shown = await calc.ask("/project", "📁 calc")
+    head = git(repo, "rev-parse", "HEAD")
+    for line in ("📁 calc · python", f"branch: main @ {head[:7]}", "status: clean",
+                 "tests: pytest", "autonomy: supervised", "task: none"):
+        assert line in shown, shown
+    (repo / "wip.txt").write_text("the owner's work\n")
+    assert "status: dirty (1 file(s))" in await calc.ask("/project", "📁 calc")
+    (repo / "wip.txt").unlink()
+    await calc.ask(PROMPT, "Apply?", 60)
+    assert "task: a diff waits for your answer" in await calc.ask("/project", "📁 calc")
+    await calc.ask("no", "Discarded")

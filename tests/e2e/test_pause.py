@@ -86,6 +86,7 @@ async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
         # A pause that came while the kennel was still starting lands as soon as it has.
         await until(lambda: set(states(pids).values()) == {"T"}, 5)
         assert "WORKING" in await fetch.ask("/status", "Fetch ·")
+        assert "task: #1 claude-code (paused)" in await fetch.ask("/project", "📁 demo")
         # Longer than the whole time limit: a clock that ran while paused would fire.
         await asyncio.sleep(7)
         assert set(states(pids).values()) == {"T"}, states(pids)
