@@ -10,6 +10,8 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import suppress
 
+from core.tasks import cancel_and_wait
+
 MAX_LINE = 4 * 1024 * 1024  # one JSON event may carry a whole file; beyond this we cut
 
 
@@ -61,7 +63,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 class GroupProcess:
-    """Wraps ``asyncio.subprocess.Process`` started with ``start_new_session=True``."""
+    """Wraps ``asyncio.subprocess.Process`` started with ``start_new_session=True``.
+    Its one task (the stderr drain) is its own: ``wait`` and ``terminate`` end it."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self._proc = proc
@@ -107,8 +110,11 @@ class GroupProcess:
 
     async def wait(self) -> int:
         code = await self._proc.wait()
-        with suppress(asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
+        # A child that outlives the CLI can hold stderr open: the tail gets a second to
+        # arrive, then the drain ends (what it read is kept). Not wait_for: its timeout
+        # would be raised from here as if the run had hit its time limit.
+        await asyncio.wait({self._stderr_task}, timeout=1.0)
+        await cancel_and_wait(self._stderr_task)
         return code
 
     def stderr_tail(self) -> str:
@@ -152,9 +158,7 @@ class GroupProcess:
         # "stopped" is only ever said about processes that are really gone.
         while any(_pid_alive(p) for p in strays) and time.monotonic() - started < 3.0:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
-        self._stderr_task.cancel()
-        with suppress(asyncio.CancelledError):
-            await self._stderr_task
+        await cancel_and_wait(self._stderr_task)
         return time.monotonic() - started
 
     @staticmethod
