@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import shlex
+import socket
 import threading
 import time
 from collections import deque
@@ -34,6 +35,7 @@ import docker.errors
 from docker.utils.socket import frames_iter
 
 from core.errors import KennelError
+from core.tasks import cancel_and_wait
 from kennel.base import ExecSpec, Layout
 from kennel.docker_sweep import FORWARDER_SCRIPT, parse_forwarder, sweep_script
 from kennel.owner import hand_over, user_for
@@ -113,6 +115,7 @@ class DockerKennel:
         self._warm: dict[Path, _Warm] = {}
         self._paths = HostPaths(client_factory=self._docker)
         self._lock = asyncio.Lock()
+        # The kennel's one task, its own: started with the first container, ended by close.
         self._reaper: asyncio.Task[None] | None = None
 
     # -- the port -----------------------------------------------------------------------
@@ -157,11 +160,8 @@ class DockerKennel:
                           "tasks, even fresh")
 
     async def close(self) -> None:
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._reaper
-            self._reaper = None
+        reaper, self._reaper = self._reaper, None
+        await cancel_and_wait(reaper)
         async with self._lock:
             for warm in list(self._warm.values()):
                 await asyncio.to_thread(self._remove, warm)
@@ -290,12 +290,15 @@ class DockerKennel:
         while True:
             await asyncio.sleep(min(60.0, self._settings.idle_seconds / 2))
             now = time.monotonic()
-            async with self._lock:
-                for repo, warm in list(self._warm.items()):
-                    if now - warm.last_used > self._settings.idle_seconds:
-                        log.info("reaping idle kennel %s", warm.name)
-                        await asyncio.to_thread(self._remove, warm)
-                        del self._warm[repo]
+            try:
+                async with self._lock:
+                    for repo, warm in list(self._warm.items()):
+                        if now - warm.last_used > self._settings.idle_seconds:
+                            log.info("reaping idle kennel %s", warm.name)
+                            await asyncio.to_thread(self._remove, warm)
+                            del self._warm[repo]
+            except Exception:  # the engine away for a moment: try again next round
+                log.exception("reaping idle kennels failed")
 
     # -- the promise, checked ------------------------------------------------------------
     def _verify(self, warm: _Warm) -> None:
@@ -401,7 +404,10 @@ class DockerProcess:
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._stderr: deque[str] = deque(maxlen=60)
         self._done = asyncio.Event()
+        # The output pump: a thread (docker's stream is blocking), ended with the exec's
+        # stream; wait and terminate make sure of it (_end_pump).
         self._thread: threading.Thread | None = None
+        self._sock: Any = None
 
     @classmethod
     async def start(
@@ -429,6 +435,7 @@ class DockerProcess:
         proc = cls(client, container, exec_id, tag, keep, user)
         loop = asyncio.get_running_loop()
         sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
+        proc._sock = sock
         proc._thread = threading.Thread(target=proc._pump, args=(sock, loop), daemon=True,
                                         name=f"kennel-exec-{exec_id[:8]}")
         proc._thread.start()
@@ -480,7 +487,20 @@ class DockerProcess:
         # Whatever the task left behind (background jobs, a fork bomb's children) goes
         # with it: the next task starts in a clean kennel.
         await self._sweep()
+        await self._end_pump()
         return int(code) if code is not None else -1
+
+    async def _end_pump(self) -> None:
+        """The pump ends when the exec's stream does, which the sweep has made sure of.
+        Should the engine keep it open anyway, shutting the socket down ends the read."""
+        thread = self._thread
+        if thread is None:
+            return
+        await asyncio.to_thread(thread.join, 2.0)
+        if thread.is_alive():
+            with suppress(OSError):
+                getattr(self._sock, "_sock", self._sock).shutdown(socket.SHUT_RDWR)
+            await asyncio.to_thread(thread.join, 2.0)
 
     def stderr_tail(self) -> str:
         return "\n".join(self._stderr)
@@ -527,7 +547,9 @@ class DockerProcess:
         else:
             await asyncio.to_thread(self._inside, self._tree_script("KILL"))
         await self._sweep()
-        return time.monotonic() - started
+        took = time.monotonic() - started
+        await self._end_pump()
+        return took
 
     async def _sweep(self) -> None:
         """Kill everything but init and the forwarder (by the PIDs recorded at start) and
