@@ -7,6 +7,7 @@ kept in ``outbox`` as well as printed.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import threading
 import uuid
@@ -17,6 +18,7 @@ from channels.base import Capabilities, InboundSink
 from core.events import Inbound, Outbound, SendResult
 from core.tasks import Spawner, cancel_and_wait
 
+log = logging.getLogger(__name__)
 # What the reader posts for a line that is not UTF-8 (compared by identity).
 UNDECODABLE = "\x00undecodable\n"
 NOT_UTF8 = ("⚠️ I couldn't read that line: it is not UTF-8 (check your terminal's "
@@ -127,6 +129,9 @@ class TerminalChannel:
                 continue
             text = line.rstrip("\n")
             if text.strip():
-                await self.submit(text)
+                try:
+                    await self.submit(text)
+                except Exception:  # the reader must outlive any one line's failure
+                    log.exception("terminal: a typed line failed")
         if self._on_eof is not None:
             self._on_eof.set()

@@ -15,6 +15,7 @@ from core.errors import FetchError, StopPropagation
 from core.state import State
 from orchestrator.context import Context
 from orchestrator.conversation import handle_text
+from orchestrator.store.errors import storage_error
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,12 @@ async def dispatch(ctx: Context) -> None:
         return
     except FetchError as err:
         await ctx.reply(f"⚠️ {err}")
-    except Exception:  # the last line of defence: log, answer, keep serving
+    except Exception as err:  # the last line of defence: log, answer, keep serving
         log.exception("handler failed for %s", ctx.session.key)
+        unsaved = storage_error(err)  # a full disk, a read-only or damaged database
+        if unsaved is not None:
+            await ctx.reply(f"⚠️ {unsaved}")
+            return
         await ctx.reply("⚠️ Something went wrong on my side (it's in the log). "
                         "Your code is untouched; try again.")
 

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import re
 import unicodedata
+from contextlib import suppress
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -36,6 +37,7 @@ from orchestrator.dispatcher import dispatch
 from orchestrator.limits import SenderLimits, Verdict
 from orchestrator.services import Services
 from orchestrator.session import Session
+from orchestrator.store.errors import STORAGE_ERRORS, storage_error
 
 log = logging.getLogger(__name__)
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -131,8 +133,14 @@ class Gateway:
             return
         if not inbound.from_owner and not self._within_limit(inbound):
             return
-        accepted = await self._s.store.inbox.accept(
-            inbound.channel, inbound.message_id, inbound.key, to_payload(inbound))
+        try:
+            accepted = await self._s.store.inbox.accept(
+                inbound.channel, inbound.message_id, inbound.key, to_payload(inbound))
+        except STORAGE_ERRORS as err:
+            # A full disk or a read-only or damaged database: the sender hears it, the
+            # channel's reader lives on, and the next message tries again.
+            await self._unsaved(inbound, err)
+            return
         if not accepted:
             log.info("duplicate %s:%s ignored", inbound.channel, inbound.message_id)
             return
@@ -164,8 +172,15 @@ class Gateway:
         cleaned = clean_text(said(inbound), settings.trigger, settings.max_message_chars)
         logged = cleaned.text or inbound.text[:200]
         self._s.store.messages.log(inbound.key, "in", logged)
-        self._s.journal.append(inbound.key, "owner" if inbound.from_owner else inbound.sender,
-                               logged, message_id=inbound.message_id)
+        try:
+            self._s.journal.append(inbound.key,
+                                   "owner" if inbound.from_owner else inbound.sender,
+                                   logged, message_id=inbound.message_id)
+        except STORAGE_ERRORS as err:
+            with suppress(*STORAGE_ERRORS):  # accepted but not run: not to be replayed
+                await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
+            await self._unsaved(inbound, err)
+            return
         if cleaned.problem is not None:
             await self._s.messenger.send(inbound.key, f"⚠️ {cleaned.problem}")
             await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
@@ -178,6 +193,16 @@ class Gateway:
                                      name=f"bypass:{inbound.key.slug}:{instinct.name}")
             return
         self._queue(inbound).put_nowait((inbound, cleaned.text))
+
+    async def _unsaved(self, inbound: Inbound, err: BaseException) -> None:
+        problem = storage_error(err)
+        if problem is None:
+            raise err
+        log.error("message %s not saved: %s", inbound.message_id, err)
+        try:
+            await self._s.messenger.send(inbound.key, f"⚠️ {problem}")
+        except Exception as send_err:  # the channel is down too: the log has it
+            log.warning("could not tell %s: %s", inbound.key, send_err)
 
     def _queue(self, inbound: Inbound) -> asyncio.Queue[tuple[Inbound, str]]:
         qkey = (inbound.key, inbound.sender)

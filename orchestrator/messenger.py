@@ -130,8 +130,11 @@ class Messenger:
         self._store.messages.log(
             log_key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]
         )
-        self._journal.append(log_key, "fetch", text,
-                             **({"model": model, "tokens": list(tokens)} if model else {}))
+        try:
+            self._journal.append(log_key, "fetch", text,
+                                 **({"model": model, "tokens": list(tokens)} if model else {}))
+        except OSError as err:  # a full disk must not silence Fetch: send it all the same
+            log.warning("journal: reply to %s not recorded: %s", log_key, err)
         copy = self._copies.get(log_key)
         if copy is not None and edit_of is None:  # new messages only, not progress edits
             copy(text)
