@@ -89,7 +89,12 @@ def route(level: str, tests: SuiteResult | None, risky: list[str], owner_task: b
         return Route("branch", "autonomous")
     if tests is not None and tests.ok:
         return Route("commit", "semi: the tests pass and no risky path is touched")
-    reason = "the tests fail" if tests is not None and tests.ran else "no tests ran"
+    if tests is None or not tests.ran:
+        reason = "no tests ran"
+    elif tests.changed_files:
+        reason = "the test run changed files"
+    else:
+        reason = "the tests fail"
     return Route("ask", f"semi, but {reason}")
 
 

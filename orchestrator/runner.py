@@ -370,10 +370,13 @@ class TaskRunner:
                 if handle.paused:
                     await proc.pause()
 
-            return await testrun.run(
+            result = await testrun.run(
                 self._kennel, repo.path, plan, on_start=started,
                 limit_seconds=self._settings.approvals.test_timeout_seconds,
                 grace=self._settings.harness.stop_grace_seconds)
+            after = await asyncio.to_thread(repo.change)
+            result.changed_files = after.digest != change.digest
+            return result
         except (FetchError, OSError) as err:
             log.warning("tests for task %s could not run: %s", handle.task_id, err)
             return testrun.SuiteResult(None, note=f"could not start: {err}")

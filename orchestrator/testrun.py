@@ -47,15 +47,22 @@ class SuiteResult:
     exit_code: int | None = None
     note: str = ""  # why it did not run, or how it ended (timeout)
     seconds: float = 0.0
+    changed_files: bool = False  # the run left the working tree different
 
     @property
     def ok(self) -> bool:
-        """Ran and passed: what ``semi`` autonomy needs before it commits unasked."""
-        return self.ran and self.exit_code == 0 and not self.failed
+        """Ran, passed and changed nothing: what ``semi`` autonomy needs before it
+        commits unasked (files a test run writes are never committed unseen)."""
+        return self.ran and self.exit_code == 0 and not self.failed and not self.changed_files
 
     def line(self) -> str:
         """For the diff card and the completion card: one line, and the first failing
         tests' names below it."""
+        changed = "\n⚠️ The test run changed files; they are in the diff." \
+            if self.changed_files else ""
+        return self._counts() + changed
+
+    def _counts(self) -> str:
         if not self.ran:
             return f"🧪 tests: not run ({self.note})"
         tool = f" ({self.plan.tool}, in the kennel)" if self.plan else ""

@@ -171,3 +171,19 @@ async def test_project_shows_type_branch_status_and_task(calc: Driver) -> None:
     await calc.ask(PROMPT, "Apply?", 60)
     assert "task: a diff waits for your answer" in await calc.ask("/project", "📁 calc")
     await calc.ask("no", "Discarded")
+
+
+async def test_semi_never_commits_files_the_test_run_wrote(calc: Driver) -> None:
+    repo = calc.services.workspace.path("calc")
+    (repo / ".fetch.yaml").write_text(
+        "test_command: echo '1 passed in 0.01s' && echo junk > junk.txt\n")
+    git(repo, "add", ".fetch.yaml")
+    git(repo, "commit", "-qm", "tests that write")
+    base = git(repo, "rev-parse", "HEAD")
+    await calc.ask("/autonomy semi", "Autonomy set")
+    card = await calc.ask(PROMPT, "Apply?", 60)
+    assert "⚠️ The test run changed files; they are in the diff." in card, card
+    assert "junk.txt" in card and "semi, but the test run changed files, so I ask" in card
+    assert git(repo, "rev-parse", "HEAD") == base
+    await calc.ask("no", "Discarded")
+    assert not (repo / "junk.txt").exists()
