@@ -34,6 +34,10 @@ async def _while_working(ctx: Context) -> None:
         await ctx.reply("⏳ Still finishing the last task; one moment.")
         return
     elapsed = time.monotonic() - handle.started
+    if handle.paused:
+        await ctx.reply(f"⏸ Task #{handle.task_id} ({handle.harness}) is paused: "
+                        f"{handle.prompt[:60]}\n/resume continues it, /stop cancels it.")
+        return
     await ctx.reply(
         f"⏳ Busy with task #{handle.task_id} ({handle.harness}, {elapsed:.0f} s): "
         f"{handle.prompt[:60]}\nI'll answer when it's done. /stop cancels it.")

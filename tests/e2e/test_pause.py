@@ -87,6 +87,7 @@ async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
         await until(lambda: set(states(pids).values()) == {"T"}, 5)
         assert "WORKING" in await fetch.ask("/status", "Fetch ·")
         assert "task: #1 claude-code (paused)" in await fetch.ask("/project", "📁 demo")
+        assert "/resume continues it" in await fetch.ask("and the tests too", "is paused")
         # Longer than the whole time limit: a clock that ran while paused would fire.
         await asyncio.sleep(7)
         assert set(states(pids).values()) == {"T"}, states(pids)
