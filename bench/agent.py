@@ -72,11 +72,9 @@ async def _measure(turns: int) -> dict[str, Any]:
 
 
 def run(n: int) -> dict[str, Any]:
-    result = asyncio.run(_measure(max(2, n)))
-    assert result["system_identical"], "the system prompt changed between turns"
-    assert result["prefix_identical"], "a turn's request is not a prefix of the next one's"
-    assert result["hello_under_budget"], f"'Say hello' sent {result['hello_bytes']} bytes"
-    return result
+    # A verdict, not an assertion (benchmarks never fail); tests/agent/test_wire_bytes.py
+    # asserts the same figures.
+    return asyncio.run(_measure(max(2, n)))
 
 
 def render(result: dict[str, Any]) -> str:
@@ -87,10 +85,11 @@ def render(result: dict[str, Any]) -> str:
         [f"turn {result['turns']} request", result["last_turn_bytes"]],
     ]
     same = "yes" if result["system_identical"] and result["prefix_identical"] else "NO"
+    verdict = "PASS" if result["hello_under_budget"] and same == "yes" else "MISS"
     return (table("Orchestrator model requests (bytes on the wire)", ["request", "bytes"],
                   rows)
-            + f"\nbudget for 'Say hello': {HELLO_BUDGET} bytes; system prompt and prefix "
-              f"byte-identical across turns: {same}")
+            + f"\n{verdict}: 'Say hello' under {HELLO_BUDGET} bytes; system prompt and "
+              f"prefix byte-identical across turns: {same}")
 
 
 if __name__ == "__main__":
