@@ -6,6 +6,7 @@ of the next one's."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 from tests.conftest import Driver
 from tests.fakes.model_server import ScriptedModelServer, Text
@@ -24,7 +25,7 @@ async def test_say_hello_bytes_and_the_prefix_over_ten_turns(
     bodies = [json.loads(r.raw) for r in sent]
     assert len(bodies[0]["tools"]) == 23  # every tool, offered to the owner
     assert len({json.dumps(b["messages"][0]) for b in bodies}) == 1
-    for before, after in zip(bodies, bodies[1:], strict=False):
+    for before, after in pairwise(bodies):
         prefix = before["messages"][:-1]
         assert after["messages"][:len(prefix)] == prefix
     assert len(bodies[-1]["messages"]) == 1 + 19 + 1  # system, 19 messages, the note
