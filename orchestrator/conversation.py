@@ -52,7 +52,8 @@ async def _answer_question(ctx: Context) -> None:
     if await ctx.services.runner.answer(ctx.session, context, ctx.text):
         return  # a CLI's question mid-task: the answer goes back to it
     if context.get("kind") == confirm.KIND:  # the owner's yes/no to a tool that asks
-        await confirm.answer(ctx, context)
+        if not await confirm.answer(ctx, context):
+            await _fresh(ctx, classify(ctx.text))  # not an answer: a new request
         return
     if context.get("kind") == "repo":
         names = ctx.services.workspace.repos()

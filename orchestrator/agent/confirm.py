@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 KIND = "tool"  # question_context["kind"] of a pending yes/no
 YES = frozenset({"yes", "y", "ok", "okay", "sure", "go", "go ahead", "do it", "yes please",
                  "👍", "✅"})
+NO = frozenset({"no", "n", "nope", "don't", "dont", "cancel", "stop", "no thanks", "👎", "❌"})
 
 
 async def cleared(ctx: Context, tool: Tool, args: dict[str, Any]) -> bool:
@@ -55,12 +56,16 @@ async def request(ctx: Context, tool: Tool, args: dict[str, Any]) -> tuple[str, 
     return "the owner was asked to confirm; nothing was done yet", True
 
 
-async def answer(ctx: Context, context: dict[str, Any]) -> None:
-    """The owner's answer to ``request`` (the session has left WAITING already)."""
+async def answer(ctx: Context, context: dict[str, Any]) -> bool:
+    """The owner's answer to ``request`` (the session has left WAITING already). False
+    when the message was not a yes or a no but something new: the tool is not run, and
+    the caller handles the message as a fresh one."""
     name, args = str(context.get("tool", "")), dict(context.get("args") or {})
-    if ctx.text.strip().lower().rstrip(".!") not in YES:
+    said = ctx.text.strip().lower().rstrip(".!")
+    if said not in YES:
         await ctx.reply(f"👍 Not done: {name} was not run.")
-        return
+        return said in NO
     result = await ctx.services.planner.executor.run_confirmed(ctx, name, args)
     await ctx.reply(f"✅ {name}: {result}" if not result.startswith("error:") else
                     f"⚠️ {name}: {result}")
+    return True

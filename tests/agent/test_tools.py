@@ -50,6 +50,13 @@ async def test_workspace_create_asks_the_owner_first(
     await agent.ask("hello there, make a repo other", "May I run")
     assert "Not done" in await agent.ask("no", "Not done")
     assert not (workspace / "other").exists()
+    # Something else than yes or no: nothing is run, and the message is a new request.
+    model.script(ToolCall("workspace_create", {"name": "third"}), Text("Sure, hello."))
+    await agent.ask("hello there, make a repo third", "May I run")
+    await agent.ask("what's in the demo repo instead?", "Not done")
+    await agent.expect("Sure, hello.")
+    assert not (workspace / "third").exists()
+    assert bodies(model)[-1]["messages"][-2]["content"] == "what's in the demo repo instead?"
     # A name that escapes is refused after the yes, and nothing is made.
     model.script(ToolCall("workspace_create", {"name": "../escape"}))
     await agent.ask("hello there, make ../escape", "May I run")
