@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from identity import Identity
 from tests.agent.conftest import bodies
 from tests.conftest import Driver
 from tests.fakes.model_server import Error, ScriptedModelServer, Text, ToolCall, Turn
@@ -76,6 +77,14 @@ async def test_clear_and_a_new_day_rebuild_the_prompt(
     fresh = bodies(model)[3]
     assert [r for r, _ in _chat(fresh)] == ["system", "user", "user"]  # history forgotten
     assert _chat(fresh)[1] == ("user", "hello there, fourth")
+    # A new identity (COLLAR.md edited, Fetch restarted) rebuilds it too.
+    services = agent.services
+    services.identity = Identity(services.identity.collar.model_copy(
+        update={"tone": "grumpy and terse"}), services.identity.alpha)
+    model.script(Text("five"))
+    await agent.ask("hello there, fifth", "five")
+    assert "Tone: grumpy and terse." in bodies(model)[4]["messages"][0]["content"]
+    assert ("user", "hello there, fourth") in _chat(bodies(model)[4])
 
 
 async def test_history_is_the_last_n_messages(start: Start, model: ScriptedModelServer) -> None:
