@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core.errors import FetchError
+from orchestrator import completion
 from orchestrator.agent.compaction import Message
 from orchestrator.agent.executor import ToolExecutor
 from orchestrator.agent.history import build_messages
@@ -80,14 +81,24 @@ class Planner:
         create: Any = self._client.chat.completions.create
         try:
             if tools:
-                return await create(model=self._settings.name, messages=messages, tools=tools)
-            return await create(model=self._settings.name, messages=messages)
+                response = await create(model=self._settings.name, messages=messages,
+                                        tools=tools)
+            else:
+                response = await create(model=self._settings.name, messages=messages)
         except Exception as err:
             import openai
 
             if isinstance(err, openai.APIError):
                 raise PlannerUnavailable(_describe(err)) from err
+            if isinstance(err, ValueError | TypeError | KeyError | AttributeError):
+                # The SDK could not parse a 200 (not JSON, not a completion's shape).
+                raise PlannerUnavailable("the orchestrator model endpoint answered "
+                                         "something that is not a completion") from err
             raise
+        wrong = completion.problem(response)
+        if wrong is not None:
+            raise PlannerUnavailable(wrong)
+        return response
 
     async def summarise(self, folded: list[Message]) -> str:
         """Compaction's summary of the oldest messages, by this model."""
@@ -123,6 +134,7 @@ class Planner:
                 raise PlannerUnavailable("the model answered with no choices")
             message = response.choices[0].message
             calls = message.tool_calls or []
+            completion.normalise_arguments(calls)
             if not calls:
                 await ctx.reply(message.content or "(the model said nothing)",
                                 tokens=(tokens_in, tokens_out), model=self._settings.name)
