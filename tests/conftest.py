@@ -7,14 +7,14 @@ import asyncio
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from channels.terminal import TerminalChannel
-from core.events import Inbound
+from core.events import Inbound, SessionKey
 from orchestrator.app import App, build_app
 from orchestrator.config import Settings, load_settings
+from orchestrator.services import Services
 
 README = "# demo\n\nTeh quick brown fox.\n"
 
@@ -72,13 +72,11 @@ class Driver:
         self.seen: list[str] = []
 
     @property
-    def services(self) -> Any:
+    def services(self) -> Services:
         assert self.app.services is not None
         return self.app.services
 
-    def terminal_key(self) -> Any:
-        from core.events import SessionKey
-
+    def terminal_key(self) -> SessionKey:
         return SessionKey(self.terminal.name, self.terminal.chat)
 
     async def push(self, text: str, message_id: str | None = None) -> Inbound:

@@ -105,6 +105,13 @@ class MemoryMessages:
         mine = [m for m in itertools.chain(self._rows, self._queued) if m.session == session]
         return sum(m.tokens_in for m in mine), sum(m.tokens_out for m in mine)
 
+    async def recent(self, key: SessionKey, limit: int) -> list[tuple[int, str, str]]:
+        await self.flush()  # like SQLite: queued rows belong to the conversation, with ids
+        session = key_str(key)
+        mine = [(i + 1, m.direction, m.text) for i, m in enumerate(self._rows)
+                if m.session == session and m.direction in ("in", "out")]
+        return mine[-limit:] if limit > 0 else []
+
 
 @dataclass(slots=True)
 class _Task:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -15,7 +15,7 @@ from tests.fakes.model_server import ScriptedModelServer
 CANARY = "sk-ant-canary-docker-91b2"
 
 
-def _missing(why: str) -> None:
+def _missing(why: str) -> NoReturn:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{why}; CI must provide it (.ci/kennel-image.sh)", pytrace=False)
     pytest.skip(why)

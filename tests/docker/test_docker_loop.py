@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kennel.docker_backend import DockerKennel
 from tests.conftest import Driver, git, tree_snapshot
 from tests.docker.conftest import CANARY
 from tests.fakes.model_server import EditFile, Hang, ScriptedModelServer, Text
@@ -12,6 +13,7 @@ from tests.fakes.model_server import EditFile, Hang, ScriptedModelServer, Text
 
 def _kennel_container(driver: Driver) -> Any:
     kennel = driver.services.kennel
+    assert isinstance(kennel, DockerKennel)
     (warm,) = kennel._warm.values()
     return warm.container
 

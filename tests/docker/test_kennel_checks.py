@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kennel.docker_backend import DockerKennel
 from orchestrator.config import Settings
 from tests.conftest import Driver, make_repo, start_driver, tree_snapshot
 from tests.fakes.model_server import Hang, ScriptedModelServer
@@ -67,7 +68,9 @@ async def test_pause_and_resume_in_the_container(
     model.script(Hang(60))
     await docker_fetch.ask("fix the typo in README.md of demo", "On it")
     await model.wait_for_requests(1, timeout=90)
-    (warm,) = docker_fetch.services.kennel._warm.values()
+    kennel = docker_fetch.services.kennel
+    assert isinstance(kennel, DockerKennel)
+    (warm,) = kennel._warm.values()
     container = warm.container
     assert _states(container)
     await docker_fetch.ask("/pause", "Paused task")

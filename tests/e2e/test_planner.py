@@ -10,6 +10,7 @@ import pytest
 from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
 from tests.fakes.model_server import Error, ScriptedModelServer, Text, ToolCall
+from tests.fakes.wire import JsonObject
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ async def planned(
         await app.__aexit__(None, None, None)
 
 
-def _chat_calls(model: ScriptedModelServer) -> list[dict[str, object]]:
+def _chat_calls(model: ScriptedModelServer) -> list[JsonObject]:
     return [r.body for r in model.requests if r.dialect == "openai_chat" and r.body]
 
 
@@ -47,18 +48,18 @@ async def test_model_plans_and_hands_off_to_the_harness(
     assert len(bodies) == 2
     first = bodies[0]
     assert first["model"] == "planner-1"
-    tools = {t["function"]["name"] for t in first["tools"]}  # type: ignore[index,union-attr]
+    tools = {t["function"]["name"] for t in first["tools"]}
     assert {"workspace_list", "workspace_select", "task_create", "ask_user"} <= tools
-    system = first["messages"][0]["content"]  # type: ignore[index]
+    system = first["messages"][0]["content"]
     assert "You are Fetch" in system and "demo" in system and "Never change code" in system
     # The tool result went back to the model before it decided.
-    second = bodies[1]["messages"]  # type: ignore[index]
+    second = bodies[1]["messages"]
     assert any(m.get("role") == "tool" and "demo" in m.get("content", "") for m in second)
     assert model.requests[0].headers["authorization"] == "Bearer sk-orch"
     await planned.ask("no", "Discarded")
     await planned.services.store.messages.flush()
-    rows = await planned.services.store.db.conn.execute_fetchall(
-        "SELECT tokens_in, tokens_out, model FROM messages WHERE model IS NOT NULL")
+    rows = list(await planned.services.store.db.conn.execute_fetchall(
+        "SELECT tokens_in, tokens_out, model FROM messages WHERE model IS NOT NULL"))
     assert rows and rows[0][0] > 0 and rows[0][2] == "planner-1"
 
 
@@ -67,8 +68,8 @@ async def test_text_answer_records_tokens(planned: Driver, model: ScriptedModelS
     reply = await planned.ask("what is a flaky test?", "flaky")
     assert "without code changes" in reply
     await planned.services.store.messages.flush()
-    rows = await planned.services.store.db.conn.execute_fetchall(
-        "SELECT tokens_in, tokens_out FROM messages WHERE direction='out' AND model='planner-1'")
+    rows = list(await planned.services.store.db.conn.execute_fetchall(
+        "SELECT tokens_in, tokens_out FROM messages WHERE direction='out' AND model='planner-1'"))
     assert rows and rows[-1][0] > 0 and rows[-1][1] > 0
 
 
@@ -82,7 +83,7 @@ async def test_bad_json_arguments_go_back_to_the_model(
     reply = await planned.ask("what does the code do?", "confused")
     assert "Which file" in reply
     bodies = _chat_calls(model)
-    tool_msgs = [m["content"] for m in bodies[-1]["messages"]  # type: ignore[index]
+    tool_msgs = [m["content"] for m in bodies[-1]["messages"]
                  if m.get("role") == "tool"]
     assert any("not valid JSON" in c for c in tool_msgs)
     assert any("unknown tool" in c for c in tool_msgs)

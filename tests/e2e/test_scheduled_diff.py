@@ -35,7 +35,9 @@ async def test_a_job_that_needs_a_model_says_so_when_created(fetch: Driver) -> N
     assert "needs a model" in refused and "none is configured" in refused
     refused = flat(await fetch.ask("/cron 0 9 * * * tell me a joke", "Not scheduled"))
     assert "needs a model" in refused
-    assert not await fetch.services.scheduler.jobs.listing(None, ("active",))
+    scheduler = fetch.services.scheduler
+    assert scheduler is not None
+    assert not await scheduler.jobs.listing(None, ("active",))
     # A command and a code change need no model: both are scheduled.
     assert "Job #" in await fetch.ask("/schedule /status every day at 9", "Job #")
     assert "Job #" in await fetch.ask(

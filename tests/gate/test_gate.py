@@ -122,12 +122,15 @@ async def test_allowlisted_sender_is_served_but_cannot_approve(
     gated: tuple[App, Driver, RecordingChannel, ScriptedModelServer],
 ) -> None:
     app, _owner, phone, _model = gated
-    assert app.gateway is not None
+    gateway = app.gateway
+    assert gateway is not None
     friend = "4915100000001"
 
-    async def say(text: str, **kw: object) -> None:
-        await app.gateway.receive(Inbound(channel="whatsapp", chat=friend, sender=friend,
-                                          message_id=uuid.uuid4().hex, text=text, **kw))
+    async def say(text: str, *, reaction: str | None = None,
+                  reply_to: str | None = None) -> None:
+        await gateway.receive(Inbound(channel="whatsapp", chat=friend, sender=friend,
+                                      message_id=uuid.uuid4().hex, text=text,
+                                      reaction=reaction, reply_to=reply_to))
         await asyncio.sleep(0.3)
 
     await say("/status")

@@ -29,7 +29,8 @@ def _tree(root: Path) -> dict[str, str]:
             if p.is_file()}
 
 
-def _run(argv: list[str], prompt: str, tmp: Path, name: str) -> tuple[list[object], dict]:
+def _run(argv: list[str], prompt: str, tmp: Path,
+         name: str) -> tuple[list[object], dict[str, str]]:
     repo = tmp / name
     for rel, text in FILES.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)

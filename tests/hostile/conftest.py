@@ -7,6 +7,7 @@ the way the runner, approvals and /undo call them, and collects the refusals."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -105,7 +106,7 @@ def exercise(scene: Scene, answer: str) -> list[str]:
         scene.shown.append(diffview.summary(change, "demo"))
         scene.shown.append(diffview.page(change, 0)[0])
         for f in change.files:
-            patch = attempt(errors, lambda f=f: repo.file_patch(change, f.path))
+            patch = attempt(errors, functools.partial(repo.file_patch, change, f.path))
             scene.shown.append(diffview.file_view(patch if isinstance(patch, str) else "",
                                                   f.path))
     if answer == "yes" and isinstance(change, Change) and not change.empty:

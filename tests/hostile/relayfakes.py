@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Self
 
 from aiohttp import web
 
@@ -40,7 +41,7 @@ class _Server:
                           {k.lower(): v for k, v in request.headers.items()}))
         return await self.handle(request)
 
-    async def __aenter__(self) -> _Server:
+    async def __aenter__(self) -> Self:
         app = web.Application(client_max_size=1024**3)
         app.router.add_route("*", "/{tail:.*}", self._record)
         self._runner = web.AppRunner(app, access_log=None)

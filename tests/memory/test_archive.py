@@ -62,8 +62,9 @@ async def _check_partition(run: Running, key: SessionKey) -> list[tuple[int, int
     return chunks
 
 
-def archive_settings(memory_settings: Callable[..., Settings], **env: str) -> Settings:
-    return memory_settings(FETCH__MEMORY__ARCHIVE_TOKENS="500", **env)
+def archive_settings(memory_settings: Callable[..., Settings], *, summaries: bool = True,
+                     **env: str) -> Settings:
+    return memory_settings(summaries=summaries, FETCH__MEMORY__ARCHIVE_TOKENS="500", **env)
 
 
 async def test_chunks_past_the_threshold(

@@ -13,6 +13,7 @@ from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
 from tests.fakes.model_server import EditFile, ScriptedModelServer, Text, ToolCall
 from tests.fakes.require import require_binary
+from tests.fakes.wire import JsonObject
 
 pytestmark = pytest.mark.real
 SEARCH = "mcp__fetch-memory__memory_search"
@@ -33,7 +34,7 @@ async def claude(model: ScriptedModelServer, make_settings: Callable[..., Settin
         await app.__aexit__(None, None, None)
 
 
-def _tool_results(body: dict) -> list[str]:  # type: ignore[type-arg]
+def _tool_results(body: JsonObject) -> list[str]:
     out = []
     for message in body.get("messages", []):
         content = message.get("content")
@@ -64,7 +65,9 @@ async def test_claude_searches_and_writes_memory_over_mcp(
     offered = {t.get("name") for t in (turns[0].body or {}).get("tools", [])}
     assert {SEARCH, WRITE, "mcp__fetch-memory__memory_read"} <= offered, sorted(offered)
     # The task's prompt carried the relevant memory (context_for).
-    assert "keep British spelling" in json.dumps(turns[0].body["messages"])
+    first = turns[0].body
+    assert first is not None
+    assert "keep British spelling" in json.dumps(first["messages"])
     # memory_search's answer reached the model as the tool result.
     results = [r for t in turns for r in _tool_results(t.body or {})]
     assert any("keep British spelling" in r and "hybrid" in r for r in results), results

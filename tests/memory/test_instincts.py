@@ -68,6 +68,7 @@ async def test_turns_are_archived_behind_the_replies(fetch_mem: Driver) -> None:
     for i in range(12):  # each reply to /commands is long: the threshold passes quickly
         await fetch_mem.ask(f"/commands {i}", "Commands:")
     memory = fetch_mem.services.memory
+    assert memory.archiver is not None
     for _ in range(100):
         await memory.archiver.idle()
         counts, _ = await memory.overview()

@@ -10,6 +10,7 @@ import pytest
 
 from orchestrator.config import Settings
 from orchestrator.memory import Memory, search
+from tests.fakes.model_server import ScriptedModelServer
 from tests.memory.conftest import Running
 
 QUERY = "postgres database error E4711"
@@ -86,7 +87,7 @@ async def test_keyword_only_without_sqlite_vec(
 
 
 async def test_embedding_endpoint_down_falls_back_and_catches_up(
-    running: Running, model,  # type: ignore[no-untyped-def]
+    running: Running, model: ScriptedModelServer,
 ) -> None:
     memory = running.memory
     model.embeddings.fail = 503

@@ -58,7 +58,8 @@ async def test_cli_calls_memory_search_over_mcp(cli_mem: tuple[str, Driver],
     model.script(Text("Looked around."))  # first run: learn the tool's name in this CLI
     await driver.ask("look at README.md of demo", "finished without changing", 120)
     mcp = driver.services.memory.mcp
-    assert mcp is not None and mcp.methods["tools/list"] >= 1, mcp.methods
+    assert mcp is not None
+    assert mcp.methods["tools/list"] >= 1, mcp.methods
     if name == "codex":
         # Codex 0.169 defers every MCP tool behind its own `tool_search` (the feature is
         # fixed on): the model must search before it can call one, a call the fake's

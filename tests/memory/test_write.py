@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from orchestrator.config import Settings
 from orchestrator.memory import Memory
 from tests.fakes.embeddings import embed
 
@@ -36,7 +39,7 @@ async def test_different_memories_are_kept_apart(memory: Memory) -> None:
     assert counts == {"preference": 1, "learning": 1}
 
 
-async def test_threshold_is_configurable(memory_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_threshold_is_configurable(memory_settings: Callable[..., Settings]) -> None:
     from tests.memory.conftest import Running
 
     async with Running(memory_settings(FETCH__MEMORY__DEDUP_THRESHOLD="0.3")) as run:

@@ -32,7 +32,7 @@ async def grants(tmp_path: Path) -> AsyncIterator[GrantStore]:
 
 
 def rules(*entries: tuple[str, str, str]) -> list[RuleSettings]:
-    return [RuleSettings(effect=e, what=w, who=who) for e, w, who in entries]  # type: ignore[arg-type]
+    return [RuleSettings(effect=e, what=w, who=who) for e, w, who in entries]
 
 
 async def test_each_step_in_order(grants: GrantStore) -> None:

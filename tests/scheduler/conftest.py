@@ -7,7 +7,7 @@ import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import pytest
 
@@ -24,10 +24,12 @@ BERLIN = "Europe/Berlin"
 OWNER = SessionKey("terminal", "owner")
 
 
-def berlin(*parts: int) -> float:
+def berlin(year: int, month: int, day: int, hour: int = 0, minute: int = 0,
+           second: int = 0) -> float:
     from zoneinfo import ZoneInfo
 
-    return dt.datetime(*parts, tzinfo=ZoneInfo(BERLIN)).timestamp()  # type: ignore[misc]
+    return dt.datetime(year, month, day, hour, minute, second,
+                       tzinfo=ZoneInfo(BERLIN)).timestamp()
 
 
 class ManualClock:
@@ -101,7 +103,9 @@ def sched_settings(tmp_path: Path) -> Callable[..., Settings]:
     return make
 
 
-RigFactory = Callable[..., Any]
+class RigFactory(Protocol):
+    async def __call__(self, now: float, *, recording: bool = True, start: bool = True,
+                       **env: str) -> Rig: ...
 
 
 @pytest.fixture

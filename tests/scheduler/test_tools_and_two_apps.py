@@ -47,8 +47,10 @@ async def test_second_fetch_on_the_same_home_runs_without_scheduler(
     first_app, first = await start_driver(settings)
     second_app, second = await start_driver(settings)
     try:
-        assert first.services.scheduler.running
-        assert not second.services.scheduler.running
+        first_scheduler, second_scheduler = first.services.scheduler, second.services.scheduler
+        assert first_scheduler is not None and second_scheduler is not None
+        assert first_scheduler.running
+        assert not second_scheduler.running
         status = await second.ask("/status", "scheduler:")
         assert "not running here" in " ".join(status.split())
         refused = " ".join((await second.ask("/remind x in 5m", "⚠️")).split())

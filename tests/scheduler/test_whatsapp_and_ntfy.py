@@ -106,7 +106,9 @@ async def test_ntfy_down_does_not_fail_the_reminder(
         await driver.ask("/remind x in 1s", "Reminder #")
         assert "⏰ x" in await driver.expect("⏰", timeout=10)
         assert "ntfy push on" in await driver.ask("/status", "scheduler:")
-        assert driver.services.scheduler.ntfy.failed == 1
+        scheduler = driver.services.scheduler
+        assert scheduler is not None and scheduler.ntfy is not None
+        assert scheduler.ntfy.failed == 1
     finally:
         await app.__aexit__(None, None, None)
 

@@ -116,6 +116,21 @@ async def test_added_rows_get_increasing_ids_and_count_in_totals(ports: Ports) -
     assert await ports.messages.token_totals(KEY) == (4, 1)
 
 
+async def test_recent_is_the_chats_last_messages_oldest_first_queued_included(
+    ports: Ports,
+) -> None:
+    first = await ports.messages.add(KEY, "in", "one")
+    await ports.messages.add(OTHER, "in", "elsewhere")
+    await ports.messages.add(KEY, "tool", "not conversation")
+    ports.messages.log(KEY, "out", "two")
+    ports.messages.log(KEY, "in", "three")
+    rows = await ports.messages.recent(KEY, 2)
+    assert [(d, t) for _i, d, t in rows] == [("out", "two"), ("in", "three")]
+    assert first < rows[0][0] < rows[1][0]
+    everything = await ports.messages.recent(KEY, 10)
+    assert [t for _i, _d, t in everything] == ["one", "two", "three"]
+
+
 # -- work: tasks -----------------------------------------------------------------------
 async def test_a_new_task_is_running(ports: Ports) -> None:
     task_id = await ports.work.create_task(KEY, "demo", "fix the typo", "claude")

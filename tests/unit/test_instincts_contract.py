@@ -147,6 +147,29 @@ class FakeStatus:
 
 
 @dataclass
+class FakeGrants:
+    """Records what /grants asked for; the wording is the real port's business."""
+
+    for_owner: bool = True
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+
+    def listing(self) -> str:
+        return "no grants"
+
+    async def revoke(self, grant_id: int) -> str:
+        self.calls.append(("revoke", str(grant_id)))
+        return f"revoked #{grant_id}"
+
+    async def answer(self, nonce: str, yes: bool, scope: str) -> str:
+        self.calls.append(("answer", nonce, "yes" if yes else "no", scope))
+        return f"answered {nonce}"
+
+    async def grant(self, who: str, action: str, scope: str) -> str:
+        self.calls.append(("grant", who, action, scope))
+        return f"granted {who} {action}"
+
+
+@dataclass
 class FakeContext:
     inbound: Inbound
     session: FakeSession
@@ -158,6 +181,7 @@ class FakeContext:
     workspace: FakeWorkspace = field(default_factory=FakeWorkspace)
     harnesses: FakeHarnesses = field(default_factory=FakeHarnesses)
     status: FakeStatus = field(default_factory=FakeStatus)
+    grants: FakeGrants = field(default_factory=FakeGrants)
     said: list[str] = field(default_factory=list)
 
     @property

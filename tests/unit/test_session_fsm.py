@@ -20,6 +20,12 @@ async def _session(table: MemorySessions | None = None) -> tuple[Session, Memory
     return await Sessions(table).get(KEY), table
 
 
+def _state(session: Session) -> State:
+    """The state read through a call: mypy keeps ``session.state`` narrowed by an earlier
+    assert even after an awaited transition has moved it."""
+    return session.state
+
+
 async def _stored(table: MemorySessions) -> str | None:
     row = await table.load(KEY)
     return None if row is None else row.state
@@ -55,7 +61,7 @@ async def test_transitions_move_and_persist_state_with_data() -> None:
     await session.answered()
     await session.start_task()
     await session.finish()
-    assert session.state is State.ALERT
+    assert _state(session) is State.ALERT
     await session.ask()
     await session.reset()
     assert await _stored(table) == "ALERT"
