@@ -50,12 +50,13 @@ async def test_node_tests_run_in_the_container(
 
 
 def _states(container: Any) -> dict[str, str]:
-    """args -> state of the task's claude processes, as ps inside the container sees."""
+    """args -> state of the task's live claude processes, as ps in the container sees."""
     out = container.exec_run(["ps", "-eo", "stat=,args="]).output.decode()
     found = {}
     for line in out.splitlines():
         stat, _, args = line.strip().partition(" ")
-        if "claude" in args and "ps -eo" not in args:
+        # A zombie has ended already (only its exit status waits): nothing to stop.
+        if "claude" in args and "ps -eo" not in args and not stat.startswith("Z"):
             found[args.strip()] = stat[:1]
     return found
 
