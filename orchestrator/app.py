@@ -93,7 +93,8 @@ def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
         from channels.telegram import TelegramChannel
 
         channels.append(TelegramChannel(settings.telegram, http=http,
-                                        public_url=settings.telegram.webhook_url))
+                                        public_url=settings.telegram.webhook_url,
+                                        gate=AllowlistGate(settings.allowlist)))
     if settings.webhook.enabled:
         from channels.webhook import WebhookChannel
 

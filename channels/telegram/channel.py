@@ -7,6 +7,10 @@ a request without the exact secret in ``X-Telegram-Bot-Api-Secret-Token`` gets 4
 Stopping never deletes the webhook: Telegram keeps what arrives meanwhile and delivers
 it when Fetch is back.
 
+Every update is put to the gate (``core.gate``) before anything is done for its sender:
+a stranger's message or button tap gets no toast, no typing, no delivery. Within a
+polled batch the owner's updates are handed over first.
+
 Replies arrive cut to Telegram's size (``Capabilities.measure`` counts UTF-16 code
 units, as Telegram does) and are sent as Telegram HTML (see ``format``); a message
 carrying an approval nonce gets 👍/👎 buttons whose tap comes back as a yes/no reaction
@@ -33,6 +37,8 @@ from channels.telegram.api import BotApi, TelegramApiError
 from channels.telegram.format import LIMIT, approval_keyboard, to_html
 from channels.telegram.updates import (
     SeenUpdates,
+    from_owner,
+    gate_probe,
     message_ref,
     parse_ref,
     to_inbound,
@@ -40,8 +46,10 @@ from channels.telegram.updates import (
 from channels.telegram_settings import TelegramSettings
 from core.errors import ConfigError, SendFailed
 from core.events import Inbound, Outbound, SendResult
+from core.gate import Gate, OwnerOnlyGate
 from core.tasks import Spawner, cancel_and_wait
 from core.text import utf16_units
+from core.throttle import LogThrottle
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +94,15 @@ class TelegramChannel:
         typing_max: float = 600.0,
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.time,
+        gate: Gate | None = None,
     ) -> None:
         if not settings.token:
             raise ConfigError("telegram.token", "", "the bot token from @BotFather")
         self._owner = settings.owner_id
+        # The gateway's own question, asked before anything is done for a sender: a
+        # stranger gets no toast, no typing, no delivery (and the log says so, sparingly).
+        self._gate: Gate = gate or OwnerOnlyGate()
+        self._quiet_log = LogThrottle(log)
         self._mode = settings.mode
         self._public_url = public_url
         self._secret = settings.webhook_secret or ""
@@ -187,13 +200,25 @@ class TelegramChannel:
                 continue
             self._backoff.reset()
             self._problem = None
-            for update in batch:
-                if isinstance(update, dict):
-                    await self._handle_update(update)
-                    if isinstance(update.get("update_id"), int):
-                        # Advanced per update: a stop mid-batch confirms only what was
-                        # really handed to the gateway.
-                        self._offset = update["update_id"] + 1
+            await self._handle_batch([u for u in batch if isinstance(u, dict)])
+
+    async def _handle_batch(self, batch: list[dict[str, Any]]) -> None:
+        """The owner's updates first, then everyone else's, each group in order: a
+        member's flood in the same batch must not hold up the owner's /stop.
+
+        The offset confirms everything below it, so it only ever moves to the lowest
+        update of the batch not yet handed over: a stop mid-batch skips nothing. What
+        was handed over above that point (the owner's, out of order) comes again after
+        a restart, and the gateway's persistent dedupe drops it."""
+        ids = [u["update_id"] for u in batch if isinstance(u.get("update_id"), int)]
+        pending = set(ids)
+        ordered = sorted(batch, key=lambda u: not from_owner(u, self._owner))  # stable
+        for update in ordered:
+            await self._handle_update(update)
+            update_id = update.get("update_id")
+            if isinstance(update_id, int):
+                pending.discard(update_id)
+                self._offset = min(pending) if pending else max(ids) + 1
 
     async def _register_webhook(self) -> None:
         await self._until_ok("setWebhook", {
@@ -244,8 +269,13 @@ class TelegramChannel:
         self._last_update = self._clock()
         try:
             inbound = to_inbound(update, self._owner, self._clock())
+            who = inbound or gate_probe(update, self._owner, self._clock())
+            if who is not None and not self._gate.allows(who):
+                self._quiet_log.info("telegram: update %s from non-allowed sender %s "
+                                     "dropped", update_id, who.sender)
+                return
             query = update.get("callback_query")
-            if isinstance(query, dict):
+            if isinstance(query, dict) and who is not None:
                 await self._answer_button(query, inbound)
             if inbound is not None and self._sink is not None:
                 await self._sink(inbound)

@@ -123,6 +123,38 @@ def to_inbound(update: Mapping[str, Any], owner_id: str | None, now: float) -> I
     return None
 
 
+def _person(update: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for kind in ("message", "callback_query"):
+        part = update.get(kind)
+        if isinstance(part, dict):
+            return part
+    return None
+
+
+def from_owner(update: Mapping[str, Any], owner_id: str | None) -> bool:
+    """Whether the owner sent this update: a guess from the raw update, used only to
+    order a batch (the owner's first); the gate still decides."""
+    part = _person(update)
+    who = _sender(part.get("from"), owner_id) if part is not None else None
+    return who is not None and who[1]
+
+
+def gate_probe(update: Mapping[str, Any], owner_id: str | None, now: float) -> Inbound | None:
+    """Who sent an update that carries nothing to hand over (a tap on a foreign button),
+    as the gate's question: answering it is a trace of the sender too."""
+    part = _person(update)
+    if part is None:
+        return None
+    who = _sender(part.get("from"), owner_id)
+    message = part.get("message", part)
+    chat = message.get("chat") if isinstance(message, dict) else None
+    if who is None or not isinstance(chat, dict) or "id" not in chat:
+        return None
+    return Inbound(channel=CHANNEL, chat=str(chat["id"]), sender=who[0],
+                   message_id=f"probe:{update.get('update_id')}", text="", timestamp=now,
+                   is_group=chat.get("type") in GROUP_TYPES, from_owner=who[1])
+
+
 class SeenUpdates:
     """A bounded window of update ids already handed over: Telegram redelivers a webhook
     update it got no 200 for, and a poll repeats what a crash left unconfirmed.

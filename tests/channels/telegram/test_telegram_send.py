@@ -14,6 +14,7 @@ from channels.telegram import TelegramChannel
 from channels.telegram.channel import Backoff
 from core.errors import SendFailed
 from core.events import Outbound, SessionKey
+from core.gate import AllowlistGate
 from orchestrator.supervisor import TaskSupervisor
 from tests.channels.outbound import messenger_for
 from tests.channels.telegram.support import OWNER, RecordingSink, settings_for
@@ -66,19 +67,36 @@ async def test_a_diff_gets_buttons_bound_to_its_nonce_and_a_tap_answers_yes(
     assert diff.reply_markup is None, "answered once: the buttons are gone"
 
 
-async def test_a_strangers_tap_is_answered_but_keeps_the_buttons(
+async def test_a_strangers_tap_gets_no_answer_and_an_allowed_members_keeps_the_buttons(
     tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
 ) -> None:
-    channel = await make_channel()
+    channel = await make_channel(gate=AllowlistGate(["telegram:555"]))
     chat, mid = (await channel.send(out(DIFF, approval_nonce=NONCE))).message_id.split(":")
-    tg.push_callback(f"fetch:no:{NONCE}", chat_id=chat, message_id=int(mid), from_id=999)
+    # A stranger's tap: no toast (the gate is asked first), nothing handed over.
+    stranger = tg.push_callback(f"fetch:yes:{NONCE}", chat_id=chat, message_id=int(mid),
+                                from_id=999)
+    await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
+                      == stranger["update_id"] + 1)
+    assert tg.calls_to("answerCallbackQuery") == []
+    # An allowed member's tap is answered and handed over (the gateway decides what it
+    # may do), but only the owner's answer takes the buttons away.
+    tg.push_callback(f"fetch:no:{NONCE}", chat_id=chat, message_id=int(mid), from_id=555)
     answer = await sink.next()
-    assert (answer.text, answer.from_owner) == ("no", False)  # the gateway drops it
-    await tg.wait_for("answerCallbackQuery")
+    assert (answer.text, answer.sender, answer.from_owner) == ("no", "555", False)
+    [ack] = await tg.wait_for("answerCallbackQuery")
+    assert ack.params["text"] == "Got it: no"
     assert tg.messages[(chat, int(mid))].reply_markup is not None
     tg.push_callback("something-else", chat_id=chat, message_id=int(mid))
-    await tg.wait_for("answerCallbackQuery", count=2)
+    [_, inactive] = await tg.wait_for("answerCallbackQuery", count=2)
+    assert inactive.params["text"] == "That button is not active"
+    tg.push_callback("something-else", chat_id=chat, message_id=int(mid), from_id=999)
+    last = tg.push_message("after", chat_id=OWNER, from_id=OWNER)
+    await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
+                      == last["update_id"] + 1)
+    assert len(tg.calls_to("answerCallbackQuery")) == 2  # not even "not active"
+    assert (await sink.next()).text == "after"
     await sink.nothing()
+    assert {i.sender for i in sink.got} == {"555", str(OWNER)}
 
 
 async def test_flood_limit_waits_retry_after_then_sends(

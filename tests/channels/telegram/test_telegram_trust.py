@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from channels.telegram import TelegramChannel
 from channels.telegram.channel import Backoff
+from core.gate import AllowlistGate
 from orchestrator.app import build_app
 from orchestrator.config import Settings
 from tests.channels.telegram.support import OWNER, settings_for
@@ -23,7 +24,8 @@ async def test_a_members_flood_does_not_hold_up_the_owners_status(
 ) -> None:
     settings = make_settings(FETCH__ALLOWLIST=f'["telegram:{MEMBER}"]',
                              FETCH__GATEWAY__RATE_PER_MINUTE="5")
-    channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2))
+    channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2),
+                              gate=AllowlistGate(settings.allowlist))
     async with build_app(settings, channels=[channel]):
         for _ in range(150):
             tg.push_message("/help", chat_id=MEMBER, from_id=MEMBER)
