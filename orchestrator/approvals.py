@@ -453,19 +453,29 @@ class Approvals:
                 key, f"⏸ {branch} waits for one word: merge, drop or keep.")
             return
         try:
-            sha = await asyncio.to_thread(autonomy.merge_branch, git, row.task_id,
-                                          row.diff_hash, row.base_sha)
+            merge = await asyncio.to_thread(autonomy.prepare_merge, git, row.task_id,
+                                            row.diff_hash, row.base_sha)
         except GitError as err:
             await self._messenger.send(key, f"❌ Not merged: {err}. Say drop or keep.")
             return
-        if not await self._store.work.decide_approval(row.id, "approved"):
+        # Journalled like a yes (orchestrator/recovery.py): a kill after the ref moved
+        # is settled from git at the next start, so the merge is never lost.
+        intent = await self._store.work.open_intent(
+            "commit", key, row.repo, row.id, row.base_sha, merge.tree, merge.message)
+        try:
+            sha = await asyncio.to_thread(autonomy.finish_merge, git, row.task_id, merge,
+                                          row.base_sha)
+        except GitError as err:
+            moved = await asyncio.to_thread(recovery.settled_after_error, git, intent)
+            if moved is None:
+                await self._store.work.void_intent(intent.id)
+                await self._messenger.send(key, f"❌ Not merged: {err}. Say drop or keep.")
+                return
+            sha = moved
+        subject = merge.message.strip().splitlines()[0]
+        # One transaction: approval approved, commit recorded for /undo, task committed.
+        if not await self._store.work.commit_done(intent.id, sha, subject):
             return
-        task = await self._store.work.get_task(row.task_id)
-        subject = await asyncio.to_thread(git.subject, sha)
-        await self._store.work.record_commit(key, row.repo, sha, row.base_sha, row.task_id,
-                                             subject,
-                                             requester=task.requester if task else "owner")
-        await self._store.work.set_task_status(row.task_id, "committed")
         await self._close(session)
         checks = await self._store.work.task_checks(row.task_id)
         tests = "\n".join(checks[:4])

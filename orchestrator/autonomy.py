@@ -139,19 +139,43 @@ def verify_branch(repo: Repo, task_id: int, diff_hash: str, base_sha: str) -> st
     return tip
 
 
-def merge_branch(repo: Repo, task_id: int, diff_hash: str, base_sha: str) -> str:
-    """Fast-forward the owner's branch to the task branch (CAS on the diff's base), bring
-    the clean working tree along, delete the task branch. Returns the commit."""
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """A task branch proven mergeable: its tip, tree and exact message (the journal's
+    intent names the commit by them, orchestrator/recovery.py)."""
+
+    tip: str
+    tree: str
+    message: str
+
+
+def prepare_merge(repo: Repo, task_id: int, diff_hash: str, base_sha: str) -> Merge:
+    """Refuse unless the branch is still Fetch's commit for that diff, the owner's branch
+    is still at its base, and the working tree is clean."""
     tip = verify_branch(repo, task_id, diff_hash, base_sha)
     if not repo.is_clean():
         raise GitError("there are uncommitted changes; merge needs a clean tree")
     if repo.head() != base_sha:
         raise GitError(f"{repo.branch()} moved since the task started; merge "
                        f"{branch_name(task_id)} by hand")
-    repo.run("update-ref", "-m", f"fetch: merge {branch_name(task_id)}", "HEAD", tip, base_sha)
-    repo.run("reset", "-q", "--hard", "HEAD")
-    repo.run("update-ref", "-d", f"refs/heads/{branch_name(task_id)}", tip)
-    return tip
+    raw = repo.run("cat-file", "commit", tip, strip=False)
+    header, _, message = raw.partition("\n\n")
+    tree = next((line.split(" ", 1)[1] for line in header.splitlines()
+                 if line.startswith("tree ")), "")
+    return Merge(tip, tree, message)
+
+
+def finish_merge(repo: Repo, task_id: int, merge: Merge, base_sha: str) -> str:
+    """Fast-forward: the files and the index go to the tip's tree first (a two-tree
+    read-tree: no checkout, no hook), then the owner's branch moves with a
+    compare-and-swap on the base, then the task branch is deleted. A kill between the
+    first two steps leaves the change in the working tree, nothing committed; after the
+    second, the journal finds the commit at start-up."""
+    repo.run("read-tree", "-u", "-m", base_sha, merge.tip)
+    repo.run("update-ref", "-m", f"fetch: merge {branch_name(task_id)}", "HEAD", merge.tip,
+             base_sha)
+    repo.run("update-ref", "-d", f"refs/heads/{branch_name(task_id)}", merge.tip)
+    return merge.tip
 
 
 def drop_branch(repo: Repo, task_id: int) -> str | None:
@@ -164,4 +188,4 @@ def drop_branch(repo: Repo, task_id: int) -> str | None:
 
 
 __all__ = ["LEVELS", "Route", "branch_name", "commit_to_branch", "deleted_paths", "drop_branch",
-           "merge_branch", "risks", "route", "verify_branch"]
+           "finish_merge", "prepare_merge", "risks", "route", "verify_branch"]
