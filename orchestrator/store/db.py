@@ -29,7 +29,22 @@ from orchestrator.store.migrations import MIGRATIONS
 BUSY_TIMEOUT_MS = 5000
 FAST_BUSY_MS = 5  # the event-loop connection never waits longer than this
 FAST_BATCH = 64  # a write-behind batch larger than this takes the thread path
+# While the file cannot be written (full disk, read-only, locked by another process), the
+# writer waits 0.1, 0.2, 0.4 ... 5 s between attempts and says so once per 5 s, keeping
+# at most BEHIND_CAP rows: past that the oldest go (the message log is not the durable
+# record of a message; the inbox is).
+RETRY_FIRST, RETRY_CEILING = 0.1, 5.0
+BEHIND_CAP = 10_000
+_TRANSIENT = ("full", "disk i/o", "locked", "busy", "readonly", "read-only", "unable to open")
 log = logging.getLogger(__name__)
+
+
+def _transient(err: BaseException) -> bool:
+    """A write that may succeed later, unchanged (as opposed to a row SQLite refuses)."""
+    if isinstance(err, OSError):
+        return True
+    return isinstance(err, sqlite3.OperationalError) \
+        and any(mark in str(err).lower() for mark in _TRANSIENT)
 
 
 def key_str(key: SessionKey) -> str:
@@ -51,6 +66,10 @@ class Database:
         # last of them. Started by open, ended (and its rows written) by close.
         self._behind_task: asyncio.Task[None] | None = None
         self._behind_stopping = False
+        self._behind_stop = asyncio.Event()  # ends a wait between failed attempts
+        self._behind_dropped = 0  # rows dropped over the cap since the last good write
+        self.behind_cap, self.retry_first, self.retry_ceiling = (BEHIND_CAP, RETRY_FIRST,
+                                                                  RETRY_CEILING)
         self._fast: sqlite3.Connection | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -84,14 +103,19 @@ class Database:
         fast.execute("PRAGMA synchronous=NORMAL")
         self._fast = fast
         self._behind_stopping = False
+        self._behind_stop.clear()
         self._behind_task = asyncio.get_running_loop().create_task(
             self._behind_writer(), name="store:message-log")
 
     async def close(self) -> None:
         try:
             await self._stop_writer()
-            with suppress(Exception):  # the last rows still go in before the file closes
+            try:  # the last rows still go in before the file closes
                 await self.flush()
+            except Exception as err:
+                if left := sum(map(len, self._behind.values())):
+                    log.warning("message log: %d rows not written before closing (%s)",
+                                left, err)
         finally:
             if self._fast is not None:
                 self._fast.close()
@@ -107,6 +131,7 @@ class Database:
         if task is None:
             return
         self._behind_stopping = True
+        self._behind_stop.set()
         self._behind_wake.set()
         try:
             await task
@@ -181,42 +206,82 @@ class Database:
         """Queue one row for ``sql``; it is written shortly after, in a batch."""
         self._behind.setdefault(sql, []).append(row)
         self._behind_wake.set()
+        self._trim()
+
+    def _trim(self) -> None:
+        """Bounded (only while writes fail does the queue grow): the oldest go first."""
+        count = sum(map(len, self._behind.values())) - self.behind_cap
+        if count <= 0:
+            return
+        if not self._behind_dropped:
+            log.warning("message log: more than %d rows wait for the disk; dropping the "
+                        "oldest until writes work again (messages themselves are kept "
+                        "in the inbox)", self.behind_cap)
+        self._behind_dropped += count
+        for sql in list(self._behind):  # statements in the order they were first queued
+            rows = self._behind[sql]
+            gone = min(count, len(rows))
+            del rows[:gone]
+            count -= gone
+            if not rows:
+                del self._behind[sql]
+            if not count:
+                return
 
     async def flush(self) -> None:
-        """Write every queued row now. Batches an interruption (a failed write, a
-        cancel) did not reach are queued again, ahead of rows queued since."""
+        """Write every queued row now, each statement's batch all or nothing. A batch a
+        storage failure (full disk, busy file) or a cancel kept from being written is
+        queued again, ahead of rows queued since; one SQLite refuses is dropped."""
         pending = list(self._behind.items())
         self._behind = {}
-        sent = False  # pending[0] reached SQLite (written, or refused: not retried)
         try:
             while pending:
                 sql, rows = pending[0]
-                sent = False
-                if self._fast is not None and not self._write_lock.locked() \
-                        and len(rows) <= FAST_BATCH:
-                    try:
-                        # A handful of rows: one implicit transaction on the loop's
-                        # connection.
-                        sent = True
-                        self._fast.executemany(sql, rows)
-                        pending.pop(0)
-                        continue
-                    except sqlite3.OperationalError:
-                        sent = False  # busy: the thread path below waits properly
-                async with self._write_lock:
-                    sent = True  # once queued, aiosqlite's thread runs it even if we go
-                    await self.conn.executemany(sql, rows)
+                try:
+                    if not self._write_fast(sql, rows):
+                        async with self.transaction() as conn:
+                            await conn.executemany(sql, rows)
+                except Exception as err:
+                    if not _transient(err):
+                        pending.pop(0)  # refused for what it is: retrying cannot help
+                    raise
                 pending.pop(0)
         finally:
-            left = pending[1:] if sent else pending
-            if left:
-                requeue = dict(left)
+            if pending:
+                requeue = dict(pending)
                 for sql, rows in self._behind.items():
                     requeue.setdefault(sql, []).extend(rows)
                 self._behind = requeue
+                self._trim()
                 self._behind_wake.set()  # the writer tries them again
 
+    def _write_fast(self, sql: str, rows: list[tuple[Any, ...]]) -> bool:
+        """A handful of rows in one transaction on the loop's connection; False when
+        they must take the thread path (too many, a transaction open, the file busy or
+        failing: the thread path waits properly and reports the error). No await
+        inside: nothing can interrupt it half-way."""
+        fast = self._fast
+        if fast is None or self._write_lock.locked() or len(rows) > FAST_BATCH:
+            return False
+        try:
+            fast.execute("BEGIN IMMEDIATE")
+            fast.executemany(sql, rows)
+            fast.execute("COMMIT")
+        except sqlite3.OperationalError:
+            if fast.in_transaction:
+                with suppress(sqlite3.Error):
+                    fast.execute("ROLLBACK")
+            return False
+        except BaseException:
+            if fast.in_transaction:
+                with suppress(sqlite3.Error):
+                    fast.execute("ROLLBACK")
+            raise
+        return True
+
     async def _behind_writer(self) -> None:
+        delay, failed, said = 0.0, 0, -self.retry_ceiling
+        loop = asyncio.get_running_loop()
         while not self._behind_stopping:
             await self._behind_wake.wait()
             self._behind_wake.clear()
@@ -225,5 +290,21 @@ class Database:
             await asyncio.sleep(0.005)  # gather what arrives with the same message
             try:
                 await self.flush()
-            except Exception:  # nobody awaits this task until close: say it here
-                log.exception("message log write failed")
+            except Exception as err:  # nobody awaits this task until close: say it here
+                if not _transient(err):
+                    log.exception("message log write failed")
+                    continue
+                failed += 1
+                delay = min(max(delay * 2, self.retry_first), self.retry_ceiling)
+                if loop.time() - said >= self.retry_ceiling:  # once per longest wait
+                    said = loop.time()
+                    log.warning("message log cannot be written (%s); %d attempts failed, "
+                                "retrying within %.0fs, rows kept", err, failed,
+                                self.retry_ceiling)
+                with suppress(TimeoutError):  # new rows do not cut the wait short
+                    await asyncio.wait_for(self._behind_stop.wait(), delay)
+                continue
+            if failed or self._behind_dropped:
+                log.warning("message log written again after %d failed attempts (%d "
+                            "oldest rows dropped)", failed, self._behind_dropped)
+            delay, failed, self._behind_dropped = 0.0, 0, 0
