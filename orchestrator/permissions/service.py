@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +49,7 @@ class Permissions:
         self._owner_chats = owner_chats  # channel -> the owner's direct chat on it
         self.grants = GrantStore(store.db)
         self.resolver = Resolver(settings.permissions.rules, self.grants)
-        self.asks = Asks(settings.permissions.ask_ttl_seconds)
+        self.asks = Asks(settings.permissions.ask_ttl_seconds, store.db)
         self._groups: set[SessionKey] = set()
         self._committed: dict[tuple[str, str], dict[str, Any]] = {}
         self.chat_overrides = ChatOverrides(settings.home_dir / "chats.yaml")
@@ -59,6 +60,7 @@ class Permissions:
 
     async def start(self) -> None:
         await self.grants.load()
+        await self.asks.load()
 
     # -- who ----------------------------------------------------------------------------
     def subject_of(self, inbound: Inbound) -> Subject:
@@ -199,7 +201,7 @@ class Permissions:
         if owner is None:
             await reply(f"🔒 {shown} needs the owner's yes, and I cannot reach them.")
             return
-        ask = self.asks.open(subject.id, action, key)
+        ask = await self.asks.open(subject.id, action, key)
         await self._messenger.send(owner, (
             f"🔐 {subject.id} asks to use {shown} ({action}) in {key.channel}:{key.chat}.\n"
             f"/grants yes {ask.nonce} once|session|always — or /grants no {ask.nonce}"))
@@ -208,9 +210,13 @@ class Permissions:
 
     # -- the owner's side (/grants) ------------------------------------------------------
     async def answer(self, nonce: str, yes: bool, scope: str) -> str:
-        ask = self.asks.take(nonce)
+        ask = await self.asks.take(nonce)
         if ask is None:
             return f"No open question {nonce!r} (it expired, or was answered)."
+        if ask.expired(time.time()):
+            return (f"No open question {nonce!r}: it expired unanswered "
+                    f"({_ago(ask.expires_at)} ago), so nothing was allowed. {ask.subject} "
+                    "can ask again.")
         if not yes:
             await self._messenger.send(ask.key, f"🔒 The owner said no to {ask.action}.")
             return f"Refused {ask.subject}: {ask.action}."
@@ -243,6 +249,13 @@ class Permissions:
 
     async def end_session(self, key: SessionKey) -> None:
         await self.grants.end_session(key)
+
+
+def _ago(moment: float) -> str:
+    seconds = max(0, int(time.time() - moment))
+    if seconds < 120:
+        return f"{seconds} s"
+    return f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
 
 
 def _scope(word: str, default: Scope) -> Scope:

@@ -163,4 +163,18 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX intents_open ON intents(id) WHERE status = 'open';
     """,
+    # 7: the owner's open permission questions (orchestrator/permissions/asks.py), so a
+    # restart does not forget them: "/grants yes <nonce>" still answers one afterwards,
+    # and one answered too late is told apart from one never asked.
+    """
+    CREATE TABLE asks (
+        nonce       TEXT PRIMARY KEY,
+        subject     TEXT NOT NULL,
+        action      TEXT NOT NULL,
+        channel     TEXT NOT NULL,         -- the chat the request came from
+        chat        TEXT NOT NULL,
+        created     REAL NOT NULL,
+        expires     REAL NOT NULL
+    );
+    """,
 )
