@@ -12,7 +12,9 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from core.errors import GitError
+from core.state import State
 from orchestrator.agent.access import repo_of
+from orchestrator.runner import TASK_QUESTION
 from orchestrator.store.db import key_str
 from orchestrator.tools import ToolRegistry, ToolResult
 
@@ -117,9 +119,18 @@ def register_tools(registry: ToolRegistry) -> None:
     @registry.tool("task_respond", "Answer the running task's question.",
                    {"answer": {"type": "string"}}, ["answer"])
     async def task_respond(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        # No harness relays a mid-task question yet (issue 13, item 5): until one does,
-        # there is never a question to answer, and the model is told so.
-        return ToolResult("error: no running task is waiting for an answer in this chat")
+        # A CLI's question mid-task leaves the session WAITING with the task's context;
+        # the answer resumes the same CLI session (runner.answer), as the owner's reply would.
+        answer = str(args["answer"]).strip()
+        session = ctx.session
+        context = dict(session.data.question_context or {})
+        if (session.state is not State.WAITING or context.get("kind") != TASK_QUESTION
+                or not answer):
+            return ToolResult("error: no running task is waiting for an answer in this chat")
+        session.data.question, session.data.question_context = None, {}
+        await session.answered()
+        await ctx.services.runner.answer(session, context, answer)
+        return ToolResult("answered: the task goes on with your answer", final=True)
 
     @registry.tool("ask_user", "Ask the owner; wait for the answer.",
                    {"question": {"type": "string"}}, ["question"])

@@ -80,3 +80,37 @@ async def test_stop_while_the_question_waits_ends_the_task(
         assert task is not None and task.status == "stopped"
     finally:
         await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+async def test_the_models_task_respond_tool_answers_the_cli(
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """task_respond (the orchestrator model's tool) does what the owner's reply does: the
+    answer resumes the same CLI session and the task goes on to its diff."""
+    from core.events import Inbound
+    from orchestrator.context import Context
+
+    app, fetch = await started(make_settings, tmp_path, monkeypatch)
+    try:
+        await fetch.ask("fix the typo in README.md of demo", "asks", 60)
+        session = await fetch.services.sessions.get(fetch.terminal_key())
+        assert session.state == "WAITING"
+        tool = fetch.services.planner.executor.tools.get("task_respond")
+        assert tool is not None
+        key = fetch.terminal_key()
+        ctx = Context(inbound=Inbound(channel=key.channel, chat=key.chat, sender=key.chat,
+                                      message_id="m-respond", text="answer it",
+                                      from_owner=True),
+                      session=session, services=fetch.services, text="answer it")
+        empty = await tool.handler(ctx, {"answer": ""})
+        assert empty.content.startswith("error: no running task is waiting")
+        assert session.state == "WAITING"
+        async with session.lock:
+            result = await tool.handler(ctx, {"answer": "The"})
+        assert result.content.startswith("answered")
+        card = await fetch.expect("Apply?", 60)
+        assert "+The quick" in card and "Used your word." in card
+        again = await tool.handler(ctx, {"answer": "A"})
+        assert again.content.startswith("error: no running task is waiting")
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
