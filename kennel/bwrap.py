@@ -32,7 +32,7 @@ from kennel import launcher
 from kennel.base import ExecSpec, Layout
 from kennel.owner import hand_over, parse_user, user_for
 from kennel.paths import run_dir
-from kennel.process import MAX_LINE, GroupProcess
+from kennel.process import GroupProcess, start_group
 from kennel.relayed import RelayedProcess, start_relayed
 
 RELAY_PORT = 4100
@@ -296,20 +296,7 @@ class BwrapKennel:
         argv = self.argv(spec)
         # Fetch dies → bwrap dies (→ the sandbox's init, → everything in it).
         argv = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", *argv]
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd="/",
-                env=spec.env,  # exactly what the harness asked for, never Fetch's own
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=MAX_LINE,
-            )
-        except OSError as err:
-            raise KennelError(f"could not start {spec.argv[0]}: {err.strerror}") from err
-        return GroupProcess(proc)
+        return await start_group(argv, cwd="/", env=spec.env, name=spec.argv[0])
 
 
 __all__ = ["BwrapKennel", "bwrap_path", "probe"]

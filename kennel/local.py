@@ -11,7 +11,6 @@ picks this one.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import socket
 import subprocess
@@ -23,7 +22,7 @@ from core.errors import KennelError
 from kennel import launcher
 from kennel.base import ExecSpec, Layout
 from kennel.paths import run_dir
-from kennel.process import MAX_LINE, GroupProcess
+from kennel.process import GroupProcess, start_group
 from kennel.relayed import RelayedProcess, start_relayed
 
 NETNS_RELAY_PORT = 4100
@@ -119,18 +118,5 @@ class LocalKennel:
                      "--socket", str(spec.layout.relay_socket)]
         argv += ["--", *spec.argv]
         spec.layout.state_host.mkdir(parents=True, exist_ok=True)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=str(spec.repo),
-                env=spec.env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=MAX_LINE,
-            )
-        except OSError as err:
-            raise KennelError(f"could not start {spec.argv[0]}: {err.strerror}") from err
-        return GroupProcess(proc)
+        return await start_group(argv, cwd=str(spec.repo), env=spec.env, name=spec.argv[0])
 

@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import suppress
 
+from core.errors import KennelError
 from core.tasks import cancel_and_wait
 
 MAX_LINE = 4 * 1024 * 1024  # one JSON event may carry a whole file; beyond this we cut
@@ -178,3 +179,23 @@ def _pid_alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in {"Z", "X"}
+
+
+async def start_group(argv: list[str], *, cwd: str, env: dict[str, str],
+                      name: str) -> GroupProcess:
+    """Start ``argv`` in a new process group with exactly ``env`` (never Fetch's own), no
+    stdin and piped output; ``name`` is the CLI the owner asked for, for the error."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=MAX_LINE,
+        )
+    except OSError as err:
+        raise KennelError(f"could not start {name}: {err.strerror}") from err
+    return GroupProcess(proc)
