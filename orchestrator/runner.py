@@ -365,10 +365,13 @@ class TaskRunner:
             if plan is None:
                 return testrun.SuiteResult(None, note="no tests found")
 
-            async def started(proc: KennelProcess) -> None:
-                handle.proc = proc  # /pause and /stop reach the tests like the harness
+            async def started(proc: KennelProcess, deadline: asyncio.Timeout) -> None:
+                # /pause and /stop reach the tests like the harness, and a pause holds
+                # the tests' own time limit as it holds the harness's.
+                handle.proc, handle.deadline, handle.remaining = proc, deadline, None
                 if handle.paused:
                     await proc.pause()
+                    _hold(handle)
 
             result = await testrun.run(
                 self._kennel, repo.path, plan, on_start=started,

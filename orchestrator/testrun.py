@@ -223,12 +223,13 @@ def parse(kind: str, lines: list[str], result: SuiteResult) -> None:
 # -- running -----------------------------------------------------------------------------
 async def run(
     kennel: Kennel, repo: Path, plan: SuitePlan, *, limit_seconds: float,
-    on_start: Callable[[KennelProcess], Awaitable[None]] | None = None,
+    on_start: Callable[[KennelProcess, asyncio.Timeout], Awaitable[None]] | None = None,
     grace: float = 2.0,
 ) -> SuiteResult:
     """Run ``plan`` in ``repo`` inside ``kennel``: no relay (no network), ``limit_seconds``
     seconds at most, the last ``TAIL_LINES`` lines kept. ``on_start`` receives the process
-    (so /pause and /stop reach it like the harness's)."""
+    and its time limit (so /pause and /stop reach it like the harness's, and a pause holds
+    this limit as it holds the harness's)."""
     result = SuiteResult(plan)
     layout = await asyncio.to_thread(kennel.layout, repo, STATE_NAME)
     env = {"PATH": layout.path_env, "HOME": "/tmp", "LANG": "C.UTF-8", "CI": "1",
@@ -244,9 +245,9 @@ async def run(
         result.note = f"the kennel could not start them: {err}"
         return result
     try:
-        if on_start is not None:
-            await on_start(proc)
-        async with asyncio.timeout(limit_seconds):
+        async with asyncio.timeout(limit_seconds) as deadline:
+            if on_start is not None:
+                await on_start(proc, deadline)
             async for line in proc.lines():
                 tail.append(line[:500])
                 if len(lines) < 20_000:  # enough for every summary; bounded
