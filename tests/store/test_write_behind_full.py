@@ -104,12 +104,15 @@ async def test_past_the_cap_the_oldest_rows_go_with_one_warning(
     caplog.set_level(logging.INFO, logger="orchestrator.store.db")
     await _fill(db)
     sent = [f"m{i}" for i in range(250)]
-    for text in sent:
+    for text in sent[:50]:
         store.messages.log(KEY, "in", text)
-        if int(text[1:]) % 50 == 0:
-            await asyncio.sleep(0.05)  # the writer tries, fails, requeues meanwhile
+    await asyncio.sleep(0.2)  # the writer tries, fails and puts the rows back meanwhile
+    for text in sent[50:]:
+        store.messages.log(KEY, "in", text)
+    await asyncio.sleep(0.4)  # and tries again
     dropping = [r for r in caplog.records if "dropping the oldest" in r.getMessage()]
     assert len(dropping) == 1
+    assert any("cannot be written" in r.getMessage() for r in caplog.records)
     await _limit_pages(db, 1_000_000)
     await _until(lambda: _texts(tmp_path / "f.db") == sent[-100:], db.retry_ceiling + 2)
     [back] = [r.getMessage() for r in caplog.records if "written again" in r.getMessage()]
