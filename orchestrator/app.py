@@ -17,6 +17,7 @@ from channels.http.health import add_health
 from channels.terminal import TerminalChannel
 from core.clock import Clock, SystemClock
 from core.errors import ConfigError
+from core.events import SessionKey
 from core.gate import AllowlistGate
 from core.state import State
 from harnesses import builtin_harnesses
@@ -203,7 +204,10 @@ class App:
             messenger.add_channel(channel)
         # A commit or undo a kill interrupted is settled from git before anything reads
         # the commits or the approvals (the chats are told once their channels are up).
-        recovered = await recover_journal(store, workspace, sessions)
+        async def ttl(key: SessionKey, repo: str) -> float:
+            return float((await permissions.policy(key, repo)).ttl_seconds)
+
+        recovered = await recover_journal(store, workspace, sessions, settings.owner, ttl)
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
         for row in await store.sessions.in_states((State.WORKING.value,)):
             await runner.recover(await sessions.get(row.key))

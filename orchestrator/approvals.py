@@ -364,16 +364,25 @@ class Approvals:
                    f"Fetch-Task: {task_id}\nCommitted-by: Fetch, unasked ({route.why}; "
                    f"{'; '.join(n.removeprefix('🧪 ') for n in notes)})")
         git = self._workspace.repo(repo)
+        # A scheduled job's commit is undone from the owner's chat, where it was reported.
+        undo_from = self._messenger.routed_to(session.key) or session.key
+        # Journalled like a yes (orchestrator/recovery.py): a kill after HEAD moved is
+        # recorded from git at the next start, so /undo still reaches the commit.
+        intent = await self._store.work.open_intent(
+            "unasked", undo_from, repo, task_id, change.base_sha, change.tree_sha, message)
+        crash_point("unasked:intent")
         try:
             sha = await asyncio.to_thread(git.commit, change, message)
         except GitError:
-            return False
-        # A scheduled job's commit is undone from the owner's chat, where it was reported.
-        undo_from = self._messenger.routed_to(session.key) or session.key
-        await self._store.work.record_commit(undo_from, repo, sha, change.base_sha, task_id,
-                                             message.splitlines()[0],
-                                             requester=task.requester if task else "owner")
-        await self._store.work.set_task_status(task_id, "committed")
+            moved = await asyncio.to_thread(recovery.settled_after_error, git, intent)
+            if moved is None:
+                await self._store.work.void_intent(intent.id)
+                return False
+            sha = moved
+        crash_point("unasked:ref")
+        # One transaction: the commit recorded for /undo, the task committed.
+        await self._store.work.unasked_done(intent.id, sha, message.splitlines()[0])
+        crash_point("unasked:recorded")
         session.data.task_id = None
         session.data.task_prompt = None
         await session.settle(session.finish)
@@ -398,17 +407,33 @@ class Approvals:
         task = await self._store.work.get_task(task_id)
         prompt = task.prompt if task else "change"
         git = self._workspace.repo(repo)
-        message = (f"fetch: {_subject(prompt)}\n\nTask #{task_id}: {prompt.strip()}\n\n"
-                   f"Fetch-Task: {task_id}\nCommitted-by: Fetch on a task branch "
-                   f"({route.why})")
-        sha = await asyncio.to_thread(autonomy.commit_to_branch, git, change, task_id, message)
+        message = autonomy.branch_message(
+            f"fetch: {_subject(prompt)}\n\nTask #{task_id}: {prompt.strip()}\n\n"
+            f"Fetch-Task: {task_id}\nCommitted-by: Fetch on a task branch ({route.why})",
+            change)
+        # Journalled (orchestrator/recovery.py): a kill after the task branch exists is
+        # recorded from git at the next start, so the merge question is never lost.
+        intent = await self._store.work.open_intent(
+            "branch", session.key, repo, task_id, change.base_sha, change.tree_sha, message)
+        crash_point("branch:intent")
+        try:
+            sha = await asyncio.to_thread(autonomy.commit_to_branch, git, change, task_id,
+                                          message)
+        except GitError:
+            moved = await asyncio.to_thread(recovery.settled_after_error, git, intent)
+            if moved is None:
+                await self._store.work.void_intent(intent.id)
+                raise
+            sha = moved
+        crash_point("branch:ref")
         branch = autonomy.branch_name(task_id)
         mainline = await asyncio.to_thread(git.branch)
         policy = await self._permissions.policy(session.key, repo)
-        approval_id = await self._store.work.create_approval(
-            session.key, task_id, repo, secrets.token_hex(8), change.digest, change.base_sha,
-            self._settings.owner, policy.ttl_seconds)
-        await self._store.work.set_task_status(task_id, BRANCHED)
+        # One transaction: the merge question (a pending approval), the task branched.
+        approval_id = await self._store.work.branch_done(
+            intent.id, secrets.token_hex(8), change.digest, self._settings.owner,
+            policy.ttl_seconds)
+        crash_point("branch:recorded")
         session.data.approval_id = approval_id
         session.data.repo = repo
         await session.settle(session.propose)

@@ -103,14 +103,21 @@ def branch_name(task_id: int) -> str:
     return f"{BRANCH_PREFIX}{task_id}"
 
 
+def branch_message(message: str, change: Change) -> str:
+    """The task branch commit's exact message: ``message`` and the diff it carries (so
+    a merge, and start-up recovery, can tell it is still Fetch's commit for that diff)."""
+    return f"{message}\n{DIFF_TRAILER}{change.digest}"
+
+
 def commit_to_branch(repo: Repo, change: Change, task_id: int, message: str) -> str:
-    """Commit exactly ``change`` on a new branch (the owner's branch does not move) and
-    put the working tree back at HEAD. Returns the commit."""
+    """Commit exactly ``change`` on a new branch with the exact ``message``
+    (``branch_message``; the owner's branch does not move) and put the working tree back
+    at HEAD. Returns the commit."""
     current = repo.change()
     if current.digest != change.digest or current.base_sha != change.base_sha:
         raise GitError("the files changed since the tests ran; nothing committed")
-    sha = repo.run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m",
-                   f"{message}\n{DIFF_TRAILER}{change.digest}", env=AUTHOR)
+    sha = repo.run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message,
+                   env=AUTHOR)
     # CAS against "no such ref": an existing branch of that name is never overwritten.
     repo.run("update-ref", "-m", "fetch: task branch", f"refs/heads/{branch_name(task_id)}",
              sha, ZERO)
@@ -187,5 +194,6 @@ def drop_branch(repo: Repo, task_id: int) -> str | None:
     return tip
 
 
-__all__ = ["LEVELS", "Route", "branch_name", "commit_to_branch", "deleted_paths", "drop_branch",
-           "finish_merge", "prepare_merge", "risks", "route", "verify_branch"]
+__all__ = ["LEVELS", "Route", "branch_message", "branch_name", "commit_to_branch",
+           "deleted_paths", "drop_branch", "finish_merge", "prepare_merge", "risks", "route",
+           "verify_branch"]

@@ -6,8 +6,14 @@ start-up is settled from git, idempotently:
 
 * the ref moved to the journalled commit (parent = the intent's base, same message and,
   for a commit, the approved tree): record it as done (the commit for /undo, the revert
-  as undone) and make the index and files match HEAD, as the interrupted step would have;
+  as undone, a task branch's merge question) and make the index and files match HEAD,
+  as the interrupted step would have;
 * the ref did not move: the intent is void (a commit's approval still waits for yes).
+
+The ref is HEAD (the owner's branch) for a yes, a merge, semi's unasked commit and a
+revert; for the autonomous commit it is the task branch ``fetch/task-<id>``. A chat
+left WORKING on the task whose commit was recorded gets its outcome (semi: done;
+branch: waiting for merge, drop or keep), not "the task was stopped".
 
 Lock files a killed git left behind (``index.lock``, ``HEAD.lock``, a branch's
 ``.lock``) are removed first, only in a repository with an open intent: Fetch was
@@ -19,12 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import FetchError
 from core.events import SessionKey
 from core.state import State
+from orchestrator import autonomy
 from orchestrator.gitops import Repo
 from orchestrator.gittree import Anchor
 from orchestrator.messenger import Messenger
@@ -34,6 +43,7 @@ from orchestrator.store.work import IntentRow
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)
+Ttl = Callable[[SessionKey, str], Awaitable[float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +54,24 @@ class Note:
     text: str
 
 
+def journalled_ref(intent: IntentRow) -> str:
+    """The ref ``intent`` moves: the task branch for an autonomous commit, else HEAD."""
+    if intent.kind == "branch":
+        return f"refs/heads/{autonomy.branch_name(intent.target)}"
+    return "HEAD"
+
+
 def journalled_head(repo: Repo, intent: IntentRow) -> str | None:
-    """HEAD, if it is the commit ``intent`` describes; None if the ref did not move."""
-    head = repo.run("rev-parse", "--verify", "HEAD")
+    """The intent's ref, if it is the commit ``intent`` describes; None if the ref did
+    not move (for a task branch: it does not exist)."""
+    ref = journalled_ref(intent)
+    if ref == "HEAD":
+        head = repo.run("rev-parse", "--verify", "HEAD")
+    else:
+        found = repo.run("for-each-ref", "--format=%(objectname)", "--end-of-options", ref)
+        if not found:
+            return None
+        head = found.split()[0]
     if head == intent.base:
         return None
     raw = repo.run("cat-file", "commit", head, strip=False)
@@ -78,9 +103,12 @@ def clear_stale_locks(gitdir: Path) -> list[str]:
 
 def settle_files(repo: Repo, intent: IntentRow) -> None:
     """What the interrupted step did after moving the ref: a commit's index follows HEAD
-    (its files already do); a revert's files follow HEAD (its tree was clean before)."""
-    if intent.kind == "commit":
+    (its files already do); a revert's files follow HEAD (its tree was clean before); a
+    task branch's change leaves the working tree (it is on the branch)."""
+    if intent.kind in ("commit", "unasked"):
         repo.run("reset", "-q", "--", ".")
+    elif intent.kind == "branch":
+        repo.discard()
     else:
         repo.run("reset", "-q", "--hard", "HEAD")
 
@@ -110,9 +138,11 @@ def _settle_in_git(workspace: Workspace, intent: IntentRow) -> str | None:
 
 
 async def recover_journal(store: Store, workspace: Workspace, sessions: Sessions,
-                          ) -> list[Note]:
+                          owner: str = "owner", ttl: Ttl | None = None) -> list[Note]:
     """Settle every open intent from git, then close chats left waiting on an answered
-    diff. Returns what to tell each chat."""
+    diff. Returns what to tell each chat. ``owner`` and ``ttl`` (the chat's layered
+    ``approvals.ttl_seconds`` for a repository) make a recovered task branch's merge
+    question as the live path would have."""
     notes: list[Note] = []
     for intent in await store.work.open_intents():
         key = _key(intent.session)
@@ -129,11 +159,18 @@ async def recover_journal(store: Store, workspace: Workspace, sessions: Sessions
             if await store.work.commit_done(intent.id, head, intent.message.splitlines()[0]):
                 notes.append(Note(key, f"✅ Committed {head[:7]} to {intent.repo} (your yes "
                                        "from before the restart). Say undo to revert."))
+        elif intent.kind == "unasked":  # its chat is told by _recorded_tasks
+            await store.work.unasked_done(intent.id, head, intent.message.splitlines()[0])
+        elif intent.kind == "branch":
+            await store.work.branch_done(
+                intent.id, secrets.token_hex(8), _diff_hash(intent.message), owner,
+                await ttl(key, intent.repo) if ttl is not None else 3600.0)
         else:
             await store.work.undo_done(intent.id, head)
             notes.append(Note(key, f"↩️ The undo from before the restart is done: new commit "
                                    f"{head[:7]} in {intent.repo}."))
         log.info("recovery: %s intent %d recorded as %s", intent.kind, intent.id, head[:12])
+    notes += await _recorded_tasks(store, sessions)
     await _close_answered(store, sessions)
     return notes
 
@@ -144,6 +181,47 @@ async def tell(messenger: Messenger, notes: list[Note]) -> None:
             await messenger.send(note.key, note.text)
         except FetchError as err:  # a channel that is down must not stop start-up
             log.warning("could not tell %s: %s", note.key, err)
+
+
+def _diff_hash(message: str) -> str:
+    """The diff a task branch's commit carries (its ``Fetch-Diff:`` trailer)."""
+    for line in reversed(message.splitlines()):
+        if line.startswith(autonomy.DIFF_TRAILER):
+            return line.removeprefix(autonomy.DIFF_TRAILER).strip()
+    return ""
+
+
+async def _recorded_tasks(store: Store, sessions: Sessions) -> list[Note]:
+    """A chat still WORKING on a task whose commit is recorded (a kill came after the
+    record, or recovery just made it) gets the outcome the kill interrupted: done (semi's
+    unasked commit) or waiting for merge, drop or keep (a task branch); not "the task
+    was stopped" (that is for a task that really lost its run)."""
+    notes: list[Note] = []
+    for row in await store.sessions.in_states((State.WORKING.value,)):
+        session = await sessions.get(row.key)
+        task_id = session.data.task_id
+        task = None if task_id is None else await store.work.get_task(task_id)
+        if task is None or task_id is None:
+            continue
+        if task.status == "committed":
+            session.data.task_id = None
+            session.data.task_prompt = None
+            await session.settle(session.finish)
+            notes.append(Note(session.key, f"✅ Task #{task_id} was committed to "
+                                           f"{task.repo} just before the restart. Say undo "
+                                           "to revert."))
+            continue
+        approval = await store.work.task_approval(task_id)
+        if task.status != "branched" or approval is None or approval.status != "pending":
+            continue
+        session.data.approval_id = approval.id
+        session.data.approval_message_id = None
+        await session.settle(session.propose)
+        branch = autonomy.branch_name(task_id)
+        notes.append(Note(session.key, f"🌿 Task #{task_id} was committed on the branch "
+                                       f"{branch} just before the restart; {task.repo}'s "
+                                       "own branch is unchanged. merge · drop · keep"))
+    return notes
 
 
 async def _close_answered(store: Store, sessions: Sessions) -> None:

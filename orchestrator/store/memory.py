@@ -184,6 +184,10 @@ class MemoryWork:
     async def get_approval(self, approval_id: int) -> ApprovalRow | None:
         return self._approvals.get(approval_id)
 
+    async def task_approval(self, task_id: int) -> ApprovalRow | None:
+        mine = [a for a in self._approvals.values() if a.task_id == task_id]
+        return mine[-1] if mine else None
+
     async def decide_approval(self, approval_id: int, status: str) -> bool:
         row = self._approvals.get(approval_id)
         if row is None or row.status != "pending":
@@ -253,6 +257,30 @@ class MemoryWork:
             return
         await self.mark_undone(intent.target, sha)
         self._settle(intent_id, "done")
+
+    async def unasked_done(self, intent_id: int, sha: str, summary: str) -> bool:
+        intent = self._intents.get(intent_id)
+        if intent is None or intent.status != "open" or intent.kind != "unasked":
+            return False
+        task = self._tasks.get(intent.target)
+        await self.record_commit(_key_of(intent.session), intent.repo, sha, intent.base,
+                                 intent.target, summary,
+                                 task.row.requester if task else "owner")
+        await self.set_task_status(intent.target, "committed")
+        self._settle(intent_id, "done")
+        return True
+
+    async def branch_done(self, intent_id: int, nonce: str, diff_hash: str, owner: str,
+                          ttl_seconds: float) -> int:
+        intent = self._intents.get(intent_id)
+        if intent is None or intent.status != "open" or intent.kind != "branch":
+            return 0
+        approval_id = await self.create_approval(
+            _key_of(intent.session), intent.target, intent.repo, nonce, diff_hash,
+            intent.base, owner, ttl_seconds)
+        await self.set_task_status(intent.target, "branched")
+        self._settle(intent_id, "done")
+        return approval_id
 
 
 def _key_of(session: str) -> SessionKey:

@@ -55,12 +55,15 @@ class IntentRow:
     """A ref move Fetch is about to make: written before, closed with its record."""
 
     id: int
-    kind: str  # commit | undo
+    # commit (a yes or a merge: HEAD) | unasked (semi's commit: HEAD) | branch (the
+    # autonomous commit: refs/heads/fetch/task-<target>) | undo (a revert: HEAD)
+    kind: str
     session: str
     repo: str
-    target: int  # commit: the approval id; undo: the commits row it reverts
-    base: str  # the HEAD the ref moves from, so the new commit's parent
-    tree: str  # commit: the approved tree; undo: "" (git computes it)
+    target: int  # commit: the approval id; unasked, branch: the task id; undo: the
+    # commits row it reverts
+    base: str  # the tip the ref moves from (for a branch: the new commit's parent)
+    tree: str  # commit, unasked, branch: the tree committed; undo: "" (git computes it)
     message: str  # the new commit's message, exactly
     status: str = "open"  # open | done | void
 
@@ -93,6 +96,9 @@ class WorkPort(Protocol):
 
     async def get_approval(self, approval_id: int) -> ApprovalRow | None: ...
 
+    async def task_approval(self, task_id: int) -> ApprovalRow | None:
+        """The task's newest approval (for a task branch: its merge question)."""
+
     async def decide_approval(self, approval_id: int, status: str) -> bool:
         """Move a pending approval to ``status``; False if it was no longer pending."""
 
@@ -124,6 +130,18 @@ class WorkPort(Protocol):
 
     async def undo_done(self, intent_id: int, sha: str) -> None:
         """In one transaction: the commit marked undone by ``sha``, the intent done."""
+
+    async def unasked_done(self, intent_id: int, sha: str, summary: str) -> bool:
+        """In one transaction: the commit nobody was asked for recorded (for /undo, in
+        the intent's session), its task committed, the intent done. False if the intent
+        was not an open ``unasked`` one."""
+
+    async def branch_done(self, intent_id: int, nonce: str, diff_hash: str, owner: str,
+                          ttl_seconds: float) -> int:
+        """In one transaction: the task branch's merge question (a pending approval in
+        the intent's session, superseding an older one), its task ``branched``, the
+        intent done. Returns the approval id; 0 if the intent was not an open
+        ``branch`` one."""
 
 
 class SqliteWork:
@@ -201,6 +219,11 @@ class SqliteWork:
         return ApprovalRow(
             int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], float(r[9])
         )
+
+    async def task_approval(self, task_id: int) -> ApprovalRow | None:
+        rows = list(await self._db.conn.execute_fetchall(
+            "SELECT id FROM approvals WHERE task_id=? ORDER BY id DESC LIMIT 1", (task_id,)))
+        return await self.get_approval(int(rows[0][0])) if rows else None
 
     async def decide_approval(self, approval_id: int, status: str) -> bool:
         cur = await self._db.write(
@@ -288,3 +311,42 @@ class SqliteWork:
                 " WHERE id=? AND kind='undo' AND status='open')", (sha, intent_id))
             await conn.execute("UPDATE intents SET status='done' WHERE id=? AND"
                                " status='open'", (intent_id,))
+
+    async def unasked_done(self, intent_id: int, sha: str, summary: str) -> bool:
+        async with self._db.transaction() as conn:
+            rows = list(await conn.execute_fetchall(
+                "SELECT i.session, i.repo, i.base, i.target, coalesce(t.requester, 'owner')"
+                " FROM intents i LEFT JOIN tasks t ON t.id = i.target"
+                " WHERE i.id=? AND i.status='open' AND i.kind='unasked'", (intent_id,)))
+            if not rows:
+                return False
+            session, repo, base, task_id, requester = rows[0]
+            await conn.execute(
+                "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created,"
+                " requester) VALUES (?,?,?,?,?,?,?,?)",
+                (session, repo, sha, base, task_id, summary, time.time(), requester))
+            await conn.execute("UPDATE tasks SET status='committed' WHERE id=?", (task_id,))
+            await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))
+            return True
+
+    async def branch_done(self, intent_id: int, nonce: str, diff_hash: str, owner: str,
+                          ttl_seconds: float) -> int:
+        now = time.time()
+        async with self._db.transaction() as conn:
+            rows = list(await conn.execute_fetchall(
+                "SELECT session, repo, base, target FROM intents"
+                " WHERE id=? AND status='open' AND kind='branch'", (intent_id,)))
+            if not rows:
+                return 0
+            session, repo, base, task_id = rows[0]
+            await conn.execute(
+                "UPDATE approvals SET status='superseded', decided=? WHERE session=? AND"
+                " status='pending'", (now, session))
+            cur = await conn.execute(
+                "INSERT INTO approvals(session, task_id, repo, nonce, diff_hash, base_sha,"
+                " owner, status, created, expires_at) VALUES (?,?,?,?,?,?,?, 'pending', ?, ?)",
+                (session, task_id, repo, nonce, diff_hash, base, owner, now,
+                 now + ttl_seconds))
+            await conn.execute("UPDATE tasks SET status='branched' WHERE id=?", (task_id,))
+            await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))
+            return int(cur.lastrowid or 0)

@@ -268,3 +268,40 @@ async def test_undo_and_void_intents_close(ports: Ports) -> None:
     await ports.work.undo_done(undo, "rev1")
     assert await ports.work.last_commit(KEY) is None
     assert await ports.work.open_intents() == []
+
+
+async def test_an_unasked_intent_records_the_commit_in_its_session(ports: Ports) -> None:
+    task_id = await ports.work.create_task(OTHER, "demo", "p", "demo", requester="ann")
+    intent = (await ports.work.open_intent("unasked", KEY, "demo", task_id, "base", "t",
+                                           "fetch: p\n\nbody")).id
+    assert not await ports.work.commit_done(intent, "sha1", "fetch: p")  # not a yes
+    assert await ports.work.unasked_done(intent, "sha1", "fetch: p")
+    assert await ports.work.open_intents() == []
+    last = await ports.work.last_commit(KEY)  # the intent's session: where /undo is said
+    task = await ports.work.get_task(task_id)
+    assert last is not None and (last.sha, last.parent, last.task_id, last.summary,
+                                 last.requester) == ("sha1", "base", task_id, "fetch: p",
+                                                     "ann")
+    assert task is not None and task.status == "committed"
+    assert not await ports.work.unasked_done(intent, "sha1", "fetch: p")  # once only
+
+
+async def test_a_branch_intent_records_the_merge_question(ports: Ports) -> None:
+    task_id = await ports.work.create_task(KEY, "demo", "p", "demo")
+    older = await _approval(ports, KEY, "n0")
+    intent = (await ports.work.open_intent("branch", KEY, "demo", task_id, "base", "t",
+                                           "m")).id
+    approval_id = await ports.work.branch_done(intent, "n1", "hash", "owner", 600)
+    assert approval_id and await ports.work.open_intents() == []
+    approval = await ports.work.get_approval(approval_id)
+    assert approval is not None and (
+        approval.task_id, approval.nonce, approval.diff_hash, approval.base_sha,
+        approval.status) == (task_id, "n1", "hash", "base", "pending")
+    assert approval.expires_at > time.time() + 500
+    assert await ports.work.task_approval(task_id) == approval
+    superseded = await ports.work.get_approval(older)
+    assert superseded is not None and superseded.status == "superseded"
+    task = await ports.work.get_task(task_id)
+    assert task is not None and task.status == "branched"
+    assert await ports.work.last_commit(KEY) is None  # not on the owner's branch yet
+    assert await ports.work.branch_done(intent, "n2", "hash", "owner", 600) == 0
