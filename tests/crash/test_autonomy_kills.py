@@ -55,7 +55,9 @@ def check_branches(world: World) -> list[str]:
 
 
 def _intents(world: World) -> int:
-    return int(_query(world.db, "SELECT count(*) FROM intents")[0][0])
+    [(count,)] = _query(world.db, "SELECT count(*) FROM intents")
+    assert isinstance(count, int)
+    return count
 
 
 def _kill(fetch: Fetch, world: World, rng: random.Random, armed: bool) -> str:
