@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import fresh_dirs, ratio, summary, table
-from channels.whatsapp import WhatsAppChannel
-from core.gate import AllowlistGate
 from orchestrator.app import build_app
 from orchestrator.config import load_settings
 from tests.channels.whatsapp.builders import FRIEND, OWNER, text_from
 from tests.channels.whatsapp.fake_client import FakeWhatsAppClient
+from tests.channels.whatsapp.whole_app import whatsapp_channel
 
 TARGET_MS = 1000.0
 ROUNDS = 8
@@ -77,9 +76,7 @@ async def _variant(home: Path, workspace: Path, n: int, rate: str | None) -> dic
         env["FETCH__GATEWAY__RATE_PER_MINUTE"] = rate
     settings = load_settings(None, env)
     client = FakeWhatsAppClient()
-    channel = WhatsAppChannel(settings.whatsapp, settings.home_dir, client=client,
-                              trigger=settings.gateway.trigger,
-                              gate=AllowlistGate(settings.allowlist))
+    channel = whatsapp_channel(settings, client)
     quiet: list[float] = []
     flooded: list[float] = []
     member_handed_over: list[float] = []

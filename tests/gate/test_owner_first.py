@@ -14,12 +14,11 @@ from typing import Any
 
 import pytest
 
-from channels.whatsapp import WhatsAppChannel
-from core.gate import AllowlistGate
-from orchestrator.app import App, build_app
+from orchestrator.app import App
 from orchestrator.config import Settings
 from tests.channels.whatsapp.builders import FRIEND, GROUP, OWNER, in_group, text_from
 from tests.channels.whatsapp.fake_client import FakeWhatsAppClient
+from tests.channels.whatsapp.whole_app import start_app
 
 FLOOD = 30
 SEND_SECONDS = 0.03  # WhatsApp sends are slow (paced seconds apart in a real Fetch)
@@ -32,16 +31,6 @@ class SlowSendClient(FakeWhatsAppClient):
     async def send_message(self, to: Any, message: Any) -> str:
         await asyncio.sleep(SEND_SECONDS)
         return await super().send_message(to, message)
-
-
-async def _app(settings: Settings) -> tuple[App, FakeWhatsAppClient]:
-    client = SlowSendClient()
-    channel = WhatsAppChannel(settings.whatsapp, settings.home_dir, client=client,
-                              trigger=settings.gateway.trigger,
-                              gate=AllowlistGate(settings.allowlist))
-    app = build_app(settings, channels=[channel])
-    await app.__aenter__()
-    return app, client
 
 
 @pytest.fixture
@@ -57,7 +46,8 @@ async def flooded(
             FETCH__WHATSAPP__SENDS_PER_MINUTE="100000",
             FETCH__ALLOWLIST=f'["whatsapp:{FRIEND}"]',
             FETCH__GATEWAY__RATE_PER_MINUTE=rate)
-        app, client = await _app(settings)
+        client = SlowSendClient()
+        app = await start_app(settings, client)
         made.append(app)
         return app, client
 

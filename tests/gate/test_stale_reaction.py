@@ -10,47 +10,24 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from channels.whatsapp import WhatsAppChannel
 from core.events import SessionKey
-from core.gate import AllowlistGate
 from core.state import State
-from orchestrator.app import App, build_app
+from orchestrator.app import App
 from orchestrator.config import Settings
 from orchestrator.session import Session
 from tests.channels.whatsapp.builders import OWNER, reaction, text_from
 from tests.channels.whatsapp.fake_client import FakeWhatsAppClient
+from tests.channels.whatsapp.harness import OWNER_CHAT
+from tests.channels.whatsapp.whole_app import OWNER_DIRECT, running, wait_for
 from tests.conftest import git
-
-OWNER_CHAT = f"{OWNER}@s.whatsapp.net"
 
 
 @pytest.fixture
 async def whatsapp(
     make_settings: Callable[..., Settings],
 ) -> AsyncIterator[tuple[App, FakeWhatsAppClient]]:
-    settings = make_settings(FETCH__WHATSAPP__ENABLED="true", FETCH_WHATSAPP_OWNER=OWNER,
-                             FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS="0",
-                             FETCH__WHATSAPP__TRIGGER_IN_DIRECT_CHAT="false")
-    client = FakeWhatsAppClient()
-    channel = WhatsAppChannel(settings.whatsapp, settings.home_dir, client=client,
-                              trigger=settings.gateway.trigger,
-                              gate=AllowlistGate(settings.allowlist))
-    app = build_app(settings, channels=[channel])
-    await app.__aenter__()
-    try:
-        yield app, client
-    finally:
-        await app.__aexit__(None, None, None)
-
-
-async def wait_for(client: FakeWhatsAppClient, needle: str, after: int = 0,
-                   timeout: float = 30) -> int:
-    async with asyncio.timeout(timeout):
-        while True:
-            for i, call in enumerate(client.calls):
-                if i >= after and call.name in ("send", "edit") and needle in call.text:
-                    return i
-            await asyncio.sleep(0.02)
+    async with running(make_settings(**OWNER_DIRECT)) as pair:
+        yield pair
 
 
 async def quiet(client: FakeWhatsAppClient, app: App) -> list[str]:
@@ -73,8 +50,8 @@ async def test_a_reaction_on_a_diff_no_longer_pending_is_not_an_instruction(
     repo = app.services.workspace.path("demo")
     base = git(repo, "rev-parse", "HEAD")
     client.emit(text_from(OWNER, "fix the typo in README.md of demo", id="3EBTASK1"))
-    on_it = await wait_for(client, "On it")
-    diff_at = await wait_for(client, "Apply?")
+    on_it, _ = await wait_for(client, "On it", timeout=30)
+    diff_at, _ = await wait_for(client, "Apply?", timeout=30)
     on_it_id, diff_id = client.calls[on_it].message_id, client.calls[diff_at].message_id
     session = await app.services.sessions.get(SessionKey("whatsapp", OWNER_CHAT))
 
@@ -84,7 +61,7 @@ async def test_a_reaction_on_a_diff_no_longer_pending_is_not_an_instruction(
     assert session.state is State.GUARDING and git(repo, "rev-parse", "HEAD") == base
 
     client.emit(text_from(OWNER, "yes", id="3EBYES"))
-    await wait_for(client, "Committed", after=diff_at)
+    await wait_for(client, "Committed", after=diff_at, timeout=30)
     head = git(repo, "rev-parse", "HEAD")
     tasks_before = await _count(app, "tasks")
 

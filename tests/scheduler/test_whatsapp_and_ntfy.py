@@ -9,13 +9,11 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from aiohttp import web
 
-from channels.whatsapp import WhatsAppChannel
-from core.gate import AllowlistGate
-from orchestrator.app import App, build_app
+from orchestrator.app import App
 from orchestrator.config import Settings
 from tests.channels.whatsapp.builders import OWNER, text_from
 from tests.channels.whatsapp.fake_client import FakeWhatsAppClient
-from tests.channels.whatsapp.test_whatsapp_loop import wait_for
+from tests.channels.whatsapp.whole_app import OWNER_DIRECT, running, wait_for
 from tests.conftest import Driver, start_driver
 
 
@@ -61,20 +59,10 @@ async def ntfy() -> AsyncIterator[NtfyServer]:
 async def whatsapp(
     make_settings: Callable[..., Settings], ntfy: NtfyServer,
 ) -> AsyncIterator[tuple[App, FakeWhatsAppClient]]:
-    settings = make_settings(FETCH__WHATSAPP__ENABLED="true", FETCH_WHATSAPP_OWNER=OWNER,
-                             FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS="0",
-                             FETCH__WHATSAPP__TRIGGER_IN_DIRECT_CHAT="false",
-                             FETCH_NTFY_URL=ntfy.url, FETCH_TIMEZONE="Europe/Berlin")
-    client = FakeWhatsAppClient()
-    channel = WhatsAppChannel(settings.whatsapp, settings.home_dir, client=client,
-                              trigger=settings.gateway.trigger,
-                              gate=AllowlistGate(settings.allowlist))
-    app = build_app(settings, channels=[channel])
-    await app.__aenter__()
-    try:
-        yield app, client
-    finally:
-        await app.__aexit__(None, None, None)
+    settings = make_settings(**OWNER_DIRECT, FETCH_NTFY_URL=ntfy.url,
+                             FETCH_TIMEZONE="Europe/Berlin")
+    async with running(settings) as pair:
+        yield pair
 
 
 async def test_reminder_over_whatsapp_with_a_push(

@@ -8,12 +8,11 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from channels.whatsapp import WhatsAppChannel
-from core.gate import AllowlistGate
-from orchestrator.app import App, build_app
+from orchestrator.app import App
 from orchestrator.config import Settings
 from tests.channels.whatsapp.builders import OWNER, reaction, text_from
 from tests.channels.whatsapp.fake_client import FakeWhatsAppClient
+from tests.channels.whatsapp.whole_app import OWNER_DIRECT, running, wait_for
 from tests.conftest import git
 
 STRANGER = "15550000000"
@@ -23,29 +22,8 @@ STRANGER = "15550000000"
 async def whatsapp(
     make_settings: Callable[..., Settings],
 ) -> AsyncIterator[tuple[App, FakeWhatsAppClient]]:
-    settings = make_settings(FETCH__WHATSAPP__ENABLED="true", FETCH_WHATSAPP_OWNER=OWNER,
-                             FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS="0",
-                             FETCH__WHATSAPP__TRIGGER_IN_DIRECT_CHAT="false")
-    client = FakeWhatsAppClient()
-    channel = WhatsAppChannel(settings.whatsapp, settings.home_dir, client=client,
-                              trigger=settings.gateway.trigger,
-                              gate=AllowlistGate(settings.allowlist))
-    app = build_app(settings, channels=[channel])
-    await app.__aenter__()
-    try:
-        yield app, client
-    finally:
-        await app.__aexit__(None, None, None)
-
-
-async def wait_for(client: FakeWhatsAppClient, needle: str, after: int = 0,
-                   timeout: float = 20) -> tuple[int, str]:
-    async with asyncio.timeout(timeout):
-        while True:
-            for i, call in enumerate(client.calls):
-                if i >= after and call.name in ("send", "edit") and needle in call.text:
-                    return i, call.text
-            await asyncio.sleep(0.02)
+    async with running(make_settings(**OWNER_DIRECT)) as pair:
+        yield pair
 
 
 async def test_message_diff_thumbs_up_commit(
