@@ -12,40 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from channels.base import Capabilities
 from channels.terminal import TerminalChannel
-from core.events import Inbound, Outbound, SendResult
+from core.events import Inbound
 from core.validate import UnsafeName, safe_relative_path
 from orchestrator.app import App, build_app
 from orchestrator.config import Settings
 from tests.conftest import Driver, git
 from tests.fakes.model_server import ScriptedModelServer, ToolCall
-
-
-class RecordingChannel:
-    """A phone channel whose sends are recorded (nothing leaves the machine)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.capabilities = Capabilities(can_react=True)
-        self.sent: list[Outbound] = []
-        self.sink: Callable[[Inbound], object] | None = None
-
-    async def start(self, sink: Callable[[Inbound], object], spawner: object) -> None:
-        self.sink = sink
-
-    async def stop(self) -> None:
-        self.sink = None
-
-    async def send(self, message: Outbound) -> SendResult:
-        self.sent.append(message)
-        return SendResult(f"{self.name}-out-{len(self.sent)}")
-
-    async def set_typing(self, chat: str, typing: bool) -> None:
-        return None
-
-    def health(self) -> str:
-        return "recording"
+from tests.fakes.recording_channel import RecordingChannel
 
 
 @pytest.fixture

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from channels.base import Capabilities
 from channels.terminal import TerminalChannel
-from core.events import Inbound, Outbound, SendResult
+from core.events import Inbound
 from orchestrator.app import App, build_app
 from orchestrator.config import Settings
 from tests.conftest import Driver
 from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.recording_channel import RecordingChannel
 
 OWNER = "4915100000000"
 ALICE = "4915100000001"
@@ -29,30 +29,11 @@ GROUP = "120363000000000001@g.us"
 SENDERS = {"owner": OWNER, "collaborator": ALICE, "viewer": VIC}
 
 
-class Phone:
-    """A phone channel whose sends are recorded (nothing leaves the machine)."""
+class Phone(RecordingChannel):
+    """The team's phone: a recording WhatsApp channel."""
 
     def __init__(self) -> None:
-        self.name = "whatsapp"
-        self.capabilities = Capabilities(can_react=True)
-        self.sent: list[Outbound] = []
-        self.sink: Callable[[Inbound], object] | None = None
-
-    async def start(self, sink: Callable[[Inbound], object], spawner: object) -> None:
-        self.sink = sink
-
-    async def stop(self) -> None:
-        self.sink = None
-
-    async def send(self, message: Outbound) -> SendResult:
-        self.sent.append(message)
-        return SendResult(f"wa-out-{len(self.sent)}")
-
-    async def set_typing(self, chat: str, typing: bool) -> None:
-        return None
-
-    def health(self) -> str:
-        return "recording"
+        super().__init__("whatsapp")
 
 
 @dataclass
