@@ -17,7 +17,7 @@ from kennel.docker_backend import DockerKennel
 from kennel.settings import DockerKennelSettings
 from tests.conftest import make_repo
 from tests.docker.conftest import _missing
-from tests.hostile.relayfakes import KEY, servers
+from tests.fakes.relay_servers import KEY, servers
 
 pytestmark = pytest.mark.real
 SECRET = "task-two-secret-prompt-5d81c0"

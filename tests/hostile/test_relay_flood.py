@@ -13,7 +13,7 @@ from pathlib import Path
 from kennel.relay import RelayLimits
 from orchestrator.config import Settings
 from tests.conftest import start_driver
-from tests.hostile.relayfakes import raw, relay_on, request, servers, status_of
+from tests.fakes.relay_servers import raw, relay_on, request, servers, status_of
 
 FLOOD_SECONDS = 6.0
 FLOODER = r"""

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from kennel.relay import ModelRelay, RelayLimits
-from tests.hostile.relayfakes import KEY, raw, relay_on, request, servers, status_of
+from tests.fakes.relay_servers import KEY, raw, relay_on, request, servers, status_of
 
 TRICKS = [
     "http://{thief}/steal", "https://{thief}/steal", "//{thief}/steal", "@{thief}/steal",

@@ -9,50 +9,14 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from kennel.relay import ModelRelay
-
-SSE = (
-    'event: message_start\ndata: {"type":"message_start","message":{"usage":'
-    '{"input_tokens":120,"output_tokens":1}}}\n\n'
-    'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":30}}\n\n'
-)
-
-
-class Upstream:
-    def __init__(self) -> None:
-        self.seen: list[dict[str, str]] = []
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        self.seen.append({k.lower(): v for k, v in request.headers.items()})
-        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
-        await response.prepare(request)
-        for part in SSE.split("\n\n"):
-            await response.write((part + "\n\n").encode())
-        return response
-
-    async def __aenter__(self) -> Upstream:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
+from tests.fakes.relay_servers import Upstream, servers
 
 
 @pytest.fixture
 async def upstream() -> AsyncIterator[Upstream]:
-    async with Upstream() as up:
+    async with servers() as (up, _thief):
         yield up
 
 
@@ -78,7 +42,7 @@ async def test_strips_client_credentials_and_injects_the_real_key(
             "x-api-key": "placeholder", "authorization": "Bearer stolen",
             "x-goog-api-key": "g", "cookie": "c=1"})
     assert status == 200 and "message_delta" in body
-    seen = upstream.seen[0]
+    seen = upstream.seen[0][2]  # its headers
     assert seen["x-api-key"] == "sk-real"
     assert "authorization" not in seen and "x-goog-api-key" not in seen and "cookie" not in seen
     entry = json.loads((tmp_path / "relay.jsonl").read_text().splitlines()[0])
@@ -94,7 +58,7 @@ async def test_openai_style_bearer(upstream: Upstream, tmp_path: Path) -> None:
                        log_path=tmp_path / "relay.jsonl")
     async with relay:
         await _post(relay.socket_path, {"authorization": "Bearer placeholder"})
-    assert upstream.seen[0]["authorization"] == "Bearer sk-oai"
+    assert upstream.seen[0][2]["authorization"] == "Bearer sk-oai"
 
 
 async def test_budget_exceeded_is_a_clear_error(upstream: Upstream, tmp_path: Path) -> None:

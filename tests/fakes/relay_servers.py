@@ -1,4 +1,4 @@
-"""Real HTTP servers on 127.0.0.1 for the relay vectors, and a raw client for the unix
+"""Real HTTP servers on 127.0.0.1 for the model relay's tests, and a raw client for the unix
 socket (an HTTP library would tidy up the very requests a hostile CLI sends).
 
 ``Upstream`` is the configured vendor; by path it answers normally (SSE with usage),
