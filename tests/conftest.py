@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,6 +16,10 @@ from core.events import Inbound, SessionKey
 from orchestrator.app import App, build_app
 from orchestrator.config import Settings, load_settings
 from orchestrator.services import Services
+from tests.fakes.steps import Hang
+
+if TYPE_CHECKING:
+    from tests.fakes.model_server import ScriptedModelServer
 
 README = "# demo\n\nTeh quick brown fox.\n"
 
@@ -122,6 +127,19 @@ async def start_driver(settings: Settings) -> tuple[App, Driver]:
     app = build_app(settings, channels=[terminal])
     await app.__aenter__()
     return app, Driver(app, terminal)
+
+
+async def hang_a_task(driver: Driver, model: ScriptedModelServer,
+                      timeout: float) -> tuple[Path, dict[str, bytes]]:
+    """Start the demo typo task on a model that never answers; return once the CLI has
+    asked it (within ``timeout``): the repo and its tree before, which a stopped or
+    paused task must leave as it was."""
+    repo = driver.services.workspace.path("demo")
+    before = tree_snapshot(repo)
+    model.script(Hang(60))
+    await driver.ask("fix the typo in README.md of demo", "On it")
+    await model.wait_for_requests(1, timeout=timeout)
+    return repo, before
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from kennel.docker_backend import DockerKennel
-from tests.conftest import Driver, git, tree_snapshot
+from tests.conftest import Driver, git, hang_a_task, tree_snapshot
 from tests.docker.conftest import CANARY
-from tests.fakes.model_server import EditFile, Hang, ScriptedModelServer, Text
+from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
 
 
 def _kennel_container(driver: Driver) -> Any:
@@ -47,11 +47,7 @@ async def test_edit_in_kennel_reaches_approval_and_commits(
 async def test_stop_ends_everything_in_the_container(
     docker_fetch: Driver, model: ScriptedModelServer
 ) -> None:
-    repo = docker_fetch.services.workspace.path("demo")
-    before = tree_snapshot(repo)
-    model.script(Hang(60))
-    await docker_fetch.ask("fix the typo in README.md of demo", "On it")
-    await model.wait_for_requests(1, timeout=90)
+    repo, before = await hang_a_task(docker_fetch, model, timeout=90)
     container = _kennel_container(docker_fetch)
     assert any("claude" in p for p in _ps(container))
     reply = await docker_fetch.ask("/stop", "Stopped", 10)

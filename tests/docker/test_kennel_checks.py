@@ -11,8 +11,8 @@ from typing import Any
 
 from kennel.docker_backend import DockerKennel
 from orchestrator.config import Settings
-from tests.conftest import Driver, make_repo, start_driver, tree_snapshot
-from tests.fakes.model_server import Hang, ScriptedModelServer
+from tests.conftest import Driver, hang_a_task, make_repo, start_driver, tree_snapshot
+from tests.fakes.model_server import ScriptedModelServer
 
 NODE_TEST = ("const test = require('node:test');\nconst assert = require('node:assert');\n"
              "test('adds', () => assert.strictEqual(1 + 1, 2));\n"
@@ -64,11 +64,7 @@ def _states(container: Any) -> dict[str, str]:
 async def test_pause_and_resume_in_the_container(
     docker_fetch: Driver, model: ScriptedModelServer
 ) -> None:
-    repo = docker_fetch.services.workspace.path("demo")
-    before = tree_snapshot(repo)
-    model.script(Hang(60))
-    await docker_fetch.ask("fix the typo in README.md of demo", "On it")
-    await model.wait_for_requests(1, timeout=90)
+    repo, before = await hang_a_task(docker_fetch, model, timeout=90)
     kennel = docker_fetch.services.kennel
     assert isinstance(kennel, DockerKennel)
     (warm,) = kennel._warm.values()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config import Settings
-from tests.conftest import Driver, git, start_driver, tree_snapshot
-from tests.fakes.model_server import EditFile, Error, Garbage, Hang, ScriptedModelServer, Text
+from tests.conftest import Driver, git, hang_a_task, start_driver, tree_snapshot
+from tests.fakes.model_server import EditFile, Error, Garbage, ScriptedModelServer, Text
 from tests.fakes.require import require_binary
 
 pytestmark = pytest.mark.real
@@ -97,11 +97,7 @@ async def test_fix_typo_approve_commit_undo(claude: Driver, model: ScriptedModel
 async def test_stop_kills_the_cli_within_two_seconds(
     claude: Driver, model: ScriptedModelServer
 ) -> None:
-    repo = claude.services.workspace.path("demo")
-    before = tree_snapshot(repo)
-    model.script(Hang(60))
-    await claude.ask("fix the typo in README.md of demo", "On it")
-    await model.wait_for_requests(1, timeout=60)
+    repo, before = await hang_a_task(claude, model, timeout=60)
     assert _claude_processes(repo), "the CLI should be running now"
     loop = asyncio.get_running_loop()
     started = loop.time()
