@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-import threading
 from collections.abc import Callable
 
 import pytest
@@ -22,6 +20,7 @@ from channels.webhook_settings import WebhookSettings
 from core.events import SessionKey
 from orchestrator.app import App
 from orchestrator.config import Settings
+from tests.channels.keyboard import keyboard
 from tests.channels.telegram.support import OWNER, settings_for
 from tests.channels.webhook.support import SECRET, Client
 from tests.fakes.telegram_api import FakeTelegramApi
@@ -31,10 +30,7 @@ async def test_stop_leaves_no_task_behind(
     make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     before = asyncio.all_tasks()
-    read_end, write_end = os.pipe()  # the owner's keyboard: open until the test ends
-    keyboard = os.fdopen(read_end, "r")
-    monkeypatch.setattr(sys, "stdin", keyboard)
-    try:
+    with keyboard(monkeypatch) as typed:  # the owner's keyboard: open until the test ends
         async with FakeTelegramApi() as tg:
             settings = make_settings()
             assert settings.scheduler.enabled
@@ -51,7 +47,7 @@ async def test_stop_leaves_no_task_behind(
                 supervisor = services.supervisor
                 tg.push_message("/status", chat_id=OWNER, from_id=OWNER)
                 await tg.wait_for_text("Fetch ·")
-                os.write(write_end, b"/whoami\n")
+                os.write(typed, b"/whoami\n")
                 await asyncio.wait_for(terminal.outbox.get(), 15)
                 status, body = await Client(http.url).post("/webhook",
                                                             {"text": "/whoami", "wait": 5})
@@ -71,9 +67,3 @@ async def test_stop_leaves_no_task_behind(
         # The fake Bot API is gone too: now no task at all remains that was not there.
         left = [t for t in asyncio.all_tasks() - before if not t.done()]
         assert left == [], [(t.get_name(), t.get_coro()) for t in left]
-    finally:
-        os.close(write_end)  # EOF: the reader thread (a daemon, not a task) ends
-        for thread in threading.enumerate():
-            if thread.name == "terminal-stdin":
-                thread.join(5)
-        keyboard.close()
