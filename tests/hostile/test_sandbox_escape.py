@@ -24,6 +24,7 @@ import pytest
 from kennel.base import ExecSpec, RelaySpec
 from kennel.bwrap import BwrapKennel, probe
 from tests.hostile.conftest import Scene, exercise, snapshot
+from tests.kennel.procs import running
 
 pytestmark = pytest.mark.real
 REAL_KEY = "sk-ant-real-key-never-inside-5b1e"
@@ -311,14 +312,6 @@ def spec_for(box: Box, vector: str) -> ExecSpec:
                     box.scene.repo, layout, relay=relay)
 
 
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in {"Z", "X"}
-
-
 async def run_vector(box: Box, vector: str, stop: bool = False) -> list[str]:
     """Run it, note every pid the task has while it runs, end it (or /stop it), wait for
     anything delayed, and check what must hold."""
@@ -344,7 +337,7 @@ async def run_vector(box: Box, vector: str, stop: bool = False) -> list[str]:
     assert _fetch_owned(box) == home_before
     for path in spec.layout.state_host.rglob("*"):  # the CLI's own state: no key either
         assert path.is_symlink() or not path.is_file() or REAL_KEY.encode() not in path.read_bytes()
-    assert [pid for pid in seen if _running(pid)] == []
+    assert [pid for pid in seen if running(pid)] == []
     assert box.docker_hits == [] and box.tcp_hits == []
     assert "late" not in (box.scene.repo / "README.md").read_text()
     assert "ready" in lines, proc.stderr_tail()
@@ -416,10 +409,10 @@ async def test_a_fetch_crash_takes_the_sandbox_down(box: Box, tmp_path: Path) ->
         child.kill()
         child.wait()
         for _ in range(50):
-            if not [p for p in pids if _running(p)]:
+            if not [p for p in pids if running(p)]:
                 break
             await asyncio.sleep(0.1)
-        assert [p for p in pids if _running(p)] == []
+        assert [p for p in pids if running(p)] == []
     finally:
         if child.poll() is None:
             child.kill()

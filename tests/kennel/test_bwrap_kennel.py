@@ -20,6 +20,7 @@ from kennel.bwrap import BwrapKennel, probe
 from kennel.choice import choose
 from kennel.settings import KennelSettings
 from tests.conftest import make_repo
+from tests.kennel.procs import running
 from tests.kennel.test_local_kennel import PROBE, relay_to, upstream
 
 pytestmark = pytest.mark.real
@@ -138,7 +139,7 @@ async def test_a_background_process_ends_with_the_task(tmp_path: Path, repo: Pat
     assert await proc.wait() == 0
     await asyncio.sleep(1.5)
     assert not marker.exists()
-    assert [p for p in seen if _running(p)] == []
+    assert [p for p in seen if running(p)] == []
 
 
 async def test_terminate_kills_the_whole_tree(tmp_path: Path, repo: Path) -> None:
@@ -159,7 +160,7 @@ async def test_terminate_kills_the_whole_tree(tmp_path: Path, repo: Path) -> Non
         assert [_uid(pid) for pid in before].count(0) == 2
     took = await proc.terminate(1.0)
     assert took < 3.0
-    assert [pid for pid in before if _running(pid)] == []
+    assert [pid for pid in before if running(pid)] == []
 
 
 async def test_a_missing_repo_starts_nothing_and_leaves_no_relay(tmp_path: Path,
@@ -227,14 +228,6 @@ def test_explicit_names(monkeypatch: pytest.MonkeyPatch) -> None:
     assert choose(KennelSettings(backend="bwrap")).backend == "bwrap"
     assert choose(KennelSettings(backend="unsafe-local")).backend == "unsafe-local"
     assert choose(KennelSettings(backend="docker")).backend == "docker"
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in {"Z", "X"}
 
 
 def _uid(pid: int) -> int | None:

@@ -19,6 +19,7 @@ from aiohttp import web
 from core.errors import KennelError
 from kennel.base import ExecSpec, Layout, RelaySpec
 from kennel.local import LocalKennel, netns_available
+from tests.kennel.procs import running
 
 PROBE = """
 import socket, sys
@@ -160,15 +161,7 @@ async def test_terminate_kills_the_whole_tree(tmp_path: Path) -> None:
     assert len(before) >= 4  # launcher, the script, its two children
     took = await proc.terminate(1.0)
     assert took < 2.0
-    assert [pid for pid in before if _running(pid)] == []
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in {"Z", "X"}
+    assert [pid for pid in before if running(pid)] == []
 
 
 def test_required_isolation_refuses_without_netns(monkeypatch: pytest.MonkeyPatch) -> None:
