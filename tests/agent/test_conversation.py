@@ -98,19 +98,28 @@ async def test_history_is_the_last_n_messages(start: Start, model: ScriptedModel
                           ("user", "hello there, question 4")]
 
 
+# ~1,400 tokens a message: three fit an 8,200-token budget with the prompt and the
+# tools, four do not.
+LONG = "lorem ipsum dolor sit amet " * 207
+
+
+async def _three_long_parts(start: Start, model: ScriptedModelServer) -> Driver:
+    """An agent with an 8,200-token context, told three long parts: the next one passes
+    its budget."""
+    agent = await start(FETCH__MODEL__CONTEXT_TOKENS="8200")
+    for n in range(3):
+        model.script(Text(f"noted {n}"))
+        await agent.ask(f"hello there, part {n}: {LONG}", f"noted {n}")
+    return agent
+
+
 async def test_compaction_summarises_the_oldest_turns(
     start: Start, model: ScriptedModelServer
 ) -> None:
-    agent = await start(FETCH__MODEL__CONTEXT_TOKENS="8200")
-    # ~1,400 tokens a message: three fit the budget with the prompt and the tools, four
-    # do not.
-    long = "lorem ipsum dolor sit amet " * 207
-    for n in range(3):
-        model.script(Text(f"noted {n}"))
-        await agent.ask(f"hello there, part {n}: {long}", f"noted {n}")
+    agent = await _three_long_parts(start, model)
     # The next turn would pass the budget: the model is asked for a summary first.
     model.script(Text("The owner sent three long lorem ipsum parts."), Text("done"))
-    await agent.ask(f"hello there, part 3: {long}", "done")
+    await agent.ask(f"hello there, part 3: {LONG}", "done")
     summary_request, turn = bodies(model)[-2:]
     assert "tools" not in summary_request  # the summary call offers no tools
     assert "Summarise" in summary_request["messages"][0]["content"]
@@ -124,13 +133,9 @@ async def test_compaction_summarises_the_oldest_turns(
 async def test_compaction_without_a_summary_truncates_with_a_note(
     start: Start, model: ScriptedModelServer
 ) -> None:
-    agent = await start(FETCH__MODEL__CONTEXT_TOKENS="8200")
-    long = "lorem ipsum dolor sit amet " * 207
-    for n in range(3):
-        model.script(Text(f"noted {n}"))
-        await agent.ask(f"hello there, part {n}: {long}", f"noted {n}")
+    agent = await _three_long_parts(start, model)
     model.script(Error(500, "no summary today"), Text("done"))
-    await agent.ask(f"hello there, part 3: {long}", "done")
+    await agent.ask(f"hello there, part 3: {LONG}", "done")
     folded = _chat(bodies(model)[-1])[1][1]
     assert folded.startswith("[") and "earlier messages compacted: truncated" in folded
     assert "owner: hello there, part 0" in folded and "…" in folded
