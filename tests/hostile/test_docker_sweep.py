@@ -6,7 +6,7 @@ path (``DockerKennel.exec``), the way the runner starts a CLI."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,8 @@ from kennel.base import ExecSpec, RelaySpec
 from kennel.docker_backend import DockerKennel
 from kennel.settings import DockerKennelSettings
 from tests.conftest import make_repo
-from tests.docker.conftest import _missing
+from tests.docker.conftest import docker_client as docker_client  # the fixtures
+from tests.docker.conftest import kennel_image as kennel_image
 from tests.fakes.relay_servers import KEY, servers
 
 pytestmark = pytest.mark.real
@@ -25,27 +26,6 @@ SECRET = "task-two-secret-prompt-5d81c0"
 LIST = ("for d in /proc/[0-9]*; do { read -r l < $d/stat; } 2>/dev/null || continue; "
         "r=${l##*) }; set -- $r; [ \"$1\" = Z ] && continue; p=${d#/proc/}; "
         "[ $p = $$ ] || echo $p; done")
-
-
-@pytest.fixture(scope="module")
-def image() -> Iterator[str]:
-    import docker
-    import docker.errors
-
-    from kennel.build import image_tag
-
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except docker.errors.DockerException as err:
-        _missing(f"no Docker engine ({err})")
-    try:
-        client.images.get(image_tag())
-    except docker.errors.ImageNotFound:
-        _missing(f"kennel image {image_tag()} is not built")
-    finally:
-        client.close()
-    yield image_tag()
 
 
 class Kennel:
@@ -81,9 +61,10 @@ class Kennel:
 
 
 @pytest.fixture
-async def kennel(image: str, tmp_path: Path) -> AsyncIterator[Kennel]:
+async def kennel(kennel_image: str, tmp_path: Path) -> AsyncIterator[Kennel]:
     repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
-    k = DockerKennel(tmp_path / "home", DockerKennelSettings(memory="256m", pids=128), image,
+    k = DockerKennel(tmp_path / "home", DockerKennelSettings(memory="256m", pids=128),
+                     kennel_image,
                      secrets=(KEY,))
     try:
         yield Kennel(k, repo)
