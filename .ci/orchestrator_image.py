@@ -15,8 +15,18 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PARTS = ["pyproject.toml", "README.md", "core", "channels", "orchestrator", "instincts",
-         "harnesses", "identity", "skills", "kennel"]
+PARTS = [
+    "pyproject.toml",
+    "README.md",
+    "core",
+    "channels",
+    "orchestrator",
+    "instincts",
+    "harnesses",
+    "identity",
+    "skills",
+    "kennel",
+]
 CA_DIR = Path("/usr/local/share/ca-certificates")
 
 
@@ -27,8 +37,11 @@ def files() -> list[Path]:
         if path.is_file():
             found.append(path)
         else:
-            found += sorted(p for p in path.rglob("*") if p.is_file()
-                            and "__pycache__" not in p.parts and "certs" not in p.parts)
+            found += sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and "certs" not in p.parts
+            )
     return found
 
 
@@ -60,9 +73,20 @@ def main() -> int:
             shutil.copy2(crt, certs / crt.name)
         print(f"[orchestrator_image] building {name}", file=sys.stderr, flush=True)
         build = subprocess.run(
-            ["docker", "build", "-q", "-f", str(ctx / "orchestrator" / "Dockerfile"),
-             "-t", name, "-t", "fetch-orchestrator:latest", str(ctx)],
-            stdout=sys.stderr)
+            [
+                "docker",
+                "build",
+                "-q",
+                "-f",
+                str(ctx / "orchestrator" / "Dockerfile"),
+                "-t",
+                name,
+                "-t",
+                "fetch-orchestrator:latest",
+                str(ctx),
+            ],
+            stdout=sys.stderr,
+        )
         if build.returncode != 0:
             print("[orchestrator_image] docker build failed", file=sys.stderr)
             return build.returncode

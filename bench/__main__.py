@@ -50,9 +50,13 @@ BENCHMARKS: dict[str, Benchmark] = {
 
 def _git_head() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -86,15 +90,27 @@ def _jsonable(value: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--quick", action="store_true", help="small N everywhere (smoke run)")
-    parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS),
-                        help="run only these benchmarks")
-    parser.add_argument("--json", type=Path, default=None,
-                        help=f"where to write the figures (default: {RESULTS}/latest.json, "
-                             "or latest-quick.json with --quick, so a smoke run never "
-                             "overwrites real figures)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(BENCHMARKS),
+        default=list(BENCHMARKS),
+        help="run only these benchmarks",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help=f"where to write the figures (default: {RESULTS}/latest.json, "
+        "or latest-quick.json with --quick, so a smoke run never "
+        "overwrites real figures)",
+    )
     args = parser.parse_args(argv)
     if args.json is None:
         args.json = RESULTS / ("latest-quick.json" if args.quick else "latest.json")
@@ -111,11 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     report["meta"]["loadavg_end"] = os.getloadavg()
     report["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(_jsonable(report), indent=1, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
+    args.json.write_text(
+        json.dumps(_jsonable(report), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     load = report["meta"]["loadavg_start"][0], report["meta"]["loadavg_end"][0]
-    print(f"wrote {args.json} in {report['meta']['seconds']:.0f} s "
-          f"(1-min load average {load[0]:.2f} -> {load[1]:.2f} on {os.cpu_count()} cpus)")
+    print(
+        f"wrote {args.json} in {report['meta']['seconds']:.0f} s "
+        f"(1-min load average {load[0]:.2f} -> {load[1]:.2f} on {os.cpu_count()} cpus)"
+    )
     return 0
 
 

@@ -55,10 +55,13 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> s
     """A plain fixed-width table: readable in a terminal and in a pasted log alike."""
     cells = [[str(h) for h in header], *[[_fmt(c) for c in row] for row in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+
     # The first column is a label (left-aligned); the rest are numbers (right-aligned).
     def line(row: list[str]) -> str:
-        padded = (c.ljust(w) if i == 0 else c.rjust(w)
-                  for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+        padded = (
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
         return "  ".join(padded).rstrip()
 
     rule = "-" * len(line(cells[0]))
@@ -80,8 +83,7 @@ def make_repo(root: Path, name: str = "demo") -> Path:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
     def git(*args: str) -> None:
-        subprocess.run(["git", *GIT_ID, *args], cwd=repo, check=True, capture_output=True,
-                       env=env)
+        subprocess.run(["git", *GIT_ID, *args], cwd=repo, check=True, capture_output=True, env=env)
 
     git("init", "-q", "-b", "main")
     (repo / "README.md").write_text("# demo\n\nTeh quick brown fox.\n", encoding="utf-8")
@@ -152,8 +154,12 @@ class FetchProcess:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         self.started_ns = time.perf_counter_ns()
         self.proc = subprocess.Popen(
-            fetch_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._stderr, env=fetch_env(home, workspace), cwd=workspace,
+            fetch_command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=fetch_env(home, workspace),
+            cwd=workspace,
         )
         self.ready_ns: int | None = None
 

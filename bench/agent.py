@@ -34,20 +34,30 @@ async def _measure(turns: int) -> dict[str, Any]:
 
     with fresh_dirs("agent") as (home, workspace):
         async with ScriptedModelServer() as model:
-            settings = load_settings(None, {
-                "FETCH_HOME": str(home), "FETCH_WORKSPACE": str(workspace),
-                "FETCH_HARNESS": "demo", "FETCH_MODEL_BASE_URL": model.url + "/v1",
-                "FETCH_MODEL": "bench-model", "FETCH__MODEL__MAX_RETRIES": "0"})
+            settings = load_settings(
+                None,
+                {
+                    "FETCH_HOME": str(home),
+                    "FETCH_WORKSPACE": str(workspace),
+                    "FETCH_HARNESS": "demo",
+                    "FETCH_MODEL_BASE_URL": model.url + "/v1",
+                    "FETCH_MODEL": "bench-model",
+                    "FETCH__MODEL__MAX_RETRIES": "0",
+                },
+            )
             terminal = TerminalChannel(settings.terminal.chat)
             app = build_app(settings, channels=[terminal])
             await app.__aenter__()
             try:
                 for n in range(turns):
                     model.script(Text(f"Hello! This is answer number {n}, short and sweet."))
-                    await terminal.submit("Say hello" if n == 0 else
-                                          f"and say hello again, time number {n}")
-                    while f"number {n}," not in (await asyncio.wait_for(
-                            terminal.outbox.get(), 30)).text:
+                    await terminal.submit(
+                        "Say hello" if n == 0 else f"and say hello again, time number {n}"
+                    )
+                    while (
+                        f"number {n},"
+                        not in (await asyncio.wait_for(terminal.outbox.get(), 30)).text
+                    ):
                         pass
             finally:
                 await app.__aexit__(None, None, None)
@@ -55,8 +65,9 @@ async def _measure(turns: int) -> dict[str, Any]:
     bodies = [json.loads(r.raw) for r in sent]
     systems = {json.dumps(b["messages"][0]) for b in bodies}
     prefixes = all(
-        bodies[i + 1]["messages"][:len(bodies[i]["messages"]) - 1] == bodies[i]["messages"][:-1]
-        for i in range(len(bodies) - 1))
+        bodies[i + 1]["messages"][: len(bodies[i]["messages"]) - 1] == bodies[i]["messages"][:-1]
+        for i in range(len(bodies) - 1)
+    )
     first = bodies[0]
     return {
         "turns": turns,
@@ -86,10 +97,11 @@ def render(result: dict[str, Any]) -> str:
     ]
     same = "yes" if result["system_identical"] and result["prefix_identical"] else "NO"
     verdict = "PASS" if result["hello_under_budget"] and same == "yes" else "MISS"
-    return (table("Orchestrator model requests (bytes on the wire)", ["request", "bytes"],
-                  rows)
-            + f"\n{verdict}: 'Say hello' under {HELLO_BUDGET} bytes; system prompt and "
-              f"prefix byte-identical across turns: {same}")
+    return (
+        table("Orchestrator model requests (bytes on the wire)", ["request", "bytes"], rows)
+        + f"\n{verdict}: 'Say hello' under {HELLO_BUDGET} bytes; system prompt and "
+        f"prefix byte-identical across turns: {same}"
+    )
 
 
 if __name__ == "__main__":

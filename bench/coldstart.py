@@ -85,10 +85,14 @@ def run(n: int) -> dict[str, Any]:
     fetch_stats = stats[FETCH]
     ratios = {
         f"{q}_vs_{base}": ratio(fetch_stats[q], stats[base][q])
-        for base in BASELINES for q in ("p50", "p99")
+        for base in BASELINES
+        for q in ("p50", "p99")
     }
     return {
-        "unit": "milliseconds", "runs": n, "command": fetch_command(), "stats": stats,
+        "unit": "milliseconds",
+        "runs": n,
+        "command": fetch_command(),
+        "stats": stats,
         "ratios": ratios,
         "fetch_beyond_import_p50_ms": fetch_stats["p50"] - stats[IMPORT]["p50"],
         "stop_after_eof": summary(stop_seconds),
@@ -102,21 +106,35 @@ def render(result: dict[str, Any]) -> str:
         [name, s["min"], s["p50"], s["p99"], s["max"]] for name, s in stats.items()
     ]
     stop = result["stop_after_eof"]
-    rows.append(["fetch: EOF on stdin -> exit", stop["min"], stop["p50"], stop["p99"],
-                 stop["max"]])
-    out = [table(f"2. cold start of `fetch`, fresh FETCH_HOME each run ({result['runs']} runs, ms)",
-                 ["", "min", "p50", "p99", "max"], rows)]
+    rows.append(["fetch: EOF on stdin -> exit", stop["min"], stop["p50"], stop["p99"], stop["max"]])
+    out = [
+        table(
+            f"2. cold start of `fetch`, fresh FETCH_HOME each run ({result['runs']} runs, ms)",
+            ["", "min", "p50", "p99", "max"],
+            rows,
+        )
+    ]
     r = result["ratios"]
-    out.append(table("ratios: fetch / baseline, same run", ["", "p50", "p99"], [
-        [base, r[f"p50_vs_{base}"], r[f"p99_vs_{base}"]] for base in BASELINES]))
-    out.append(f"   fetch spends {result['fetch_beyond_import_p50_ms']:,.0f} ms (p50) past "
-               "importing orchestrator.app")
+    out.append(
+        table(
+            "ratios: fetch / baseline, same run",
+            ["", "p50", "p99"],
+            [[base, r[f"p50_vs_{base}"], r[f"p99_vs_{base}"]] for base in BASELINES],
+        )
+    )
+    out.append(
+        f"   fetch spends {result['fetch_beyond_import_p50_ms']:,.0f} ms (p50) past "
+        "importing orchestrator.app"
+    )
     return "\n".join(out)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.coldstart", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.coldstart",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-n", type=int, default=10, help="timed runs of each")
     args = parser.parse_args()
     result = run(args.n)

@@ -66,12 +66,17 @@ async def _settle(app: Any) -> None:
 
 
 async def _variant(home: Path, workspace: Path, n: int, rate: str | None) -> dict[str, Any]:
-    env = {"FETCH_HOME": str(home), "FETCH_WORKSPACE": str(workspace),
-           "FETCH_HARNESS": "demo", "FETCH_KENNEL": "unsafe-local",
-           "FETCH__WHATSAPP__ENABLED": "true", "FETCH_WHATSAPP_OWNER": OWNER,
-           "FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS": "0",
-           "FETCH__WHATSAPP__SENDS_PER_MINUTE": "1000000",
-           "FETCH__ALLOWLIST": f'["whatsapp:{FRIEND}"]'}
+    env = {
+        "FETCH_HOME": str(home),
+        "FETCH_WORKSPACE": str(workspace),
+        "FETCH_HARNESS": "demo",
+        "FETCH_KENNEL": "unsafe-local",
+        "FETCH__WHATSAPP__ENABLED": "true",
+        "FETCH_WHATSAPP_OWNER": OWNER,
+        "FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS": "0",
+        "FETCH__WHATSAPP__SENDS_PER_MINUTE": "1000000",
+        "FETCH__ALLOWLIST": f'["whatsapp:{FRIEND}"]',
+    }
     if rate is not None:
         env["FETCH__GATEWAY__RATE_PER_MINUTE"] = rate
     settings = load_settings(None, env)
@@ -91,10 +96,12 @@ async def _variant(home: Path, workspace: Path, n: int, rate: str | None) -> dic
             flooded.append(await _owner_status(client, f"f{r}"))
             await _settle(app)
         refused_notices = sum("faster than" in c.text for c in client.named("send"))
-    return {"quiet_ms": summary([_ms(v) for v in quiet]),
-            "flood_ms": summary([_ms(v) for v in flooded]),
-            "hand_over_ms": summary([_ms(v) for v in member_handed_over]),
-            "limit_notices": refused_notices}
+    return {
+        "quiet_ms": summary([_ms(v) for v in quiet]),
+        "flood_ms": summary([_ms(v) for v in flooded]),
+        "hand_over_ms": summary([_ms(v) for v in member_handed_over]),
+        "limit_notices": refused_notices,
+    }
 
 
 def run(n: int) -> dict[str, Any]:
@@ -114,12 +121,20 @@ def render(result: dict[str, Any]) -> str:
     for name in ("default limit", "no limit"):
         f = result[name]
         rows.append([f"{name}: quiet", f["quiet_ms"]["p50"], f["quiet_ms"]["p99"], "", ""])
-        rows.append([f"{name}: after {result['flood_messages']:,} from a member",
-                     f["flood_ms"]["p50"], f["flood_ms"]["p99"],
-                     f"{f['ratio_p50']:.1f}x / {f['ratio_p99']:.1f}x",
-                     "yes" if f["within_target"] else "NO"])
-    return table(f"owner's /status latency (ms), {result['rounds']} rounds each",
-                 ["", "p50", "p99", "ratio p50/p99", f"all <= {TARGET_MS:.0f} ms"], rows)
+        rows.append(
+            [
+                f"{name}: after {result['flood_messages']:,} from a member",
+                f["flood_ms"]["p50"],
+                f["flood_ms"]["p99"],
+                f"{f['ratio_p50']:.1f}x / {f['ratio_p99']:.1f}x",
+                "yes" if f["within_target"] else "NO",
+            ]
+        )
+    return table(
+        f"owner's /status latency (ms), {result['rounds']} rounds each",
+        ["", "p50", "p99", "ratio p50/p99", f"all <= {TARGET_MS:.0f} ms"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -42,14 +42,26 @@ async def _first_request(srv: ScriptedModelServer, before: int, started: float) 
 
 async def _bare(srv: ScriptedModelServer, repo: Path, state: Path) -> float:
     harness = ClaudeCode()
-    argv, env = harness.command(HarnessRequest(
-        prompt="say ok", workdir=repo, state_dir=state, model_url=srv.url,
-        placeholder_key=PLACEHOLDER_KEY, path_env=os.environ.get("PATH", "")))
+    argv, env = harness.command(
+        HarnessRequest(
+            prompt="say ok",
+            workdir=repo,
+            state_dir=state,
+            model_url=srv.url,
+            placeholder_key=PLACEHOLDER_KEY,
+            path_env=os.environ.get("PATH", ""),
+        )
+    )
     before = len(srv.model_requests)
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=repo, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        *argv,
+        cwd=repo,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     took = await _first_request(srv, before, started)
     await proc.wait()
     return took
@@ -59,20 +71,29 @@ async def _kennel(srv: ScriptedModelServer, kennel: Kennel, repo: Path, log: Pat
     layout = kennel.layout(repo, "claude-code")
     started = time.perf_counter()
     before = len(srv.model_requests)
-    relay = RelaySpec(upstream=srv.url, provider="anthropic", api_key="sk-bench-key-000000",
-                      harness="bench", task_id=0, log_path=log)
+    relay = RelaySpec(
+        upstream=srv.url,
+        provider="anthropic",
+        api_key="sk-bench-key-000000",
+        harness="bench",
+        task_id=0,
+        log_path=log,
+    )
     harness = ClaudeCode()
-    req = HarnessRequest(prompt="say ok", workdir=layout.workdir,
-                         state_dir=layout.state_seen,
-                         model_url=f"http://127.0.0.1:{layout.relay_port}",
-                         placeholder_key=PLACEHOLDER_KEY,
-                         path_env=layout.path_env, confined=layout.confined)
+    req = HarnessRequest(
+        prompt="say ok",
+        workdir=layout.workdir,
+        state_dir=layout.state_seen,
+        model_url=f"http://127.0.0.1:{layout.relay_port}",
+        placeholder_key=PLACEHOLDER_KEY,
+        path_env=layout.path_env,
+        confined=layout.confined,
+    )
     layout.state_host.mkdir(parents=True, exist_ok=True)
     harness.prepare(req, layout.state_host)
     argv, env = harness.command(req)
     # The kennel starts the relay with the process and stops it when the process ends.
-    proc: KennelProcess = await kennel.exec(
-        ExecSpec(tuple(argv), env, repo, layout, relay=relay))
+    proc: KennelProcess = await kennel.exec(ExecSpec(tuple(argv), env, repo, layout, relay=relay))
     took = await _first_request(srv, before, started)
     async for _line in proc.lines():
         pass
@@ -83,8 +104,12 @@ async def _kennel(srv: ScriptedModelServer, kennel: Kennel, repo: Path, log: Pat
 async def _bare_true() -> float:
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        "true", env={"PATH": "/usr/bin:/bin"}, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        "true",
+        env={"PATH": "/usr/bin:/bin"},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     await proc.wait()
     return (time.perf_counter() - started) * 1000
 
@@ -92,12 +117,19 @@ async def _bare_true() -> float:
 async def _kennel_true(kennel: Kennel, repo: Path, url: str, log: Path) -> float:
     """exec -> exit of `true`, with the relay the kennel starts and stops around it."""
     layout = kennel.layout(repo, "bench")
-    relay = RelaySpec(upstream=url, provider="anthropic", api_key="sk-bench-key-000000",
-                      harness="bench", task_id=0, log_path=log)
+    relay = RelaySpec(
+        upstream=url,
+        provider="anthropic",
+        api_key="sk-bench-key-000000",
+        harness="bench",
+        task_id=0,
+        log_path=log,
+    )
     started = time.perf_counter()
     layout.state_host.mkdir(parents=True, exist_ok=True)
-    proc = await kennel.exec(ExecSpec(("true",), {"PATH": "/usr/bin:/bin"}, repo, layout,
-                                      relay=relay))
+    proc = await kennel.exec(
+        ExecSpec(("true",), {"PATH": "/usr/bin:/bin"}, repo, layout, relay=relay)
+    )
     async for _line in proc.lines():
         pass
     code = await proc.wait()
@@ -114,8 +146,7 @@ async def _run(n: int) -> dict[str, Any]:
 
 async def _run_start(n: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="fetch-bench-kstart-"))
-    results: dict[str, list[float]] = {"bare `true`": [], "bwrap sandbox": [],
-                                       "docker warm": []}
+    results: dict[str, list[float]] = {"bare `true`": [], "bwrap sandbox": [], "docker warm": []}
     notes: list[str] = []
     try:
         repo = make_repo(root / "ws")
@@ -143,19 +174,25 @@ async def _run_start(n: int) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
     stats = {k: summary(v) for k, v in results.items() if v}
     bare = stats["bare `true`"]["p50"]
-    return {"ms": stats, "notes": notes,
-            "ratios_p50": {k: ratio(s["p50"], bare) for k, s in stats.items()},
-            "overhead_p50_ms": {k: s["p50"] - bare for k, s in stats.items()},
-            "overhead_p99_ms": {k: s["p99"] - stats["bare `true`"]["p99"]
-                                for k, s in stats.items()},
-            "targets_ms": {"bwrap sandbox": BWRAP_TARGET_MS, "docker warm": TARGET_MS}}
+    return {
+        "ms": stats,
+        "notes": notes,
+        "ratios_p50": {k: ratio(s["p50"], bare) for k, s in stats.items()},
+        "overhead_p50_ms": {k: s["p50"] - bare for k, s in stats.items()},
+        "overhead_p99_ms": {k: s["p99"] - stats["bare `true`"]["p99"] for k, s in stats.items()},
+        "targets_ms": {"bwrap sandbox": BWRAP_TARGET_MS, "docker warm": TARGET_MS},
+    }
 
 
 async def _run_first_request(n: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="fetch-bench-kennel-"))
-    results: dict[str, list[float]] = {"bare CLI on host": [], "bwrap sandbox": [],
-                                       "unsafe-local": [], "docker warm": [],
-                                       "docker cold": []}
+    results: dict[str, list[float]] = {
+        "bare CLI on host": [],
+        "bwrap sandbox": [],
+        "unsafe-local": [],
+        "docker warm": [],
+        "docker cold": [],
+    }
     notes: list[str] = []
     try:
         repo = make_repo(root / "ws")
@@ -163,8 +200,11 @@ async def _run_first_request(n: int) -> dict[str, Any]:
         async with ScriptedModelServer() as srv:
             srv.default = Text("ok")
             local = LocalKennel(home, "auto", os.environ.get("PATH", ""))
-            sandbox = BwrapKennel(home, path_env=os.environ.get("PATH", "")) \
-                if bwrap_probe() is None else None
+            sandbox = (
+                BwrapKennel(home, path_env=os.environ.get("PATH", ""))
+                if bwrap_probe() is None
+                else None
+            )
             docker_kennel = _docker(home)
             if docker_kennel is None:
                 notes.append("docker: no engine or no kennel image; skipped")
@@ -172,26 +212,34 @@ async def _run_first_request(n: int) -> dict[str, Any]:
                 results["bare CLI on host"].append(await _bare(srv, repo, root / f"bare{i}"))
                 if sandbox is not None:
                     results["bwrap sandbox"].append(
-                        await _kennel(srv, sandbox, repo, home / "relay.jsonl"))
+                        await _kennel(srv, sandbox, repo, home / "relay.jsonl")
+                    )
                 results["unsafe-local"].append(
-                    await _kennel(srv, local, repo, home / "relay.jsonl"))
+                    await _kennel(srv, local, repo, home / "relay.jsonl")
+                )
                 if docker_kennel is not None:
                     results["docker warm" if i else "docker cold"].append(
-                        await _kennel(srv, docker_kennel, repo, home / "relay.jsonl"))
+                        await _kennel(srv, docker_kennel, repo, home / "relay.jsonl")
+                    )
             if docker_kennel is not None:
                 for _ in range(max(1, n // 3)):
                     await docker_kennel.close()  # the next exec creates the container
                     results["docker cold"].append(
-                        await _kennel(srv, docker_kennel, repo, home / "relay.jsonl"))
+                        await _kennel(srv, docker_kennel, repo, home / "relay.jsonl")
+                    )
                 await docker_kennel.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     stats = {k: summary(v) for k, v in results.items() if v}
     bare = stats["bare CLI on host"]["p50"]
     warm = stats.get("docker warm", {}).get("p50", float("nan"))
-    return {"ms": stats, "notes": notes,
-            "ratios_p50": {k: ratio(s["p50"], bare) for k, s in stats.items()},
-            "warm_overhead_ms": warm - bare, "target_ms": TARGET_MS}
+    return {
+        "ms": stats,
+        "notes": notes,
+        "ratios_p50": {k: ratio(s["p50"], bare) for k, s in stats.items()},
+        "warm_overhead_ms": warm - bare,
+        "target_ms": TARGET_MS,
+    }
 
 
 def _docker(home: Path) -> Any:
@@ -219,28 +267,52 @@ def render(result: dict[str, Any]) -> str:
     start = result.get("start")
     text = ""
     if start is not None:
-        rows = [[name, s["p50"], s["p99"], s["max"], start["ratios_p50"][name],
-                 start["overhead_p50_ms"][name]] for name, s in start["ms"].items()]
-        text += table("kennel start overhead: exec -> exit of `true` (ms)",
-                      ["", "p50", "p99", "max", "x bare p50", "+ms p50"], rows) + "\n"
+        rows = [
+            [
+                name,
+                s["p50"],
+                s["p99"],
+                s["max"],
+                start["ratios_p50"][name],
+                start["overhead_p50_ms"][name],
+            ]
+            for name, s in start["ms"].items()
+        ]
+        text += (
+            table(
+                "kennel start overhead: exec -> exit of `true` (ms)",
+                ["", "p50", "p99", "max", "x bare p50", "+ms p50"],
+                rows,
+            )
+            + "\n"
+        )
         for name, target in start["targets_ms"].items():
             if name in start["overhead_p50_ms"]:
                 over = start["overhead_p50_ms"][name]
                 verdict = "PASS" if over < target else "MISS"
-                text += (f"   {name} overhead over bare: p50 {over:,.0f} ms, p99 "
-                         f"{start['overhead_p99_ms'][name]:,.0f} ms "
-                         f"(target < {target:.0f} ms) {verdict}\n")
+                text += (
+                    f"   {name} overhead over bare: p50 {over:,.0f} ms, p99 "
+                    f"{start['overhead_p99_ms'][name]:,.0f} ms "
+                    f"(target < {target:.0f} ms) {verdict}\n"
+                )
         for note in start["notes"]:
             text += f"   note: {note}\n"
         text += "\n"
-    rows = [[name, s["p50"], s["p90"], s["max"], result["ratios_p50"][name]]
-            for name, s in result["ms"].items()]
-    text += table("kennel start: task start -> first model request (ms)",
-                  ["", "p50", "p90", "max", "x bare p50"], rows)
+    rows = [
+        [name, s["p50"], s["p90"], s["max"], result["ratios_p50"][name]]
+        for name, s in result["ms"].items()
+    ]
+    text += table(
+        "kennel start: task start -> first model request (ms)",
+        ["", "p50", "p90", "max", "x bare p50"],
+        rows,
+    )
     overhead = result["warm_overhead_ms"]
     verdict = "PASS" if overhead < result["target_ms"] else "MISS"
-    text += (f"\n   warm docker overhead over the bare CLI: {overhead:,.0f} ms "
-             f"(target < {result['target_ms']:.0f} ms) {verdict}")
+    text += (
+        f"\n   warm docker overhead over the bare CLI: {overhead:,.0f} ms "
+        f"(target < {result['target_ms']:.0f} ms) {verdict}"
+    )
     bwrap = result["ms"].get("bwrap sandbox")
     if bwrap is not None:
         over = bwrap["p50"] - result["ms"]["bare CLI on host"]["p50"]

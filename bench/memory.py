@@ -49,8 +49,9 @@ def _children_rss_kib(pid: int) -> int:
 
 
 def _python_rss(code: str, wait_for_line: bool) -> dict[str, int]:
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+    )
     try:
         if wait_for_line:
             assert proc.stdout is not None
@@ -82,22 +83,32 @@ def run(n: int) -> dict[str, Any]:
     runs: dict[str, list[dict[str, int]]] = {BARE: [], IMPORTS: [], FETCH: []}
     for _ in range(n):
         runs[BARE].append(_python_rss("import time; time.sleep(5)", wait_for_line=False))
-        runs[IMPORTS].append(_python_rss(
-            "import orchestrator.app, time; print('ready', flush=True); time.sleep(30)",
-            wait_for_line=True))
+        runs[IMPORTS].append(
+            _python_rss(
+                "import orchestrator.app, time; print('ready', flush=True); time.sleep(30)",
+                wait_for_line=True,
+            )
+        )
         runs[FETCH].append(_fetch_rss())
     # MiB, median over runs, per field.
     stats = {
-        name: {f: statistics.median(r.get(f, 0) for r in samples) / 1024
-               for f in (*FIELDS, "children") if any(f in r for r in samples)}
+        name: {
+            f: statistics.median(r.get(f, 0) for r in samples) / 1024
+            for f in (*FIELDS, "children")
+            if any(f in r for r in samples)
+        }
         for name, samples in runs.items()
     }
     fetch = stats[FETCH]["VmRSS"]
     return {
-        "unit": "MiB", "runs": n, "idle_seconds": IDLE_SECONDS,
+        "unit": "MiB",
+        "runs": n,
+        "idle_seconds": IDLE_SECONDS,
         "stats": stats,
-        "ratios": {"VmRSS_vs_bare_python": ratio(fetch, stats[BARE]["VmRSS"]),
-                   "VmRSS_vs_imports_only": ratio(fetch, stats[IMPORTS]["VmRSS"])},
+        "ratios": {
+            "VmRSS_vs_bare_python": ratio(fetch, stats[BARE]["VmRSS"]),
+            "VmRSS_vs_imports_only": ratio(fetch, stats[IMPORTS]["VmRSS"]),
+        },
         "fetch_minus_bare_MiB": fetch - stats[BARE]["VmRSS"],
         "fetch_minus_imports_MiB": fetch - stats[IMPORTS]["VmRSS"],
         "seconds": round(time.perf_counter() - t0, 1),
@@ -105,22 +116,32 @@ def run(n: int) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
-    rows = [[name, s["VmRSS"], s["RssAnon"], s["RssFile"], s["VmHWM"]]
-            for name, s in result["stats"].items()]
+    rows = [
+        [name, s["VmRSS"], s["RssAnon"], s["RssFile"], s["VmHWM"]]
+        for name, s in result["stats"].items()
+    ]
     r = result["ratios"]
-    return "\n".join([
-        table(f"3. idle resident memory (median of {result['runs']} run(s), MiB)",
-              ["", "VmRSS", "RssAnon", "RssFile", "VmHWM"], rows),
-        f"   fetch VmRSS = {r['VmRSS_vs_bare_python']:.2f}x bare python "
-        f"(+{result['fetch_minus_bare_MiB']:.1f} MiB), "
-        f"{r['VmRSS_vs_imports_only']:.2f}x its imports alone "
-        f"(+{result['fetch_minus_imports_MiB']:.1f} MiB)",
-    ])
+    return "\n".join(
+        [
+            table(
+                f"3. idle resident memory (median of {result['runs']} run(s), MiB)",
+                ["", "VmRSS", "RssAnon", "RssFile", "VmHWM"],
+                rows,
+            ),
+            f"   fetch VmRSS = {r['VmRSS_vs_bare_python']:.2f}x bare python "
+            f"(+{result['fetch_minus_bare_MiB']:.1f} MiB), "
+            f"{r['VmRSS_vs_imports_only']:.2f}x its imports alone "
+            f"(+{result['fetch_minus_imports_MiB']:.1f} MiB)",
+        ]
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.memory", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.memory",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-n", type=int, default=1, help="runs of each")
     args = parser.parse_args()
     result = run(args.n)

@@ -102,8 +102,11 @@ async def _one_size(n: int, queries: int, writes: int) -> dict[str, Any]:
                 for i in range(start, stop):
                     cur = conn.execute(
                         "INSERT INTO memory_items(kind, content, tags, source, created, updated)"
-                        " VALUES ('fact', ?, '', 'bench', ?, ?)", (texts[i], now, now))
+                        " VALUES ('fact', ?, '', 'bench', ?, ?)",
+                        (texts[i], now, now),
+                    )
                     put_vector(conn, int(cur.lastrowid), "fact", x[i].tobytes(), sig, vec_ok)
+
             write(conn, run)
 
         started = time.perf_counter()
@@ -143,13 +146,20 @@ async def _one_size(n: int, queries: int, writes: int) -> dict[str, Any]:
         await memory.stop()
 
     s, b = summary(subject), summary(baseline)
-    return {"n": n, "dims": DIMS, "queries": queries, "search_ms": s, "numpy_ms": b,
-            "p99_ratio": ratio(s["p99"], b["p99"]),
-            "recall_at_10": sum(recalls) / len(recalls),
-            "recall_min": min(recalls),
-            "bulk_rows_per_s": n / load_s, "write_rows_per_s": writes / write_s,
-            "target_p99_ms": TARGET_P99_MS,
-            "pass": s["p99"] < TARGET_P99_MS if n >= 100_000 else None}
+    return {
+        "n": n,
+        "dims": DIMS,
+        "queries": queries,
+        "search_ms": s,
+        "numpy_ms": b,
+        "p99_ratio": ratio(s["p99"], b["p99"]),
+        "recall_at_10": sum(recalls) / len(recalls),
+        "recall_min": min(recalls),
+        "bulk_rows_per_s": n / load_s,
+        "write_rows_per_s": writes / write_s,
+        "target_p99_ms": TARGET_P99_MS,
+        "pass": s["p99"] < TARGET_P99_MS if n >= 100_000 else None,
+    }
 
 
 def run(n: int, sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
@@ -164,16 +174,42 @@ def render(result: dict[str, Any]) -> str:
     for r in result["sizes"]:
         s, b = r["search_ms"], r["numpy_ms"]
         verdict = {True: "PASS", False: "MISS", None: ""}[r["pass"]]
-        rows.append([f"{r['n']:,}", s["p50"], s["p99"], b["p50"], b["p99"], r["p99_ratio"],
-                     r["recall_at_10"], r["bulk_rows_per_s"], r["write_rows_per_s"], verdict])
-    return table(f"memory search, {DIMS}-dim (ms; target p99 < {TARGET_P99_MS:.0f} ms at 100k)",
-                 ["memories", "p50", "p99", "numpy p50", "numpy p99", "p99/numpy",
-                  "recall@10", "bulk rows/s", "write/s", "target"], rows)
+        rows.append(
+            [
+                f"{r['n']:,}",
+                s["p50"],
+                s["p99"],
+                b["p50"],
+                b["p99"],
+                r["p99_ratio"],
+                r["recall_at_10"],
+                r["bulk_rows_per_s"],
+                r["write_rows_per_s"],
+                verdict,
+            ]
+        )
+    return table(
+        f"memory search, {DIMS}-dim (ms; target p99 < {TARGET_P99_MS:.0f} ms at 100k)",
+        [
+            "memories",
+            "p50",
+            "p99",
+            "numpy p50",
+            "numpy p99",
+            "p99/numpy",
+            "recall@10",
+            "bulk rows/s",
+            "write/s",
+            "target",
+        ],
+        rows,
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("-n", type=int, default=None, help="queries per size")
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="memories")

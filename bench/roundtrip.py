@@ -154,20 +154,24 @@ class StageClock:
         inner = getattr(obj, method)
         calls = self.calls
         if asyncio.iscoroutinefunction(inner):
+
             async def timed_async(*args: Any, **kwargs: Any) -> Any:
                 t0 = time.perf_counter_ns()
                 try:
                     return await inner(*args, **kwargs)
                 finally:
                     calls.append((label, t0, time.perf_counter_ns()))
+
             setattr(obj, method, timed_async)
         else:
+
             def timed_sync(*args: Any, **kwargs: Any) -> Any:
                 t0 = time.perf_counter_ns()
                 try:
                     return inner(*args, **kwargs)
                 finally:
                     calls.append((label, t0, time.perf_counter_ns()))
+
             setattr(obj, method, timed_sync)
 
     def close_message(self, subject: str, replied_ns: int) -> None:
@@ -178,8 +182,9 @@ class StageClock:
         self.calls.clear()
 
 
-async def _one_message(terminal: TerminalChannel, settled: Settled,
-                       command: str) -> tuple[int, int]:
+async def _one_message(
+    terminal: TerminalChannel, settled: Settled, command: str
+) -> tuple[int, int]:
     """One settled round trip; returns (latency ns, reply timestamp ns)."""
     settled.event.clear()
     t0 = time.perf_counter_ns()
@@ -195,11 +200,14 @@ async def _one_message(terminal: TerminalChannel, settled: Settled,
 async def _measure(n: int, stages: StageClock | None) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {name: [] for name in (*SUBJECTS, *BASELINES)}
     with fresh_dirs("roundtrip") as (home, workspace):
-        settings = load_settings(None, {"FETCH_HOME": str(home),
-                                        "FETCH_WORKSPACE": str(workspace),
-                                        "FETCH_HARNESS": "demo"})
-        terminals = {"/help": TerminalChannel(settings.terminal.chat),
-                     "/status": StatusTerminal(settings.terminal.chat)}
+        settings = load_settings(
+            None,
+            {"FETCH_HOME": str(home), "FETCH_WORKSPACE": str(workspace), "FETCH_HARNESS": "demo"},
+        )
+        terminals = {
+            "/help": TerminalChannel(settings.terminal.chat),
+            "/status": StatusTerminal(settings.terminal.chat),
+        }
         bare = await BareSqlite.open(home.parent / "baseline.db")
         hop = QueueHop()
         try:
@@ -208,21 +216,29 @@ async def _measure(n: int, stages: StageClock | None) -> dict[str, list[float]]:
                 settled = Settled(app.services.store)
                 if stages is not None:
                     s = app.services
-                    for family, method in (("inbox", "accept"), ("messages", "add"),
-                                           ("messages", "token_totals"), ("sessions", "load"),
-                                           ("sessions", "save"), ("inbox", "finish")):
-                        stages.wrap(getattr(s.store, family), method,
-                                    f"store.{family}.{method}")
+                    for family, method in (
+                        ("inbox", "accept"),
+                        ("messages", "add"),
+                        ("messages", "token_totals"),
+                        ("sessions", "load"),
+                        ("sessions", "save"),
+                        ("inbox", "finish"),
+                    ):
+                        stages.wrap(getattr(s.store, family), method, f"store.{family}.{method}")
                     stages.wrap(s.journal, "append", "journal.append")
                     # Every aiosqlite call is one round trip to its thread; counting them
                     # shows how many a message pays. Private API, so only if present.
                     if hasattr(s.store.db.conn, "_execute"):
-                        stages.wrap(s.store.db.conn, "_execute",
-                                    "(aiosqlite thread round trips, inside the above)")
+                        stages.wrap(
+                            s.store.db.conn,
+                            "_execute",
+                            "(aiosqlite thread round trips, inside the above)",
+                        )
                     for terminal in terminals.values():
                         stages.wrap(terminal, "send", "terminal.send")
                 steps: list[tuple[str, Callable[[], Awaitable[int]]]] = [
-                    ("queue hop", hop.once), ("aiosqlite INSERT", bare.insert),
+                    ("queue hop", hop.once),
+                    ("aiosqlite INSERT", bare.insert),
                     ("aiosqlite txn", bare.txn),
                 ]
                 for i in range(WARMUP + n):
@@ -231,8 +247,7 @@ async def _measure(n: int, stages: StageClock | None) -> dict[str, list[float]]:
                         if i >= WARMUP:
                             samples[name].append(_us(took))
                     for command in SUBJECTS:
-                        took, replied = await _one_message(terminals[command], settled,
-                                                           command)
+                        took, replied = await _one_message(terminals[command], settled, command)
                         if i >= WARMUP:
                             samples[command].append(_us(took))
                             if stages is not None:
@@ -255,64 +270,120 @@ def run(n: int) -> dict[str, Any]:
         stats[name]["p50_first_10pct"] = summary(samples[name][:tenth])["p50"]
         stats[name]["p50_last_10pct"] = summary(samples[name][-tenth:])["p50"]
     ratios = {
-        name: {f"{q}_vs_{base}": ratio(stats[name][q], stats[base][q])
-               for base in BASELINES for q in ("p50", "p99")}
+        name: {
+            f"{q}_vs_{base}": ratio(stats[name][q], stats[base][q])
+            for base in BASELINES
+            for q in ("p50", "p99")
+        }
         for name in SUBJECTS
     }
-    verdicts = {name: "PASS" if stats[name]["p99"] < TARGET_P99_US else "MISS"
-                for name in SUBJECTS}
+    verdicts = {name: "PASS" if stats[name]["p99"] < TARGET_P99_US else "MISS" for name in SUBJECTS}
     return {
-        "unit": "microseconds", "messages_per_command": n, "warmup": WARMUP,
-        "target_p99_us": TARGET_P99_US, "stats": stats, "ratios": ratios,
-        "verdict": verdicts, "seconds": round(time.perf_counter() - t0, 1),
+        "unit": "microseconds",
+        "messages_per_command": n,
+        "warmup": WARMUP,
+        "target_p99_us": TARGET_P99_US,
+        "stats": stats,
+        "ratios": ratios,
+        "verdict": verdicts,
+        "seconds": round(time.perf_counter() - t0, 1),
     }
 
 
 def render(result: dict[str, Any]) -> str:
     stats, ratios = result["stats"], result["ratios"]
-    label = {"/help": "/help (queued)", "/status": "/status (bypass)",
-             "queue hop": "base: asyncio.Queue hop", "aiosqlite INSERT": "base: aiosqlite INSERT",
-             "aiosqlite txn": "base: aiosqlite txn (3 awaits)"}
-    rows = [[label[name], s["p50"], s["p90"], s["p99"], s["max"],
-             s.get("p50_first_10pct", ""), s.get("p50_last_10pct", "")]
-            for name, s in stats.items()]
-    out = [table(
-        f"1. instinct round trip, submit -> reply in outbox "
-        f"({result['messages_per_command']:,} msgs each, µs)",
-        ["", "p50", "p90", "p99", "max", "p50 first10%", "p50 last10%"], rows)]
-    out.append(table(
-        "ratios: instinct / baseline, same run",
-        ["", "p50/txn", "p99/txn", "p50/INSERT", "p50/hop", "p99/hop"],
-        [[name, r["p50_vs_aiosqlite txn"], r["p99_vs_aiosqlite txn"],
-          r["p50_vs_aiosqlite INSERT"], r["p50_vs_queue hop"], r["p99_vs_queue hop"]]
-         for name, r in ratios.items()]))
+    label = {
+        "/help": "/help (queued)",
+        "/status": "/status (bypass)",
+        "queue hop": "base: asyncio.Queue hop",
+        "aiosqlite INSERT": "base: aiosqlite INSERT",
+        "aiosqlite txn": "base: aiosqlite txn (3 awaits)",
+    }
+    rows = [
+        [
+            label[name],
+            s["p50"],
+            s["p90"],
+            s["p99"],
+            s["max"],
+            s.get("p50_first_10pct", ""),
+            s.get("p50_last_10pct", ""),
+        ]
+        for name, s in stats.items()
+    ]
+    out = [
+        table(
+            f"1. instinct round trip, submit -> reply in outbox "
+            f"({result['messages_per_command']:,} msgs each, µs)",
+            ["", "p50", "p90", "p99", "max", "p50 first10%", "p50 last10%"],
+            rows,
+        )
+    ]
+    out.append(
+        table(
+            "ratios: instinct / baseline, same run",
+            ["", "p50/txn", "p99/txn", "p50/INSERT", "p50/hop", "p99/hop"],
+            [
+                [
+                    name,
+                    r["p50_vs_aiosqlite txn"],
+                    r["p99_vs_aiosqlite txn"],
+                    r["p50_vs_aiosqlite INSERT"],
+                    r["p50_vs_queue hop"],
+                    r["p99_vs_queue hop"],
+                ]
+                for name, r in ratios.items()
+            ],
+        )
+    )
     target = result["target_p99_us"]
-    out.append("   target p99 < {:,.0f} µs: {}".format(target, ", ".join(
-        f"{name} {stats[name]['p99']:,.0f} µs {result['verdict'][name]}" for name in ratios)))
+    out.append(
+        "   target p99 < {:,.0f} µs: {}".format(
+            target,
+            ", ".join(
+                f"{name} {stats[name]['p99']:,.0f} µs {result['verdict'][name]}" for name in ratios
+            ),
+        )
+    )
     return "\n".join(out)
 
 
 def _stage_rows(command: str, stages: StageClock, n: int, mean: float) -> list[list[Any]]:
     """Rows for one command: each wrapped call before the reply, what is left of the
     trip (event loop, queue hop, dispatch, the handler itself), then the tail."""
+
     def rows_for(side: dict[str, list[float]], side_name: str) -> list[list[Any]]:
         rows: list[list[Any]] = []
         for label, values in sorted(side.items()):
             if label.startswith(command + " "):
                 per_msg = sum(values) / n
                 share = 100 * per_msg / mean if side is stages.before else ""
-                rows.append([f"{side_name}: {label[len(command) + 1:]}", len(values) / n,
-                             summary(values)["p50"], per_msg, share])
+                rows.append(
+                    [
+                        f"{side_name}: {label[len(command) + 1 :]}",
+                        len(values) / n,
+                        summary(values)["p50"],
+                        per_msg,
+                        share,
+                    ]
+                )
         return rows
 
     before = rows_for(stages.before, "before reply")
     # Round trips happen inside the store calls: listed, but not added up twice.
     accounted = sum(r[3] for r in before if not r[0].endswith(")"))
     rest = mean - accounted
-    return [*before,
-            ["before reply: the rest (loop, queue hop, dispatch, handler)", "", "", rest,
-             100 * rest / mean],
-            *rows_for(stages.after, "after reply")]
+    return [
+        *before,
+        [
+            "before reply: the rest (loop, queue hop, dispatch, handler)",
+            "",
+            "",
+            rest,
+            100 * rest / mean,
+        ],
+        *rows_for(stages.after, "after reply"),
+    ]
 
 
 def profile(n: int) -> str:
@@ -324,11 +395,14 @@ def profile(n: int) -> str:
     out: list[str] = []
     for command in SUBJECTS:
         total = summary(samples[command])
-        out.append(table(
-            f"{command}: where the time goes (mean round trip {total['mean']:,.0f} µs, "
-            f"p99 {total['p99']:,.0f} µs, {n:,} msgs)",
-            ["stage", "calls/msg", "p50 µs/call", "µs/msg", "% of trip"],
-            _stage_rows(command, stages, n, total["mean"])))
+        out.append(
+            table(
+                f"{command}: where the time goes (mean round trip {total['mean']:,.0f} µs, "
+                f"p99 {total['p99']:,.0f} µs, {n:,} msgs)",
+                ["stage", "calls/msg", "p50 µs/call", "µs/msg", "% of trip"],
+                _stage_rows(command, stages, n, total["mean"]),
+            )
+        )
 
     profiler = cProfile.Profile()
 
@@ -342,8 +416,10 @@ def profile(n: int) -> str:
     asyncio.run(profiled())
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).strip_dirs().sort_stats("tottime").print_stats(18)
-    out.append("== cProfile of the event-loop thread, by tottime (aiosqlite's own thread is "
-               "not profiled:\n   the loop waiting for it shows as epoll)")
+    out.append(
+        "== cProfile of the event-loop thread, by tottime (aiosqlite's own thread is "
+        "not profiled:\n   the loop waiting for it shows as epoll)"
+    )
     lines = text.getvalue().splitlines()
     start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
     out.append("\n".join(line for line in lines[start:] if line.strip()))
@@ -351,11 +427,17 @@ def profile(n: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.roundtrip", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.roundtrip",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-n", type=int, default=10_000, help="messages per command")
-    parser.add_argument("--profile", action="store_true",
-                        help="split each round trip into stages and cProfile the loop")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="split each round trip into stages and cProfile the loop",
+    )
     args = parser.parse_args()
     if args.profile:
         print(profile(args.n))

@@ -98,7 +98,8 @@ async def _add(store: Store, n: int, due: list[float]) -> None:
             "INSERT INTO jobs(kind, text, channel, chat, cron, tz, spec, missed, status,"
             " next_at, created, updated) VALUES ('reminder', ?, ?, ?, NULL, 'UTC', 'bench',"
             " 'run_once', 'active', ?, ?, ?)",
-            [(f"r{i}", OWNER.channel, OWNER.chat, due[i], now, now) for i in range(n)])
+            [(f"r{i}", OWNER.channel, OWNER.chat, due[i], now, now) for i in range(n)],
+        )
 
 
 async def _burst(root: Path, n: int) -> dict[str, Any]:
@@ -115,10 +116,15 @@ async def _burst(root: Path, n: int) -> dict[str, Any]:
             async with store.db.transaction() as db:
                 await db.execute("UPDATE jobs SET updated=? WHERE id=?", (time.time(), i + 1))
         base = time.perf_counter() - t0
-        return {"jobs": n, "all_fired_seconds": late[-1] / 1000,
-                "jobs_per_second": n / (late[-1] / 1000), "lateness_ms": summary(late),
-                "baseline_txn_seconds": base,
-                "ratio_vs_txn": ratio(late[-1] / 1000, base)}
+        return {
+            "jobs": n,
+            "all_fired_seconds": late[-1] / 1000,
+            "jobs_per_second": n / (late[-1] / 1000),
+            "lateness_ms": summary(late),
+            "baseline_txn_seconds": base,
+            "ratio_vs_txn": ratio(late[-1] / 1000, base),
+        }
+
     return dict(await _with_scheduler(root, body))
 
 
@@ -141,15 +147,23 @@ async def _steady(root: Path, seconds: float) -> dict[str, Any]:
         await asyncio.gather(*waits)
         late = sorted((channel.arrivals[f"⏰ r{i}"] - due[i]) * 1000 for i in range(count))
         s, b = summary(late), summary(base)
-        return {"jobs": count, "seconds": seconds, "per_minute": STEADY_PER_MINUTE,
-                "lateness_ms": s, "baseline_sleep_ms": b,
-                "p99_ratio": ratio(s["p99"], b["p99"]), "p50_ratio": ratio(s["p50"], b["p50"])}
+        return {
+            "jobs": count,
+            "seconds": seconds,
+            "per_minute": STEADY_PER_MINUTE,
+            "lateness_ms": s,
+            "baseline_sleep_ms": b,
+            "p99_ratio": ratio(s["p99"], b["p99"]),
+            "p50_ratio": ratio(s["p50"], b["p50"]),
+        }
+
     return dict(await _with_scheduler(root, body))
 
 
 def run(n: int, steady_seconds: float | None = None) -> dict[str, Any]:
-    steady_seconds = steady_seconds if steady_seconds is not None else (
-        60.0 if n >= 10_000 else 15.0)
+    steady_seconds = (
+        steady_seconds if steady_seconds is not None else (60.0 if n >= 10_000 else 15.0)
+    )
     t0 = time.perf_counter()
     roots = [Path(tempfile.mkdtemp(prefix="fetch-bench-sched-")) for _ in range(2)]
     try:
@@ -158,31 +172,47 @@ def run(n: int, steady_seconds: float | None = None) -> dict[str, Any]:
     finally:
         for root in roots:
             shutil.rmtree(root, ignore_errors=True)
-    return {"unit": "milliseconds unless named", "burst": burst, "steady": steady,
-            "seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "unit": "milliseconds unless named",
+        "burst": burst,
+        "steady": steady,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def render(result: dict[str, Any]) -> str:
     b, s = result["burst"], result["steady"]
     bl, sl, base = b["lateness_ms"], s["lateness_ms"], s["baseline_sleep_ms"]
-    return "\n".join([
-        table(f"4. scheduler: {b['jobs']:,} reminders due at the same second",
-              ["", "p50", "p99", "max"],
-              [["lateness (ms)", bl["p50"], bl["p99"], bl["max"]]]),
-        f"   all fired {b['all_fired_seconds']:.2f} s after the due second "
-        f"({b['jobs_per_second']:,.0f} jobs/s); {b['jobs']:,} bare write transactions take "
-        f"{b['baseline_txn_seconds']:.2f} s -> {b['ratio_vs_txn']:.2f}x",
-        table(f"   steady {s['per_minute']} jobs/minute for {s['seconds']:.0f} s "
-              f"({s['jobs']} jobs), lateness (ms)", ["", "p50", "p99", "max"],
-              [["scheduler", sl["p50"], sl["p99"], sl["max"]],
-               ["base: asyncio.sleep to the due time", base["p50"], base["p99"], base["max"]]]),
-        f"   p99 {s['p99_ratio']:.2f}x the bare timer (p50 {s['p50_ratio']:.2f}x)",
-    ])
+    return "\n".join(
+        [
+            table(
+                f"4. scheduler: {b['jobs']:,} reminders due at the same second",
+                ["", "p50", "p99", "max"],
+                [["lateness (ms)", bl["p50"], bl["p99"], bl["max"]]],
+            ),
+            f"   all fired {b['all_fired_seconds']:.2f} s after the due second "
+            f"({b['jobs_per_second']:,.0f} jobs/s); {b['jobs']:,} bare write transactions take "
+            f"{b['baseline_txn_seconds']:.2f} s -> {b['ratio_vs_txn']:.2f}x",
+            table(
+                f"   steady {s['per_minute']} jobs/minute for {s['seconds']:.0f} s "
+                f"({s['jobs']} jobs), lateness (ms)",
+                ["", "p50", "p99", "max"],
+                [
+                    ["scheduler", sl["p50"], sl["p99"], sl["max"]],
+                    ["base: asyncio.sleep to the due time", base["p50"], base["p99"], base["max"]],
+                ],
+            ),
+            f"   p99 {s['p99_ratio']:.2f}x the bare timer (p50 {s['p50_ratio']:.2f}x)",
+        ]
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.scheduler_bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scheduler_bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-n", type=int, default=10_000, help="reminders in the burst")
     parser.add_argument("--steady-seconds", type=float, default=None)
     args = parser.parse_args()

@@ -29,8 +29,9 @@ def normalise_number(text: str) -> str:
     """The number's digits with the country code (E.164 without ``+``), or ValueError."""
     raw = text.strip()
     if not re.fullmatch(r"[0-9+()\-./ ]+", raw) or not re.search(r"\d", raw):
-        raise ValueError(f"{text!r} is not a phone number (digits with the country code, "
-                         "e.g. +49 170 1234567)")
+        raise ValueError(
+            f"{text!r} is not a phone number (digits with the country code, e.g. +49 170 1234567)"
+        )
     compact = re.sub(r"[^\d+]", "", raw)
     if compact.startswith("00"):
         compact = "+" + compact[2:]
@@ -39,12 +40,16 @@ def normalise_number(text: str) -> str:
     try:
         number = phonenumbers.parse(compact, None)
     except NumberParseException:
-        raise ValueError(f"{text!r} cannot be a real number (no country calling code "
-                         "recognised); write it with the country code, e.g. "
-                         "+49 170 1234567") from None
+        raise ValueError(
+            f"{text!r} cannot be a real number (no country calling code "
+            "recognised); write it with the country code, e.g. "
+            "+49 170 1234567"
+        ) from None
     reason = phonenumbers.is_possible_number_with_reason(number)
     if reason is not ValidationResult.IS_POSSIBLE:
         why = _REASONS.get(reason, "not a possible number")
-        raise ValueError(f"{text!r} cannot be a real number ({why}); write it with the "
-                         "country code, e.g. +49 170 1234567")
+        raise ValueError(
+            f"{text!r} cannot be a real number ({why}); write it with the "
+            "country code, e.g. +49 170 1234567"
+        )
     return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)[1:]

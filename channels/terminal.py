@@ -21,8 +21,10 @@ from core.tasks import Spawner, cancel_and_wait
 log = logging.getLogger(__name__)
 # What the reader posts for a line that is not UTF-8 (compared by identity).
 UNDECODABLE = "\x00undecodable\n"
-NOT_UTF8 = ("⚠️ I couldn't read that line: it is not UTF-8 (check your terminal's "
-            "encoding). I ignored it; type it again.")
+NOT_UTF8 = (
+    "⚠️ I couldn't read that line: it is not UTF-8 (check your terminal's "
+    "encoding). I ignored it; type it again."
+)
 
 
 class TerminalChannel:
@@ -57,8 +59,7 @@ class TerminalChannel:
             raise RuntimeError("terminal channel already started")
         self._sink = sink
         if self._read_stdin:
-            self._reader_task = spawner.spawn(self._read_lines(),
-                                              name="channel:terminal:stdin")
+            self._reader_task = spawner.spawn(self._read_lines(), name="channel:terminal:stdin")
 
     def open_input(self) -> None:
         """Start handing typed lines to Fetch (they were read and kept until now)."""

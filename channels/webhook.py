@@ -160,8 +160,13 @@ class WebhookChannel:
         if self._sink is None:
             raise SendFailed("webhook channel is not started")
         self._sent += 1
-        reply = Reply(id=f"out-{self._sent}", text=message.text, reply_to=message.reply_to,
-                      edit_of=message.edit_of, time=self._clock())
+        reply = Reply(
+            id=f"out-{self._sent}",
+            text=message.text,
+            reply_to=message.reply_to,
+            edit_of=message.edit_of,
+            time=self._clock(),
+        )
         # Bounded: a chat nobody polls must not grow without end; the oldest go first.
         box = self._boxes.setdefault(message.chat, deque(maxlen=self._mailbox_size))
         box.append(reply)
@@ -183,12 +188,14 @@ class WebhookChannel:
             if sink is None:
                 raise _Refused(503, "Fetch is not running")
             inbound = Inbound(
-                channel=self.name, chat=chat,
+                channel=self.name,
+                chat=chat,
                 sender=_field(payload, "sender") or "webhook",
                 # Derived from the signature when absent (unique: a replayed signature
                 # is refused above, and the gateway's dedupe would drop it too).
                 message_id=_field(payload, "message_id") or "sig-" + signature[:32],
-                text=text, from_owner=True,
+                text=text,
+                from_owner=True,
             )
         except _Refused as refused:
             return _error(refused)
@@ -198,8 +205,10 @@ class WebhookChannel:
             log.exception("webhook: delivering %s failed", inbound.message_id)
             return _error(_Refused(500, "Fetch could not accept the message; see its log"))
         replies = await self._collect(chat, wait)
-        return web.json_response({"accepted": True, "message_id": inbound.message_id,
-                                  "chat": chat, "replies": replies}, status=202)
+        return web.json_response(
+            {"accepted": True, "message_id": inbound.message_id, "chat": chat, "replies": replies},
+            status=202,
+        )
 
     async def _on_replies(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -225,22 +234,26 @@ class WebhookChannel:
             raise _Refused(401, f"{TIMESTAMP_HEADER} must be unix seconds") from None
         now = self._clock()
         if abs(now - signed_at) > MAX_SKEW_SECONDS:
-            raise _Refused(401, f"{TIMESTAMP_HEADER} is more than 5 minutes off; "
-                                "check the sender's clock")
+            raise _Refused(
+                401, f"{TIMESTAMP_HEADER} is more than 5 minutes off; check the sender's clock"
+            )
         first = self._replays.first_use(expected, signed_at, now)
         if first is None:
             raise _Refused(429, "too many signed requests in five minutes; try again later")
         if not first:
             log.warning("webhook: replayed signed request refused")
-            raise _Refused(409, "this signed request was already accepted; sign each "
-                                "request anew (fresh timestamp)")
+            raise _Refused(
+                409,
+                "this signed request was already accepted; sign each "
+                "request anew (fresh timestamp)",
+            )
         self._last_request = self._clock()
         try:
             payload = json.loads(body)
         except ValueError as err:  # UnicodeDecodeError included
             raise _Refused(400, f"body is not valid JSON: {err}") from None
         if not isinstance(payload, dict):
-            raise _Refused(400, "body must be a JSON object like {\"text\": \"...\"}")
+            raise _Refused(400, 'body must be a JSON object like {"text": "..."}')
         return payload, expected.removeprefix("sha256=")
 
     async def _read_bounded(self, request: web.Request) -> bytes:
@@ -273,8 +286,9 @@ class WebhookChannel:
                 if left <= 0:
                     break
                 try:
-                    await asyncio.wait_for(self._changed.wait(),
-                                           min(left, self._settle) if pending else left)
+                    await asyncio.wait_for(
+                        self._changed.wait(), min(left, self._settle) if pending else left
+                    )
                 except TimeoutError:
                     if pending:
                         break
@@ -292,8 +306,11 @@ def _field(payload: dict[str, Any], key: str, *, required: bool = False) -> str:
     try:  # JSON may escape a lone surrogate ("\ud800"): not text, and not storable
         value.encode("utf-8")
     except UnicodeEncodeError as err:
-        raise _Refused(400, f"field {key!r} is not valid Unicode (a lone surrogate at "
-                            f"character {err.start}); send UTF-8 text") from None
+        raise _Refused(
+            400,
+            f"field {key!r} is not valid Unicode (a lone surrogate at "
+            f"character {err.start}); send UTF-8 text",
+        ) from None
     # Names become session folders and log keys: short and plain, or refused.
     if key in _NAMES and not _NAMES[key].match(value):
         raise _Refused(400, f"field {key!r} must be 1-64 of A-Z a-z 0-9 _ . - (got {value!r:.80})")

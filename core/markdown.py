@@ -24,8 +24,9 @@ def load_markdown(path: Path, model: type[M]) -> M:
     except FileNotFoundError as err:
         raise ConfigError(str(path), "", "file not found") from err
     except (yaml.YAMLError, ValueError) as err:
-        raise ConfigError(str(path), "frontmatter", f"valid YAML between --- lines ({err})") \
-            from err
+        raise ConfigError(
+            str(path), "frontmatter", f"valid YAML between --- lines ({err})"
+        ) from err
     meta = dict(post.metadata)
     if "body" in meta:
         raise ConfigError(str(path), "body", "no 'body' key: the markdown text is the body")

@@ -34,7 +34,7 @@ def is_fence(line: str) -> bool:
 
 def fence_opener(line: str) -> str:
     """The fence that reopens a cut block: same language tag, nothing else (bounded)."""
-    tag = line.strip()[len(FENCE):].strip()
+    tag = line.strip()[len(FENCE) :].strip()
     return FENCE + tag if _LANG.match(tag) else FENCE
 
 

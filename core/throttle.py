@@ -11,8 +11,13 @@ from collections.abc import Callable
 
 
 class LogThrottle:
-    def __init__(self, logger: logging.Logger, per_window: int = 10, window: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        logger: logging.Logger,
+        per_window: int = 10,
+        window: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._log, self._per_window, self._window, self._clock = logger, per_window, window, clock
         self._started = -window
         self._used = 0

@@ -18,8 +18,9 @@ from core.errors import UnknownHarness
 
 # "question": the CLI ended its turn asking the owner (text); the runner WAITS for the
 # answer and resumes the CLI's session with it (orchestrator/runner.py).
-EventKind = Literal["session", "text", "tool_use", "file_change", "usage", "done", "error",
-                    "question"]
+EventKind = Literal[
+    "session", "text", "tool_use", "file_change", "usage", "done", "error", "question"
+]
 
 
 @dataclass(frozen=True, slots=True)

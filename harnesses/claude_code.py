@@ -17,10 +17,15 @@ class ClaudeCode(Harness, name="claude-code"):
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         argv = [
-            self.binary, "-p", req.prompt,
-            "--output-format", "stream-json", "--verbose",
+            self.binary,
+            "-p",
+            req.prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
             # Edits inside the working folder only; no blanket bypass.
-            "--permission-mode", "acceptEdits",
+            "--permission-mode",
+            "acceptEdits",
         ]
         if req.model:
             argv += ["--model", req.model]
@@ -30,8 +35,11 @@ class ClaudeCode(Harness, name="claude-code"):
             # Fetch's memory over the relay's socket; its tools need no prompt, and no MCP
             # server from the repository's own config is started (--strict-mcp-config).
             config = {"mcpServers": {req.mcp.name: {"type": "http", "url": req.mcp.url}}}
-            argv += [f"--mcp-config={json.dumps(config)}", "--strict-mcp-config",
-                     f"--allowedTools=mcp__{req.mcp.name}"]
+            argv += [
+                f"--mcp-config={json.dumps(config)}",
+                "--strict-mcp-config",
+                f"--allowedTools=mcp__{req.mcp.name}",
+            ]
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),
@@ -80,21 +88,28 @@ class ClaudeCode(Harness, name="claude-code"):
     @staticmethod
     def _result(obj: dict[str, Any]) -> list[HarnessEvent]:
         usage = obj.get("usage") or {}
-        events = [HarnessEvent("usage", data={
-            "tokens_in": int(usage.get("input_tokens") or 0),
-            "tokens_out": int(usage.get("output_tokens") or 0),
-            "cost_usd": float(obj.get("total_cost_usd") or 0.0),
-        })]
+        events = [
+            HarnessEvent(
+                "usage",
+                data={
+                    "tokens_in": int(usage.get("input_tokens") or 0),
+                    "tokens_out": int(usage.get("output_tokens") or 0),
+                    "cost_usd": float(obj.get("total_cost_usd") or 0.0),
+                },
+            )
+        ]
         text = str(obj.get("result") or "")
         denials = obj.get("permission_denials") or []
         session = {"session_id": obj.get("session_id", "")}
         if obj.get("is_error"):
             events.append(HarnessEvent("error", text or "Claude Code reported an error", session))
         elif denials:
-            tools = ", ".join(sorted({str(d.get("tool_name", "?")) for d in denials
-                                      if isinstance(d, dict)}))
-            events.append(HarnessEvent(
-                "error", f"Claude Code was denied permission for: {tools}", session))
+            tools = ", ".join(
+                sorted({str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)})
+            )
+            events.append(
+                HarnessEvent("error", f"Claude Code was denied permission for: {tools}", session)
+            )
         else:
             events.append(HarnessEvent("done", text, session))
         return events

@@ -41,8 +41,14 @@ def config_toml(req: HarnessRequest) -> str:
     retries = req.max_retries
     # Fetch's memory over the relay's socket (streamable HTTP, as `codex mcp add --url`
     # writes it); "approve": exec mode has no one to ask.
-    memory = (f"\n[mcp_servers.{req.mcp.name}]\nurl = {_toml_str(req.mcp.url)}\n"
-              'default_tools_approval_mode = "approve"\n') if req.mcp is not None else ""
+    memory = (
+        (
+            f"\n[mcp_servers.{req.mcp.name}]\nurl = {_toml_str(req.mcp.url)}\n"
+            'default_tools_approval_mode = "approve"\n'
+        )
+        if req.mcp is not None
+        else ""
+    )
     # The relay appends the request path to the vendor base (…/v1), so the CLI must ask
     # for "/responses", not "/v1/responses": base_url is the relay itself.
     return f"""\
@@ -120,10 +126,15 @@ class Codex(Harness, name="codex"):
         session = {"session_id": run.session_id}
         if kind == "turn.completed":
             usage = obj.get("usage") or {}
-            events = [HarnessEvent("usage", data={
-                "tokens_in": int(usage.get("input_tokens") or 0),
-                "tokens_out": int(usage.get("output_tokens") or 0),
-            })]
+            events = [
+                HarnessEvent(
+                    "usage",
+                    data={
+                        "tokens_in": int(usage.get("input_tokens") or 0),
+                        "tokens_out": int(usage.get("output_tokens") or 0),
+                    },
+                )
+            ]
             if run.denials:
                 text = "Codex was denied: " + "; ".join(run.denials)[:400]
                 return [*events, HarnessEvent("error", text, session)]
@@ -142,18 +153,28 @@ class Codex(Harness, name="codex"):
             run.answer = str(item.get("text") or "")
             return [HarnessEvent("text", run.answer)] if run.answer else []
         if kind == "file_change" and item.get("status") == "failed":
-            paths = ", ".join(str(c.get("path", "?")) for c in item.get("changes") or []
-                              if isinstance(c, dict))
+            paths = ", ".join(
+                str(c.get("path", "?")) for c in item.get("changes") or [] if isinstance(c, dict)
+            )
             run.denials.append(f"could not write {paths or 'a file'}")
             return []
         if kind == "file_change" and item.get("status") == "completed":
             changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
-            return [HarnessEvent("tool_use", "apply_patch", {"input": changes}),
-                    *(HarnessEvent("file_change", str(c.get("path", ""))) for c in changes)]
+            return [
+                HarnessEvent("tool_use", "apply_patch", {"input": changes}),
+                *(HarnessEvent("file_change", str(c.get("path", ""))) for c in changes),
+            ]
         if kind == "command_execution":
-            return [HarnessEvent("tool_use", "shell", {
-                "input": {"command": item.get("command", "")},
-                "exit_code": item.get("exit_code")})]
+            return [
+                HarnessEvent(
+                    "tool_use",
+                    "shell",
+                    {
+                        "input": {"command": item.get("command", "")},
+                        "exit_code": item.get("exit_code"),
+                    },
+                )
+            ]
         if kind in {"mcp_tool_call", "web_search"}:
             return [HarnessEvent("tool_use", str(item.get("tool") or kind), {"input": item})]
         return []

@@ -49,21 +49,28 @@ class CopilotCli(Harness, name="copilot"):
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         argv = [
-            self.binary, f"--prompt={req.prompt}", "--output-format=json",
+            self.binary,
+            f"--prompt={req.prompt}",
+            "--output-format=json",
             # Edit tools (apply_patch, create, edit) only; the shell stays denied, and so do
             # paths outside the workspace. /tmp is allowed by default: writing to it did
             # succeed without --disallow-temp-dir.
-            "--allow-tool=write", "--disallow-temp-dir", "--no-ask-user",
+            "--allow-tool=write",
+            "--disallow-temp-dir",
+            "--no-ask-user",
             "--no-auto-update",
         ]
         if req.resume:
             argv.append(f"--resume={req.resume}")
         if req.mcp is not None:
             # Fetch's memory over the relay's socket; its tools are allowed without a prompt.
-            config = {"mcpServers": {req.mcp.name: {"type": "http", "url": req.mcp.url,
-                                                    "tools": ["*"]}}}
-            argv += [f"--additional-mcp-config={json.dumps(config)}",
-                     f"--allow-tool={req.mcp.name}"]
+            config = {
+                "mcpServers": {req.mcp.name: {"type": "http", "url": req.mcp.url, "tools": ["*"]}}
+            }
+            argv += [
+                f"--additional-mcp-config={json.dumps(config)}",
+                f"--allow-tool={req.mcp.name}",
+            ]
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),
@@ -101,8 +108,11 @@ class CopilotCli(Harness, name="copilot"):
             return [HarnessEvent("text", text)] if text else []
         if kind == "tool.execution_start":
             run.answer = ""
-            return [HarnessEvent("tool_use", str(data.get("toolName", "")),
-                                 {"input": data.get("arguments")})]
+            return [
+                HarnessEvent(
+                    "tool_use", str(data.get("toolName", "")), {"input": data.get("arguments")}
+                )
+            ]
         if kind == "tool.execution_complete":
             return self._tool_done(data, run)
         if kind == "assistant.usage":
@@ -138,8 +148,11 @@ class CopilotCli(Harness, name="copilot"):
         # BYOK runs print no token counts (assistant.usage stays silent); the relay logs them.
         events = [HarnessEvent("session", data=session)]
         if run.tokens_in or run.tokens_out:
-            events.append(HarnessEvent("usage", data={"tokens_in": run.tokens_in,
-                                                      "tokens_out": run.tokens_out}))
+            events.append(
+                HarnessEvent(
+                    "usage", data={"tokens_in": run.tokens_in, "tokens_out": run.tokens_out}
+                )
+            )
         code = obj.get("exitCode")
         if code != 0 or run.failure:
             text = run.failure or f"Copilot exited with code {code}"

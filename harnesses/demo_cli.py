@@ -8,10 +8,21 @@ import sys
 from pathlib import Path
 
 TYPOS = {
-    "teh": "the", "helo": "hello", "wrold": "world", "recieve": "receive",
-    "seperate": "separate", "occured": "occurred", "adn": "and", "definately": "definitely",
-    "untill": "until", "wich": "which", "becuase": "because", "thier": "their",
-    "accomodate": "accommodate", "enviroment": "environment", "langauge": "language",
+    "teh": "the",
+    "helo": "hello",
+    "wrold": "world",
+    "recieve": "receive",
+    "seperate": "separate",
+    "occured": "occurred",
+    "adn": "and",
+    "definately": "definitely",
+    "untill": "until",
+    "wich": "which",
+    "becuase": "because",
+    "thier": "their",
+    "accomodate": "accommodate",
+    "enviroment": "environment",
+    "langauge": "language",
 }
 WORD = re.compile(r"\b(" + "|".join(TYPOS) + r")\b", re.IGNORECASE)
 

@@ -20,8 +20,12 @@ DEFAULT_MODEL = "gemini-2.5-flash"  # any named model: "auto" costs a router cal
 EDIT_TOOLS = {"write_file", "replace"}
 # Tool errors that mean "not allowed", as opposed to "tried and failed" (a missed
 # old_string, say), which the model sees and can recover from.
-DENIAL_TYPES = {"path_not_in_workspace", "permission_denied", "policy_violation",
-                "sandbox_expansion_required"}
+DENIAL_TYPES = {
+    "path_not_in_workspace",
+    "permission_denied",
+    "policy_violation",
+    "sandbox_expansion_required",
+}
 
 
 @dataclass
@@ -55,8 +59,9 @@ class GeminiCli(Harness, name="gemini-cli"):
         if req.mcp is not None:
             # Fetch's memory over the relay's socket (what `gemini mcp add -t http --trust`
             # writes); trusted, so its calls need no confirmation in headless mode.
-            settings["mcpServers"] = {req.mcp.name: {"type": "http", "url": req.mcp.url,
-                                                     "trust": True}}
+            settings["mcpServers"] = {
+                req.mcp.name: {"type": "http", "url": req.mcp.url, "trust": True}
+            }
         config = host_state_dir / "gemini" / ".gemini"
         config.mkdir(parents=True, exist_ok=True)
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
@@ -65,11 +70,16 @@ class GeminiCli(Harness, name="gemini-cli"):
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         argv = [
-            self.binary, f"--prompt={req.prompt}",  # "=": a prompt starting with "-" stays one
-            "--output-format", "stream-json",
+            self.binary,
+            f"--prompt={req.prompt}",  # "=": a prompt starting with "-" stays one
+            "--output-format",
+            "stream-json",
             # Write tools inside the workspace only (no shell); --skip-trust or it exits 55.
-            "--approval-mode", "auto_edit", "--skip-trust",
-            "--model", req.model or DEFAULT_MODEL,
+            "--approval-mode",
+            "auto_edit",
+            "--skip-trust",
+            "--model",
+            req.model or DEFAULT_MODEL,
         ]
         if req.resume:
             argv += ["--resume", req.resume]
@@ -93,8 +103,11 @@ class GeminiCli(Harness, name="gemini-cli"):
         if kind == "init":
             run = _run(fresh=True)
             run.session_id = str(obj.get("session_id", ""))
-            return [HarnessEvent("session", data={"session_id": run.session_id,
-                                                  "model": obj.get("model", "")})]
+            return [
+                HarnessEvent(
+                    "session", data={"session_id": run.session_id, "model": obj.get("model", "")}
+                )
+            ]
         run = _run()
         if kind == "message" and obj.get("role") == "assistant":
             text = str(obj.get("content") or "")
@@ -128,18 +141,26 @@ class GeminiCli(Harness, name="gemini-cli"):
     @staticmethod
     def _result(obj: dict[str, Any], run: _Run) -> list[HarnessEvent]:
         stats = obj.get("stats") or {}
-        events = [HarnessEvent("usage", data={
-            "tokens_in": int(stats.get("input_tokens") or 0),
-            "tokens_out": int(stats.get("output_tokens") or 0),
-        })]
+        events = [
+            HarnessEvent(
+                "usage",
+                data={
+                    "tokens_in": int(stats.get("input_tokens") or 0),
+                    "tokens_out": int(stats.get("output_tokens") or 0),
+                },
+            )
+        ]
         session = {"session_id": run.session_id}
         if obj.get("status") != "success":
             error = obj.get("error") or {}
             message = _api_error(str(error.get("message") or "")) or "Gemini CLI failed"
             events.append(HarnessEvent("error", message, session))
         elif run.denials:
-            events.append(HarnessEvent(
-                "error", "Gemini CLI was denied: " + "; ".join(run.denials)[:400], session))
+            events.append(
+                HarnessEvent(
+                    "error", "Gemini CLI was denied: " + "; ".join(run.denials)[:400], session
+                )
+            )
         else:
             events.append(HarnessEvent("done", run.answer.strip(), session))
         return events

@@ -67,8 +67,11 @@ def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
 
 def session_note(ctx: PromptContext) -> str:
     """One line: the session as it is at this turn (not part of the cached prefix)."""
-    parts = [f"mode: {ctx.state}", f"repos: {', '.join(ctx.repos) or '(none)'}",
-             f"active repo: {ctx.active_repo or '(none chosen)'}"]
+    parts = [
+        f"mode: {ctx.state}",
+        f"repos: {', '.join(ctx.repos) or '(none)'}",
+        f"active repo: {ctx.active_repo or '(none chosen)'}",
+    ]
     if ctx.repo_status:
         parts.append(f"git status: {ctx.repo_status}")
     parts.append(f"coding harness: {ctx.harness}")

@@ -18,9 +18,18 @@ def build_registry() -> InstinctRegistry:
     )
 
     registry = InstinctRegistry()
-    for router in (help.router, status.router, control.router, session.router,
-                   undo.router, workspace.router, harness.router, schedule.router,
-                   memory.router, grants.router):
+    for router in (
+        help.router,
+        status.router,
+        control.router,
+        session.router,
+        undo.router,
+        workspace.router,
+        harness.router,
+        schedule.router,
+        memory.router,
+        grants.router,
+    ):
         registry.include(router)
     return registry
 

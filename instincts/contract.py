@@ -49,6 +49,7 @@ class Scheduling(Protocol):
     async def manage(self, verb: str, rest: str, viewer: SessionKey | None) -> str | None:
         """list / cancel / pause / resume / missed; None when ``verb`` is none of them."""
         ...
+
     async def create(self, kind: str, line: str, home: SessionKey) -> str: ...
     async def create_cron(self, line: str, home: SessionKey) -> str: ...
 
@@ -88,9 +89,11 @@ class Tasks(Protocol):
         """/stop while a CLI's question waits: end that task, discard its partial work;
         its id, or None when the waiting question is not a task's."""
         ...
+
     async def autonomy(self, session: SessionPort, level: str) -> str:
         """Show (``level`` empty) or set this chat's autonomy level; phone text."""
         ...
+
     async def project(self, session: SessionPort) -> str:
         """Type, branch, status and active task of the chat's repository; phone text."""
         ...
@@ -159,6 +162,7 @@ class Grants(Protocol):
     async def answer(self, nonce: str, yes: bool, scope: str) -> str:
         """The owner's yes/no to an ask; ``scope`` once | session | always."""
         ...
+
     async def grant(self, who: str, action: str, scope: str) -> str: ...
 
 

@@ -10,17 +10,22 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("control")
 
 
-@router.command("stop", aliases=("cancel", "abort"), help="stop the running task now",
-                bypass_queue=True)
+@router.command(
+    "stop", aliases=("cancel", "abort"), help="stop the running task now", bypass_queue=True
+)
 async def stop(ctx: InstinctContext, args: str) -> None:
     session = ctx.session
     result = await ctx.tasks.stop(session.key)
     if result is not None:
-        leftover = (f"\n⚠️ {result.leftover_processes} process(es) still alive"
-                    if result.leftover_processes else "")
+        leftover = (
+            f"\n⚠️ {result.leftover_processes} process(es) still alive"
+            if result.leftover_processes
+            else ""
+        )
         await ctx.reply(
             f"⏹ Stopped task #{result.task_id}: {result.harness} ended in "
-            f"{result.kill_seconds:.2f} s. No changes were kept.{leftover}")
+            f"{result.kill_seconds:.2f} s. No changes were kept.{leftover}"
+        )
         return
     if session.state is State.WAITING:
         async with session.lock:
@@ -29,8 +34,9 @@ async def stop(ctx: InstinctContext, args: str) -> None:
             session.data.question_context = {}
             await session.answered()
         if dropped is not None:
-            await ctx.reply(f"⏹ Stopped task #{dropped} while it waited for your answer. "
-                            "No changes were kept.")
+            await ctx.reply(
+                f"⏹ Stopped task #{dropped} while it waited for your answer. No changes were kept."
+            )
             return
         await ctx.reply("⏹ OK, forget that question.")
         return
@@ -47,7 +53,8 @@ async def pause(ctx: InstinctContext, args: str) -> None:
         await ctx.reply(
             f"⏸ Paused task #{held.task_id}: {held.harness} is stopped "
             f"({held.processes} process(es)) and its time limit waits.\n"
-            "/resume to continue, /stop to end it.")
+            "/resume to continue, /stop to end it."
+        )
         return
     if ctx.session.state is State.WORKING:
         await ctx.reply("The task is finishing; nothing to pause.")

@@ -1,10 +1,10 @@
 """/grants: the owner's list of grants, and the owner's answers to asks.
 
-  /grants                          list grants and open questions
-  /grants revoke <id>              take one back
-  /grants yes <nonce> [once|session|always]    answer an ask (default once)
-  /grants no <nonce>
-  /grants allow <who> <action> [session|always]  grant without being asked
+/grants                          list grants and open questions
+/grants revoke <id>              take one back
+/grants yes <nonce> [once|session|always]    answer an ask (default once)
+/grants no <nonce>
+/grants allow <who> <action> [session|always]  grant without being asked
 """
 
 from __future__ import annotations
@@ -13,12 +13,17 @@ from instincts.contract import InstinctContext
 from instincts.router import InstinctRouter
 
 router = InstinctRouter("grants")
-USAGE = ("/grants · /grants revoke <id> · /grants yes <code> [once|session|always] · "
-         "/grants no <code> · /grants allow <who> <action> [session|always]")
+USAGE = (
+    "/grants · /grants revoke <id> · /grants yes <code> [once|session|always] · "
+    "/grants no <code> · /grants allow <who> <action> [session|always]"
+)
 
 
-@router.command("grants", aliases=("grant",), help="who may do what beyond their profile "
-                "(owner): list, revoke, answer")
+@router.command(
+    "grants",
+    aliases=("grant",),
+    help="who may do what beyond their profile (owner): list, revoke, answer",
+)
 async def grants(ctx: InstinctContext, args: str) -> None:
     port = ctx.grants
     if not port.for_owner:  # the permission model refuses it first; this is the backstop

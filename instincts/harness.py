@@ -9,8 +9,7 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("harness")
 
 
-@router.command("harness", help="list coding CLIs; /harness <name> picks one",
-                while_working=False)
+@router.command("harness", help="list coding CLIs; /harness <name> picks one", while_working=False)
 async def harness(ctx: InstinctContext, args: str) -> None:
     harnesses, session = ctx.harnesses, ctx.session
     current = session.data.harness or harnesses.default()

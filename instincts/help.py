@@ -12,15 +12,17 @@ router = InstinctRouter("help")
 async def help_(ctx: InstinctContext, args: str) -> None:
     mine = [c.name for c in ctx.commands.all()]
     if "undo" not in mine:  # what the sender may not use is not offered here either
-        await ctx.reply("🐕 I'm Fetch. What you can use here:\n"
-                        + " ".join(f"/{name}" for name in mine))
+        await ctx.reply(
+            "🐕 I'm Fetch. What you can use here:\n" + " ".join(f"/{name}" for name in mine)
+        )
         return
     await ctx.reply(
         "🐕 I'm Fetch. Tell me a code change in plain words:\n"
         "  fix the typo in README.md of demo\n"
         "I run a coding CLI in a sandbox, show you the diff,\n"
         "and commit only after you say yes. /undo reverts.\n\n"
-        "/commands lists every command.")
+        "/commands lists every command."
+    )
 
 
 @router.command("commands", aliases=("cmds",), help="list every command")

@@ -10,8 +10,13 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("memory")
 
 _PREFIX = re.compile(r"^(fact|pref|preference|learning|learned)\s*:\s*", re.IGNORECASE)
-_KIND = {"fact": "fact", "pref": "preference", "preference": "preference",
-         "learning": "learning", "learned": "learning"}
+_KIND = {
+    "fact": "fact",
+    "pref": "preference",
+    "preference": "preference",
+    "learning": "learning",
+    "learned": "learning",
+}
 _TAG = re.compile(r"(?<!\S)#([\w-]{1,32})")
 
 
@@ -22,26 +27,30 @@ def parse_remember(args: str) -> tuple[str, str, tuple[str, ...]]:
     found = _PREFIX.match(text)
     if found:
         kind = _KIND[found.group(1).lower()]
-        text = text[found.end():]
+        text = text[found.end() :]
     tags = tuple(_TAG.findall(text))
     text = _TAG.sub("", text)
     return kind, " ".join(text.split()), tags
 
 
-@router.command("remember", aliases=("rem",),
-                help="remember a fact: /remember [pref:|learning:] text #tag")
+@router.command(
+    "remember", aliases=("rem",), help="remember a fact: /remember [pref:|learning:] text #tag"
+)
 async def remember(ctx: InstinctContext, args: str) -> None:
     kind, text, tags = parse_remember(args)
     if not text:
-        await ctx.reply("What should I remember? e.g.\n"
-                        "/remember the staging DB is on port 5433\n"
-                        "/remember pref: I review diffs on my phone, keep them small")
+        await ctx.reply(
+            "What should I remember? e.g.\n"
+            "/remember the staging DB is on port 5433\n"
+            "/remember pref: I review diffs on my phone, keep them small"
+        )
         return
     await ctx.reply(await ctx.memory.remember(kind, text, tags))
 
 
-@router.command("memory", aliases=("mem", "memories"),
-                help="what I remember; /memory <words> searches")
+@router.command(
+    "memory", aliases=("mem", "memories"), help="what I remember; /memory <words> searches"
+)
 async def memory(ctx: InstinctContext, args: str) -> None:
     query = args.strip()
     await ctx.reply(await (ctx.memory.search(query) if query else ctx.memory.overview()))

@@ -8,11 +8,12 @@ from instincts.router import InstinctRouter
 
 router = InstinctRouter("schedule")
 OFF = "Scheduling is turned off in the settings (scheduler.enabled: false)."
-NATURAL = ("every", "daily", "hourly", "in", "at", "tomorrow", "today", "tonight", "on",
-           "next")
-CRON_HELP = ("🔁 /cron <5 fields or @daily> <what to do>, e.g. {example}\n"
-             "/cron list · /cron cancel <id> · /cron pause <id> · /cron resume <id> · "
-             "/cron missed <id> skip|run (what to do with runs missed while I was off)")
+NATURAL = ("every", "daily", "hourly", "in", "at", "tomorrow", "today", "tonight", "on", "next")
+CRON_HELP = (
+    "🔁 /cron <5 fields or @daily> <what to do>, e.g. {example}\n"
+    "/cron list · /cron cancel <id> · /cron pause <id> · /cron resume <id> · "
+    "/cron missed <id> skip|run (what to do with runs missed while I was off)"
+)
 
 
 def _viewer(ctx: InstinctContext) -> SessionKey | None:
@@ -31,28 +32,46 @@ async def _create(ctx: InstinctContext, args: str, kind: str, usage: str) -> Non
         return
     verb, _, rest = args.partition(" ")
     managed = await ctx.scheduling.manage(verb.lower(), rest, _viewer(ctx))
-    await ctx.reply(managed if managed is not None else
-                    await ctx.scheduling.create(kind, args, ctx.session.key))
+    await ctx.reply(
+        managed if managed is not None else await ctx.scheduling.create(kind, args, ctx.session.key)
+    )
 
 
-@router.command("remind", aliases=("reminder", "reminders"),
-                help="remind me: /remind call mom in 20m · at 9am · tomorrow 9:00")
+@router.command(
+    "remind",
+    aliases=("reminder", "reminders"),
+    help="remind me: /remind call mom in 20m · at 9am · tomorrow 9:00",
+)
 async def remind(ctx: InstinctContext, args: str) -> None:
-    await _create(ctx, args, "reminder",
-                  f"⏰ /remind <what> in|at <when>, e.g. {ctx.scheduling.usage('reminder')}\n"
-                  "/remind list · /remind cancel <id>")
+    await _create(
+        ctx,
+        args,
+        "reminder",
+        f"⏰ /remind <what> in|at <when>, e.g. {ctx.scheduling.usage('reminder')}\n"
+        "/remind list · /remind cancel <id>",
+    )
 
 
-@router.command("schedule", aliases=("later",),
-                help="run a prompt later: /schedule check the build of myapp at 9am")
+@router.command(
+    "schedule",
+    aliases=("later",),
+    help="run a prompt later: /schedule check the build of myapp at 9am",
+)
 async def schedule(ctx: InstinctContext, args: str) -> None:
-    await _create(ctx, args, "prompt",
-                  f"🔁 /schedule <prompt> at|in|every <when>, e.g. "
-                  f"{ctx.scheduling.usage('prompt')}\n/schedule list · /cron cancel <id>")
+    await _create(
+        ctx,
+        args,
+        "prompt",
+        f"🔁 /schedule <prompt> at|in|every <when>, e.g. "
+        f"{ctx.scheduling.usage('prompt')}\n/schedule list · /cron cancel <id>",
+    )
 
 
-@router.command("cron", aliases=("jobs",),
-                help="recurring work: /cron 0 9 * * 1-5 <prompt> · list · cancel/pause <id>")
+@router.command(
+    "cron",
+    aliases=("jobs",),
+    help="recurring work: /cron 0 9 * * 1-5 <prompt> · list · cancel/pause <id>",
+)
 async def cron(ctx: InstinctContext, args: str) -> None:
     scheduling = ctx.scheduling
     if not scheduling.enabled:

@@ -9,8 +9,12 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("session")
 
 
-@router.command("clear", aliases=("reset", "new"), help="forget this conversation's context",
-                while_working=False)
+@router.command(
+    "clear",
+    aliases=("reset", "new"),
+    help="forget this conversation's context",
+    while_working=False,
+)
 async def clear(ctx: InstinctContext, args: str) -> None:
     session = ctx.session
     if session.state is State.GUARDING:

@@ -8,7 +8,8 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("status")
 
 
-@router.command("status", aliases=("st",), help="state, repo, running task, sandbox",
-                bypass_queue=True)
+@router.command(
+    "status", aliases=("st",), help="state, repo, running task, sandbox", bypass_queue=True
+)
 async def status(ctx: InstinctContext, args: str) -> None:
     await ctx.reply(await ctx.status.report(ctx.session))

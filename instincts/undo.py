@@ -9,8 +9,9 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("undo")
 
 
-@router.command("undo", aliases=("revert",), help="revert the last commit I made",
-                while_working=False)
+@router.command(
+    "undo", aliases=("revert",), help="revert the last commit I made", while_working=False
+)
 async def undo(ctx: InstinctContext, args: str) -> None:
     if ctx.session.state is State.GUARDING:
         await ctx.reply("A diff waits for you: answer yes or no first.")

@@ -8,8 +8,12 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("workspace")
 
 
-@router.command("workspace", aliases=("repos",),
-                help="list repos; /workspace <name> picks one", while_working=False)
+@router.command(
+    "workspace",
+    aliases=("repos",),
+    help="list repos; /workspace <name> picks one",
+    while_working=False,
+)
 async def workspace(ctx: InstinctContext, args: str) -> None:
     if args:
         await ctx.reply(await ctx.workspace.use(ctx.session, args.split()[0]))

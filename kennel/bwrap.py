@@ -40,19 +40,48 @@ RELAY_SEEN = Path("/relay/relay.sock")
 STATE_ROOT = Path("/fetch/state")  # + /<harness>; /.cache beside them is shared
 # Host /etc entries programs need (certificates, users, the dynamic loader, Debian's
 # alternatives symlinks); the rest of /etc stays out.
-ETC = ("alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "passwd", "group",
-       "hosts", "nsswitch.conf", "localtime", "timezone", "ld.so.cache", "ld.so.conf",
-       "ld.so.conf.d", "profile", "profile.d", "bash.bashrc", "mime.types", "os-release",
-       "debian_version", "inputrc", "terminfo")
+ETC = (
+    "alternatives",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "passwd",
+    "group",
+    "hosts",
+    "nsswitch.conf",
+    "localtime",
+    "timezone",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "profile",
+    "profile.d",
+    "bash.bashrc",
+    "mime.types",
+    "os-release",
+    "debian_version",
+    "inputrc",
+    "terminfo",
+)
 # Variables a harness passes through that name a host path the CLI only reads (copilot's
 # unpacked package, extra CA certificates): bound read-only where they are.
 READONLY_ENV = ("COPILOT_PKG_CACHE_HOME", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE")
 # The top-level packages Fetch installs (see pyproject): the demo CLI imports them.
-PACKAGES = ("core", "channels", "orchestrator", "instincts", "harnesses", "identity",
-            "skills", "kennel")
-ISOLATION = ("bwrap sandbox: runs as {uid}, no capabilities; sees only the repo (.git "
-             "read-only), its own state, /usr and the model relay; own pid and network "
-             "namespaces, nothing outlives the task")
+PACKAGES = (
+    "core",
+    "channels",
+    "orchestrator",
+    "instincts",
+    "harnesses",
+    "identity",
+    "skills",
+    "kennel",
+)
+ISOLATION = (
+    "bwrap sandbox: runs as {uid}, no capabilities; sees only the repo (.git "
+    "read-only), its own state, /usr and the model relay; own pid and network "
+    "namespaces, nothing outlives the task"
+)
 
 
 def bwrap_path() -> str | None:
@@ -65,8 +94,7 @@ def probe() -> str | None:
     bwrap = bwrap_path()
     if bwrap is None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap)"
-    argv = [*_isolation_flags(), "--ro-bind", "/usr", "/usr", *_usr_links(), "--",
-            "/usr/bin/true"]
+    argv = [*_isolation_flags(), "--ro-bind", "/usr", "/usr", *_usr_links(), "--", "/usr/bin/true"]
     try:
         done = subprocess.run([bwrap, *argv], capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -82,8 +110,15 @@ def _root() -> bool:
 
 
 def _isolation_flags() -> list[str]:
-    flags = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-             "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    flags = [
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+    ]
     if not _root():
         # No privilege to begin with: a user namespace gives bwrap its mounts, and the
         # capabilities it holds there are dropped before the command starts.
@@ -200,8 +235,9 @@ class _Mounts:
 class BwrapKennel:
     name = "bwrap"
 
-    def __init__(self, home: Path, user: str = "auto",
-                 path_env: str = "/usr/local/bin:/usr/bin:/bin") -> None:
+    def __init__(
+        self, home: Path, user: str = "auto", path_env: str = "/usr/local/bin:/usr/bin:/bin"
+    ) -> None:
         self._home = home
         self._user = user
         self._path_env = path_env
@@ -210,14 +246,20 @@ class BwrapKennel:
         why = probe()
         if why is not None:
             return f"bwrap sandbox, refusing to run: {why}"
-        uid = ("the repo's owner, never root" if _root() else f"uid {os.geteuid()}")
+        uid = "the repo's owner, never root" if _root() else f"uid {os.geteuid()}"
         return ISOLATION.format(uid=uid)
 
     def layout(self, repo: Path, harness: str) -> Layout:
         state = self._home / "kennel" / "bwrap" / repo.name / harness
-        return Layout(workdir=repo, state_host=state, state_seen=STATE_ROOT / harness,
-                      relay_socket=run_dir(self._home) / f"bwrap-{repo.name}.sock",
-                      relay_port=RELAY_PORT, path_env=self._path_env, confined=True)
+        return Layout(
+            workdir=repo,
+            state_host=state,
+            state_seen=STATE_ROOT / harness,
+            relay_socket=run_dir(self._home) / f"bwrap-{repo.name}.sock",
+            relay_port=RELAY_PORT,
+            path_env=self._path_env,
+            confined=True,
+        )
 
     async def close(self) -> None:
         return None
@@ -250,8 +292,11 @@ class BwrapKennel:
             m.add("--ro-bind", folder, folder)
         for name in READONLY_ENV:
             named = Path(spec.env.get(name) or "relative")
-            if named.is_absolute() and named.exists() and not any(
-                    _under(named, p) or _under(p, named) for p in [*bound, *private]):
+            if (
+                named.is_absolute()
+                and named.exists()
+                and not any(_under(named, p) or _under(p, named) for p in [*bound, *private])
+            ):
                 m.add("--ro-bind", named, named)
         m.add("--bind", repo, work)
         git = repo / ".git"
@@ -269,8 +314,16 @@ class BwrapKennel:
         argv = [bwrap, *m.argv, "--"]
         if _root():
             uid, gid = parse_user(user_for(repo, self._user))
-            argv += ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+            argv += [
+                "/usr/bin/setpriv",
+                f"--reuid={uid}",
+                f"--regid={gid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
         argv += [sys.executable, "-I", "-S", str(Path(launcher.__file__).resolve())]
         if spec.relay is not None:
             argv += ["--port", str(spec.layout.relay_port), "--socket", str(RELAY_SEEN)]

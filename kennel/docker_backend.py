@@ -82,9 +82,12 @@ class HostPaths:
                 try:
                     me = self._factory().containers.get(os.uname().nodename)
                     self._mounts = sorted(
-                        ((str(m["Destination"]), str(m["Source"]))
-                         for m in me.attrs.get("Mounts") or []),
-                        key=lambda pair: -len(pair[0]))
+                        (
+                            (str(m["Destination"]), str(m["Source"]))
+                            for m in me.attrs.get("Mounts") or []
+                        ),
+                        key=lambda pair: -len(pair[0]),
+                    )
                 except docker.errors.DockerException as err:
                     # Not a container of this engine (a VM or another runtime): paths are
                     # host paths already.
@@ -95,7 +98,7 @@ class HostPaths:
         text = str(path)
         for dest, source in self._own_mounts():
             if text == dest or text.startswith(dest.rstrip("/") + "/"):
-                return source + text[len(dest):]
+                return source + text[len(dest) :]
         return text
 
 
@@ -103,8 +106,12 @@ class DockerKennel:
     name = "docker"
 
     def __init__(
-        self, home: Path, settings: DockerKennelSettings, image: str,
-        secrets: tuple[str, ...] = (), client: Any | None = None,
+        self,
+        home: Path,
+        settings: DockerKennelSettings,
+        image: str,
+        secrets: tuple[str, ...] = (),
+        client: Any | None = None,
     ) -> None:
         self._home = home
         self._settings = settings
@@ -121,9 +128,11 @@ class DockerKennel:
     # -- the port -----------------------------------------------------------------------
     def isolation(self) -> str:
         s = self._settings
-        return (f"docker: no network but the model relay, all capabilities dropped, "
-                f"read-only root, non-root user, only the repo writable (.git hidden); "
-                f"limits {s.memory} RAM, {s.cpus:g} CPUs, {s.pids} processes")
+        return (
+            f"docker: no network but the model relay, all capabilities dropped, "
+            f"read-only root, non-root user, only the repo writable (.git hidden); "
+            f"limits {s.memory} RAM, {s.cpus:g} CPUs, {s.pids} processes"
+        )
 
     def layout(self, repo: Path, harness: str) -> Layout:
         return Layout(
@@ -139,8 +148,10 @@ class DockerKennel:
     async def exec(self, spec: ExecSpec) -> RelayedProcess:
         # Swept before the task's relay exists: nothing an earlier task left can use it.
         warm = await self._ready(spec)
-        return await start_relayed(spec, lambda: DockerProcess.start(
-            self._docker(), warm.container, spec, warm.keep, warm.user))
+        return await start_relayed(
+            spec,
+            lambda: DockerProcess.start(self._docker(), warm.container, spec, warm.keep, warm.user),
+        )
 
     async def _ready(self, spec: ExecSpec) -> _Warm:
         # Each task starts in a swept kennel even if the last one's sweep never ran (a
@@ -156,8 +167,9 @@ class DockerKennel:
                 await asyncio.to_thread(self._remove, warm)
                 if self._warm.get(spec.repo) is warm:
                     del self._warm[spec.repo]
-        raise KennelError(f"the kennel for {spec.repo.name} could not be cleaned between "
-                          "tasks, even fresh")
+        raise KennelError(
+            f"the kennel for {spec.repo.name} could not be cleaned between tasks, even fresh"
+        )
 
     async def close(self) -> None:
         reaper, self._reaper = self._reaper, None
@@ -204,7 +216,8 @@ class DockerKennel:
         self._warm[repo] = warm
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(
-                self._reap_idle(), name="kennel:docker:reaper")
+                self._reap_idle(), name="kennel:docker:reaper"
+            )
         return warm
 
     def _running(self, warm: _Warm) -> bool:
@@ -222,8 +235,10 @@ class DockerKennel:
         s = self._settings
         user = user_for(repo, s.user)
         if user.split(":")[0] == KEEPER_USER.split(":")[0]:
-            raise KennelError(f"kennel.docker.user {user} is the uid of the kennel's own "
-                              "processes: choose another")
+            raise KennelError(
+                f"kennel.docker.user {user} is the uid of the kennel's own "
+                "processes: choose another"
+            )
         hand_over(repo, user)
         relay_dir = self._relay_dir(repo)
         empty = self._home / "kennel" / "empty"
@@ -231,8 +246,14 @@ class DockerKennel:
         try:
             container = client.containers.run(
                 self._image,
-                command=["node", "/opt/kennel/forwarder.js", "--listen",
-                         f"127.0.0.1:{RELAY_PORT}", "--socket", "/relay/relay.sock"],
+                command=[
+                    "node",
+                    "/opt/kennel/forwarder.js",
+                    "--listen",
+                    f"127.0.0.1:{RELAY_PORT}",
+                    "--socket",
+                    "/relay/relay.sock",
+                ],
                 name=name,
                 detach=True,
                 init=True,  # an init reaps whatever the CLIs orphan
@@ -253,13 +274,17 @@ class DockerKennel:
                     self._paths.to_host(empty): {"bind": str(WORKDIR / ".git"), "mode": "ro"},
                     self._paths.to_host(relay_dir): {"bind": "/relay", "mode": "ro"},
                 },
-                labels={LABEL: "1", f"{LABEL}.home": str(self._home),
-                        f"{LABEL}.repo": repo.name, f"{LABEL}.user": user},
+                labels={
+                    LABEL: "1",
+                    f"{LABEL}.home": str(self._home),
+                    f"{LABEL}.repo": repo.name,
+                    f"{LABEL}.user": user,
+                },
             )
         except docker.errors.ImageNotFound as err:
             raise KennelError(
-                f"kennel image {self._image} is missing: build it with "
-                "`python -m kennel.build`") from err
+                f"kennel image {self._image} is missing: build it with `python -m kennel.build`"
+            ) from err
         except docker.errors.APIError as err:
             raise KennelError(f"could not start the kennel for {repo.name}: {err}") from err
         try:
@@ -303,19 +328,24 @@ class DockerKennel:
     # -- the promise, checked ------------------------------------------------------------
     def _verify(self, warm: _Warm) -> None:
         warm.container.reload()
-        problems = hardening_problems(warm.container.attrs, Path(self._paths.to_host(warm.repo)),
-                                      self._secrets)
+        problems = hardening_problems(
+            warm.container.attrs, Path(self._paths.to_host(warm.repo)), self._secrets
+        )
         if problems:
             raise KennelError(
                 f"refusing to run: kennel {warm.name} is not isolated as promised: "
-                + "; ".join(problems))
+                + "; ".join(problems)
+            )
 
     def _prepare(self, warm: _Warm, layout: Layout) -> bool:
         """Sweep the kennel (no process or temporary file of an earlier task left) and
         put the harness's config files into its tmpfs, in one exec. False: the sweep
         failed, the kennel must be replaced."""
-        files = [p for p in layout.state_host.rglob("*") if p.is_file()] \
-            if layout.state_host.exists() else []
+        files = (
+            [p for p in layout.state_host.rglob("*") if p.is_file()]
+            if layout.state_host.exists()
+            else []
+        )
         script = [f"mkdir -p {shlex.quote(str(layout.state_seen))}"]
         for path in files:
             dest = layout.state_seen / path.relative_to(layout.state_host)
@@ -324,14 +354,13 @@ class DockerKennel:
             script.append(f"printf %s {data} | base64 -d > {shlex.quote(str(dest))}")
         try:
             result = warm.container.exec_run(
-                ["sh", "-c", sweep_script(warm.keep) + "; " + " && ".join(script)],
-                user=warm.user)
+                ["sh", "-c", sweep_script(warm.keep) + "; " + " && ".join(script)], user=warm.user
+            )
         except docker.errors.DockerException as err:
             log.warning("kennel %s could not be swept (%s); replacing it", warm.name, err)
             return False
         if result.output.startswith((b"survivors:", b"left:")) or result.exit_code in (3, 4):
-            log.warning("kennel %s not clean (%r); replacing it", warm.name,
-                        result.output[-200:])
+            log.warning("kennel %s not clean (%r); replacing it", warm.name, result.output[-200:])
             return False
         if result.exit_code != 0:
             raise KennelError(f"could not prepare the CLI state: {result.output[-300:]!r}")
@@ -366,8 +395,7 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
         problems.append("runs as root")
     task_user = str((config.get("Labels") or {}).get(f"{LABEL}.user") or "")
     if task_user and task_user.split(":")[0] == user.split(":")[0]:
-        problems.append("init and the forwarder share the tasks' uid (a task could take "
-                        "them over)")
+        problems.append("init and the forwarder share the tasks' uid (a task could take them over)")
     for mount in attrs.get("Mounts") or []:
         source, dest = str(mount.get("Source", "")), str(mount.get("Destination", ""))
         if "docker.sock" in source or "docker.sock" in dest:
@@ -376,8 +404,10 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
             problems.append(f"{dest} is writable")
         if dest == str(WORKDIR) and Path(source) != repo:
             problems.append(f"{dest} is {source}, not {repo}")
-    if not any(m.get("Destination") == str(WORKDIR / ".git") and not m.get("RW")
-               for m in attrs.get("Mounts") or []):
+    if not any(
+        m.get("Destination") == str(WORKDIR / ".git") and not m.get("RW")
+        for m in attrs.get("Mounts") or []
+    ):
         problems.append(".git is not hidden")
     for item in config.get("Env") or []:
         name, _, value = str(item).partition("=")
@@ -392,7 +422,12 @@ class DockerProcess:
     """One ``docker exec``: output streamed from a thread, stopped by signalling inside."""
 
     def __init__(
-        self, client: Any, container: Any, exec_id: str, tag: str, keep: tuple[int, ...],
+        self,
+        client: Any,
+        container: Any,
+        exec_id: str,
+        tag: str,
+        keep: tuple[int, ...],
         user: str,
     ) -> None:
         self._client = client
@@ -418,14 +453,28 @@ class DockerProcess:
         # pid is the root of the tree /stop ends, found from inside the container. It
         # also makes the task the OOM killer's first choice (raising it needs no
         # privilege), so a memory hog dies and the container's forwarder lives on.
-        wrapped = ["sh", "-c", f'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; '
-                               f'echo $$ > /tmp/{tag}.pid; exec "$@"', "sh", *spec.argv]
+        wrapped = [
+            "sh",
+            "-c",
+            f"echo 1000 > /proc/self/oom_score_adj 2>/dev/null; "
+            f'echo $$ > /tmp/{tag}.pid; exec "$@"',
+            "sh",
+            *spec.argv,
+        ]
         env = dict(spec.env)
 
         def create() -> str:
             created = client.api.exec_create(
-                container.id, wrapped, stdout=True, stderr=True, stdin=False, tty=False,
-                environment=env, workdir=str(spec.layout.workdir), user=user)
+                container.id,
+                wrapped,
+                stdout=True,
+                stderr=True,
+                stdin=False,
+                tty=False,
+                environment=env,
+                workdir=str(spec.layout.workdir),
+                user=user,
+            )
             return str(created["Id"])
 
         try:
@@ -436,8 +485,9 @@ class DockerProcess:
         loop = asyncio.get_running_loop()
         sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
         proc._sock = sock
-        proc._thread = threading.Thread(target=proc._pump, args=(sock, loop), daemon=True,
-                                        name=f"kennel-exec-{exec_id[:8]}")
+        proc._thread = threading.Thread(
+            target=proc._pump, args=(sock, loop), daemon=True, name=f"kennel-exec-{exec_id[:8]}"
+        )
         proc._thread.start()
         return proc
 
@@ -458,7 +508,7 @@ class DockerProcess:
                 *lines, rest = buf.split(b"\n")
                 for line in lines:
                     emit(stream, line)
-                partial[stream] = rest[-4 * 1024 * 1024:]
+                partial[stream] = rest[-4 * 1024 * 1024 :]
         except OSError:
             pass
         finally:
@@ -516,7 +566,7 @@ class DockerProcess:
             "all=$root; frontier=$root; "
             "while [ -n \"$frontier\" ]; do next=''; "
             "for p in $frontier; do for c in $(ps -o pid= --ppid $p); do "
-            "next=\"$next $c\"; done; done; all=\"$all $next\"; frontier=$next; done; "
+            'next="$next $c"; done; done; all="$all $next"; frontier=$next; done; '
             f"kill -{signal_name} $all 2>/dev/null; "
             "for p in $all; do [ -d /proc/$p ] && "
             "[ \"$(awk '{print $3}' /proc/$p/stat 2>/dev/null)\" != Z ] && echo $p; done; true"

@@ -23,11 +23,10 @@ ROUNDS = 60
 # not init's children: ``docker exec`` starts them from outside the container).
 FORWARDER_SCRIPT = (
     "for d in /proc/[0-9]*; do { read -r line < $d/stat; } 2>/dev/null || continue; "
-    "rest=${line##*) }; set -- $rest; [ \"$2\" = 1 ] && echo ${d#/proc/}; done; true"
+    'rest=${line##*) }; set -- $rest; [ "$2" = 1 ] && echo ${d#/proc/}; done; true'
 )
 
-_TEMP = ("/tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?* "
-         "/dev/mqueue/*")
+_TEMP = "/tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?* /dev/mqueue/*"
 
 
 def sweep_script(keep: tuple[int, ...]) -> str:
@@ -43,14 +42,14 @@ def sweep_script(keep: tuple[int, ...]) -> str:
         '[ "$1" = Z ] && continue; '  # a zombie runs nothing; init reaps it
         'kill -KILL $p 2>/dev/null; left="$left $p"; done; '
         '[ -z "$left" ] && break; '
-        f'round=$((round+1)); [ $round -ge {ROUNDS} ] && '
+        f"round=$((round+1)); [ $round -ge {ROUNDS} ] && "
         '{ echo "survivors:$left"; exit 3; }; '
         "sleep 0.02 2>/dev/null; done; "
         # A folder its owner locked (chmod 000) is opened again first, so rm can go in.
         f"chmod -R u+rwx /tmp /dev/shm 2>/dev/null; rm -rf {_TEMP} 2>/dev/null; "
         "ipcrm -a 2>/dev/null; "
         # Whatever could not be removed is reported: the next task must not find it.
-        f"for f in {_TEMP}; do [ -e \"$f\" ] && {{ echo \"left: $f\"; exit 4; }}; done; "
+        f'for f in {_TEMP}; do [ -e "$f" ] && {{ echo "left: $f"; exit 4; }}; done; '
         "true"
     )
 

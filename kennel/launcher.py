@@ -112,8 +112,12 @@ def main(argv: list[str]) -> int:
         _forward(port, target)
     null = os.open(os.devnull, os.O_RDONLY)
     try:
-        child = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=[
-            (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_CLOSE, null)])
+        child = os.posix_spawnp(
+            cmd[0],
+            cmd,
+            os.environ,
+            file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_CLOSE, null)],
+        )
     except OSError as err:
         print(f"launcher: {cmd[0]}: {err.strerror}", file=sys.stderr)
         return 127

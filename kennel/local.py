@@ -50,16 +50,22 @@ def _unshare_argv() -> tuple[str, ...]:
     return (unshare, "-n") if probe.returncode == 0 else (unshare, "-rn")
 
 
-NOT_PROTECTED = ("runs as Fetch's own user: it can read and change FETCH_HOME (your keys) "
-                 "and every file Fetch can, see host processes, and leave processes "
-                 "running after the task")
+NOT_PROTECTED = (
+    "runs as Fetch's own user: it can read and change FETCH_HOME (your keys) "
+    "and every file Fetch can, see host processes, and leave processes "
+    "running after the task"
+)
 
 
 class LocalKennel:
     name = "unsafe-local"
 
-    def __init__(self, home: Path, network_isolation: str = "auto",
-                 path_env: str = "/usr/local/bin:/usr/bin:/bin") -> None:
+    def __init__(
+        self,
+        home: Path,
+        network_isolation: str = "auto",
+        path_env: str = "/usr/local/bin:/usr/bin:/bin",
+    ) -> None:
         self._home = home
         self._mode = network_isolation
         self._path_env = path_env
@@ -73,9 +79,14 @@ class LocalKennel:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = int(s.getsockname()[1])
-        return Layout(workdir=repo, state_host=state, state_seen=state,
-                      relay_socket=run_dir(self._home) / f"relay-{repo.name}.sock",
-                      relay_port=port, path_env=self._path_env)
+        return Layout(
+            workdir=repo,
+            state_host=state,
+            state_seen=state,
+            relay_socket=run_dir(self._home) / f"relay-{repo.name}.sock",
+            relay_port=port,
+            path_env=self._path_env,
+        )
 
     async def close(self) -> None:
         return None
@@ -97,10 +108,14 @@ class LocalKennel:
         except KennelError as err:
             return f"unsafe-local, refusing to run: {err}"
         if netns:
-            return ("UNSAFE local: only a process group and a private network namespace "
-                    f"(model relay only); NOT protected: the CLI {NOT_PROTECTED}")
-        return ("UNSAFE local: only a process group; NOT protected: the CLI also reaches "
-                f"the host network, and {NOT_PROTECTED}")
+            return (
+                "UNSAFE local: only a process group and a private network namespace "
+                f"(model relay only); NOT protected: the CLI {NOT_PROTECTED}"
+            )
+        return (
+            "UNSAFE local: only a process group; NOT protected: the CLI also reaches "
+            f"the host network, and {NOT_PROTECTED}"
+        )
 
     async def exec(self, spec: ExecSpec) -> RelayedProcess:
         return await start_relayed(spec, lambda: self._start(spec))
@@ -114,9 +129,12 @@ class LocalKennel:
         if netns:
             argv.append("--netns")
         if spec.relay is not None:
-            argv += ["--port", str(spec.layout.relay_port),
-                     "--socket", str(spec.layout.relay_socket)]
+            argv += [
+                "--port",
+                str(spec.layout.relay_port),
+                "--socket",
+                str(spec.layout.relay_socket),
+            ]
         argv += ["--", *spec.argv]
         spec.layout.state_host.mkdir(parents=True, exist_ok=True)
         return await start_group(argv, cwd=str(spec.repo), env=spec.env, name=spec.argv[0])
-

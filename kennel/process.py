@@ -181,8 +181,7 @@ def _pid_alive(pid: int) -> bool:
     return state not in {"Z", "X"}
 
 
-async def start_group(argv: list[str], *, cwd: str, env: dict[str, str],
-                      name: str) -> GroupProcess:
+async def start_group(argv: list[str], *, cwd: str, env: dict[str, str], name: str) -> GroupProcess:
     """Start ``argv`` in a new process group with exactly ``env`` (never Fetch's own), no
     stdin and piped output; ``name`` is the CLI the owner asked for, for the error."""
     try:

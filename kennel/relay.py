@@ -38,24 +38,47 @@ log = logging.getLogger(__name__)
 PLACEHOLDER_KEY = "fetch-relay-placeholder"
 # Headers a CLI might use to carry a credential; all are dropped before forwarding.
 CREDENTIAL_HEADERS = {
-    "authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie",
-    "proxy-authorization", "openai-organization", "openai-project",
+    "authorization",
+    "x-api-key",
+    "x-goog-api-key",
+    "api-key",
+    "cookie",
+    "proxy-authorization",
+    "openai-organization",
+    "openai-project",
 }
 HOP_BY_HOP = {
-    "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host",
-    "content-length", "accept-encoding",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+    "content-length",
+    "accept-encoding",
 }
 # Headers that ask a proxy or the upstream to route elsewhere: the kennel does not choose.
 ROUTING_HEADERS = {
-    "forwarded", "x-forwarded-host", "x-forwarded-for", "x-forwarded-proto",
-    "x-forwarded-port", "x-forwarded-server", "x-real-ip", "x-original-url",
-    "x-rewrite-url", "x-http-method-override", "x-host",
+    "forwarded",
+    "x-forwarded-host",
+    "x-forwarded-for",
+    "x-forwarded-proto",
+    "x-forwarded-port",
+    "x-forwarded-server",
+    "x-real-ip",
+    "x-original-url",
+    "x-rewrite-url",
+    "x-http-method-override",
+    "x-host",
 }
 # How each vendor expects its key.
 AUTH_STYLE = {"anthropic": "x-api-key", "gemini": "x-goog-api-key", "openai": "bearer"}
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-         b"Content-Length: 40\r\nConnection: close\r\n\r\n"
-         b"relay busy: too many connections open\r\n\r\n")
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    b"Content-Length: 40\r\nConnection: close\r\n\r\n"
+    b"relay busy: too many connections open\r\n\r\n"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,13 +207,18 @@ class ModelRelay:
         # ``keepalive_timeout`` after it opened or last answered: that is the header
         # timeout a client sending headers byte by byte runs into. A body left unread (a
         # refusal) is drained for a second at most (so the client can read why), then cut.
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0,
-                               keepalive_timeout=self.limits.header_timeout,
-                               lingering_time=1.0)
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            shutdown_timeout=1.0,
+            keepalive_timeout=self.limits.header_timeout,
+            lingering_time=1.0,
+        )
         await runner.setup()
         try:
             self._server = await asyncio.get_running_loop().create_unix_server(
-                self._protocol, str(self.socket_path))
+                self._protocol, str(self.socket_path)
+            )
         except Exception:
             await runner.cleanup()
             await self._client.close()
@@ -251,14 +279,18 @@ class ModelRelay:
             model = model_of(body, request.path)
             if self._over_budget():
                 used = self.stats.tokens_in + self.stats.tokens_out
-                raise _Refused(429, "budget_exceeded",
-                               f"Fetch budget exceeded: this task used {used} tokens of its "
-                               f"{self.token_budget} budget")
+                raise _Refused(
+                    429,
+                    "budget_exceeded",
+                    f"Fetch budget exceeded: this task used {used} tokens of its "
+                    f"{self.token_budget} budget",
+                )
             async with self._slots:
                 return await self._forward(request, url, body, model, started)
         except BadTarget as err:
-            return self._refuse(request, model, started,
-                                _Refused(400, "bad_target", f"relay: {err}"))
+            return self._refuse(
+                request, model, started, _Refused(400, "bad_target", f"relay: {err}")
+            )
         except _Refused as refusal:
             return self._refuse(request, model, started, refusal)
         finally:
@@ -269,24 +301,28 @@ class ModelRelay:
         lim = self.limits
         length = request.content_length or 0
         if length > lim.max_body:
-            raise _Refused(413, "too_large",
-                           f"relay: request body of {length} bytes is over {lim.max_body}")
+            raise _Refused(
+                413, "too_large", f"relay: request body of {length} bytes is over {lim.max_body}"
+            )
         body = bytearray()
         kept = False
         try:
             async with asyncio.timeout(lim.body_timeout):
                 async for chunk in request.content.iter_chunked(256 * 1024):
                     if len(body) + len(chunk) > lim.max_body:
-                        raise _Refused(413, "too_large",
-                                       f"relay: request body is over {lim.max_body} bytes")
+                        raise _Refused(
+                            413, "too_large", f"relay: request body is over {lim.max_body} bytes"
+                        )
                     if self._buffered + len(chunk) > lim.max_buffered:
-                        raise _Refused(503, "relay_busy",
-                                       "relay busy: too many request bytes in flight")
+                        raise _Refused(
+                            503, "relay_busy", "relay busy: too many request bytes in flight"
+                        )
                     self._buffered += len(chunk)
                     body += chunk
         except TimeoutError:
-            raise _Refused(408, "timeout", f"relay: the request body took over "
-                                           f"{lim.body_timeout:g} s") from None
+            raise _Refused(
+                408, "timeout", f"relay: the request body took over {lim.body_timeout:g} s"
+            ) from None
         else:
             kept = True  # still counted: the caller releases it when the call is done
         finally:
@@ -303,14 +339,20 @@ class ModelRelay:
         response: web.StreamResponse | None = None
         try:
             async with self._client.request(
-                request.method, url, data=body, headers=self._headers(request.headers),
+                request.method,
+                url,
+                data=body,
+                headers=self._headers(request.headers),
                 allow_redirects=False,  # a redirect would take the key to its Location
             ) as upstream:
                 if 300 <= upstream.status < 400:
                     where = upstream.headers.get("Location", "")[:200]
-                    raise _Refused(502, "relay_error",
-                                   f"upstream answered {upstream.status} (to {where!r}); "
-                                   "the relay follows no redirects")
+                    raise _Refused(
+                        502,
+                        "relay_error",
+                        f"upstream answered {upstream.status} (to {where!r}); "
+                        "the relay follows no redirects",
+                    )
                 response = web.StreamResponse(status=upstream.status)
                 for key, value in upstream.headers.items():
                     if key.lower() not in HOP_BY_HOP:
@@ -327,8 +369,14 @@ class ModelRelay:
             # Headers and part of the body are out: the only honest end is a cut
             # connection (the client sees an incomplete body), never a tidy end of
             # stream and never a second response inside the first.
-            self._record(request, model, response.status, started, scanner.close(),
-                         error=f"stream cut: {err}")
+            self._record(
+                request,
+                model,
+                response.status,
+                started,
+                scanner.close(),
+                error=f"stream cut: {err}",
+            )
             if request.transport is not None:
                 request.transport.abort()
             return response
@@ -341,10 +389,16 @@ class ModelRelay:
         self._record(request, model, refusal.status, started, Usage(), error=refusal.message)
         return web.json_response(
             {"type": "error", "error": {"type": refusal.kind, "message": refusal.message}},
-            status=refusal.status)
+            status=refusal.status,
+        )
 
     def _record(
-        self, request: web.Request, model: str, status: int, started: float, usage: Usage,
+        self,
+        request: web.Request,
+        model: str,
+        status: int,
+        started: float,
+        usage: Usage,
         error: str = "",
     ) -> None:
         self.stats.calls += 1

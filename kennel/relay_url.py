@@ -45,10 +45,17 @@ def join(base: URL, raw_target: str) -> URL:
     for _ in range(3):  # %252e%252e is %2e%2e is ..: whoever decodes next must not see it
         decoded = unquote(decoded)
     if any(c in decoded for c in "\\\x00\r\n\t") or any(
-            seg.split(";", 1)[0] in (".", "..") for seg in decoded.split("/")):  # ..;/ too
+        seg.split(";", 1)[0] in (".", "..") for seg in decoded.split("/")
+    ):  # ..;/ too
         raise BadTarget("dot segments, backslashes or control characters in the path")
-    url = URL.build(scheme=base.scheme, host=base.raw_host or "", port=base.explicit_port,
-                    path=base.raw_path.rstrip("/") + path, query_string=query, encoded=True)
+    url = URL.build(
+        scheme=base.scheme,
+        host=base.raw_host or "",
+        port=base.explicit_port,
+        path=base.raw_path.rstrip("/") + path,
+        query_string=query,
+        encoded=True,
+    )
     # Belt and braces: whatever yarl made of it, the key goes to this origin only.
     if (url.scheme, url.host, url.port) != (base.scheme, base.host, base.port) or url.user:
         raise BadTarget("the request would leave the configured upstream")

@@ -73,19 +73,23 @@ class RelayedProcess:
             await self._relay.stop()  # idempotent: wait() then terminate() is the norm
 
 
-async def start_relayed(
-    spec: ExecSpec, start: Callable[[], Awaitable[_Process]]
-) -> RelayedProcess:
+async def start_relayed(spec: ExecSpec, start: Callable[[], Awaitable[_Process]]) -> RelayedProcess:
     """Start ``spec.relay`` (if any) on the layout's socket, then the process."""
     relay: ModelRelay | None = None
     if spec.relay is not None:
         r = spec.relay
         try:
             relay = ModelRelay(
-                socket_path=spec.layout.relay_socket, upstream=r.upstream,
-                provider=r.provider, api_key=r.api_key, harness=r.harness,
-                task_id=r.task_id, log_path=r.log_path, token_budget=r.token_budget,
-                mcp=r.mcp)
+                socket_path=spec.layout.relay_socket,
+                upstream=r.upstream,
+                provider=r.provider,
+                api_key=r.api_key,
+                harness=r.harness,
+                task_id=r.task_id,
+                log_path=r.log_path,
+                token_budget=r.token_budget,
+                mcp=r.mcp,
+            )
         except ValueError as err:  # an upstream that is not a plain http(s) base URL
             raise KennelError(str(err)) from err
         await relay.start()

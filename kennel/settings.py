@@ -62,5 +62,11 @@ class KennelSettings(StrictSettings):
     token_budget: int = Field(2_000_000, ge=0)
 
 
-__all__ = ["Backend", "BwrapKennelSettings", "DockerKennelSettings", "KennelSettings",
-           "ProviderSettings", "default_providers"]
+__all__ = [
+    "Backend",
+    "BwrapKennelSettings",
+    "DockerKennelSettings",
+    "KennelSettings",
+    "ProviderSettings",
+    "default_providers",
+]

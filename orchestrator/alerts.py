@@ -16,7 +16,9 @@ log = logging.getLogger(__name__)
 
 class Alerts:
     def __init__(
-        self, messenger: Messenger, supervisor: TaskSupervisor,
+        self,
+        messenger: Messenger,
+        supervisor: TaskSupervisor,
         owner_chats: dict[str, str],
     ) -> None:
         self._messenger = messenger
@@ -33,9 +35,12 @@ class Alerts:
                 continue  # the channel in trouble cannot carry its own alert
             self._supervisor.spawn(
                 self._messenger.send(SessionKey(channel, chat), f"🚨 {source}: {text}"),
-                name=f"alert:{channel}")
+                name=f"alert:{channel}",
+            )
             return
 
     def lines(self) -> list[str]:
-        return [f"🚨 {source}: {text} ({time.strftime('%H:%M', time.localtime(ts))})"
-                for ts, source, text in self.recent]
+        return [
+            f"🚨 {source}: {text} ({time.strftime('%H:%M', time.localtime(ts))})"
+            for ts, source, text in self.recent
+        ]

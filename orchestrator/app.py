@@ -87,15 +87,25 @@ def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
     if settings.whatsapp.enabled:
         from channels.whatsapp import WhatsAppChannel
 
-        channels.append(WhatsAppChannel(settings.whatsapp, settings.home_dir,
-                                        trigger=settings.gateway.trigger,
-                                        gate=AllowlistGate(settings.allowlist)))
+        channels.append(
+            WhatsAppChannel(
+                settings.whatsapp,
+                settings.home_dir,
+                trigger=settings.gateway.trigger,
+                gate=AllowlistGate(settings.allowlist),
+            )
+        )
     if settings.telegram.enabled:
         from channels.telegram import TelegramChannel
 
-        channels.append(TelegramChannel(settings.telegram, http=http,
-                                        public_url=settings.telegram.webhook_url,
-                                        gate=AllowlistGate(settings.allowlist)))
+        channels.append(
+            TelegramChannel(
+                settings.telegram,
+                http=http,
+                public_url=settings.telegram.webhook_url,
+                gate=AllowlistGate(settings.allowlist),
+            )
+        )
     if settings.webhook.enabled:
         from channels.webhook import WebhookChannel
 
@@ -106,14 +116,20 @@ def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
 def owner_chats(settings: Settings, channels: list[Channel]) -> dict[str, str]:
     """Where the owner can be reached on each channel (for alerts), in channel order."""
     wa_owner = settings.whatsapp.owner
-    known = {"terminal": settings.terminal.chat, "telegram": settings.telegram.owner_id,
-             "whatsapp": f"{wa_owner}@s.whatsapp.net" if wa_owner else None}
+    known = {
+        "terminal": settings.terminal.chat,
+        "telegram": settings.telegram.owner_id,
+        "whatsapp": f"{wa_owner}@s.whatsapp.net" if wa_owner else None,
+    }
     return {c.name: str(known[c.name]) for c in channels if known.get(c.name)}
 
 
 class App:
     def __init__(
-        self, settings: Settings, channels: list[Channel], http: HttpServer | None = None,
+        self,
+        settings: Settings,
+        channels: list[Channel],
+        http: HttpServer | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.clock: Clock = clock or SystemClock()
@@ -169,16 +185,23 @@ class App:
         # Runs and queues are cancelled before the store closes (exit runs in reverse).
         stack.push_async_callback(supervisor.stop, 0.0)
         sessions = Sessions(store.sessions)
-        permissions = Permissions(settings, store, messenger, workspace,
-                                  owner_chats(settings, self.channels))
+        permissions = Permissions(
+            settings, store, messenger, workspace, owner_chats(settings, self.channels)
+        )
         await permissions.start()
         approvals = Approvals(settings, store, messenger, workspace, permissions, sessions)
         memory = Memory(settings, supervisor)
         await memory.start()
         stack.push_async_callback(memory.stop)
         runner = TaskRunner(
-            settings=settings, store=store, messenger=messenger, workspace=workspace,
-            harnesses=harnesses, kennel=kennel, supervisor=supervisor, approvals=approvals,
+            settings=settings,
+            store=store,
+            messenger=messenger,
+            workspace=workspace,
+            harnesses=harnesses,
+            kennel=kennel,
+            supervisor=supervisor,
+            approvals=approvals,
             memory=memory,
         )
         planner = Planner(settings.model, build_tools())
@@ -188,20 +211,36 @@ class App:
             if hasattr(channel, "on_alert"):
                 channel.on_alert = partial(alerts.raise_, channel.name)
         services = Services(
-            settings=settings, store=store, journal=journal, messenger=messenger,
-            sessions=sessions, workspace=workspace, harnesses=harnesses, kennel=kennel,
-            instincts=build_registry(), identity=identity, skills=skills,
-            supervisor=supervisor, runner=runner, approvals=approvals, planner=planner,
-            alerts=alerts, memory=memory, permissions=permissions, scheduler=None,
+            settings=settings,
+            store=store,
+            journal=journal,
+            messenger=messenger,
+            sessions=sessions,
+            workspace=workspace,
+            harnesses=harnesses,
+            kennel=kennel,
+            instincts=build_registry(),
+            identity=identity,
+            skills=skills,
+            supervisor=supervisor,
+            runner=runner,
+            approvals=approvals,
+            planner=planner,
+            alerts=alerts,
+            memory=memory,
+            permissions=permissions,
+            scheduler=None,
         )
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway
         if settings.scheduler.enabled:
-            scheduler = Scheduler(settings, store, gateway.receive, messenger, supervisor,
-                                  self.clock)
+            scheduler = Scheduler(
+                settings, store, gateway.receive, messenger, supervisor, self.clock
+            )
             services.scheduler = scheduler
         for channel in self.channels:
             messenger.add_channel(channel)
+
         # A commit or undo a kill interrupted is settled from git before anything reads
         # the commits or the approvals (the chats are told once their channels are up).
         async def ttl(key: SessionKey, repo: str) -> float:
@@ -228,14 +267,12 @@ class App:
             await services.scheduler.start()
             stack.push_async_callback(services.scheduler.stop)
         await tell(messenger, recovered)
-        await announce_waiting_diffs(store, sessions, approvals, workspace, messenger,
-                                     permissions)
+        await announce_waiting_diffs(store, sessions, approvals, workspace, messenger, permissions)
         replayed = await gateway.replay_unfinished(unfinished)
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
         self.serving = True  # /healthz: 200 from here; the first step down makes it 503
         stack.callback(setattr, self, "serving", False)
-
 
     async def drain(self) -> None:
         """Wait until every accepted message is handled and no harness runs."""
@@ -245,8 +282,11 @@ class App:
 
 
 def build_app(
-    settings: Settings, *, channels: list[Channel] | None = None,
-    terminal: TerminalChannel | None = None, clock: Clock | None = None,
+    settings: Settings,
+    *,
+    channels: list[Channel] | None = None,
+    terminal: TerminalChannel | None = None,
+    clock: Clock | None = None,
 ) -> App:
     """``channels`` given: exactly those (tests). Otherwise the enabled phone channels,
     plus ``terminal`` when the CLI runs interactively."""

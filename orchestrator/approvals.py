@@ -38,8 +38,22 @@ from orchestrator.store.work import ApprovalRow
 from orchestrator.testrun import SuiteResult
 from orchestrator.workspace import Workspace
 
-YES = {"yes", "y", "yep", "yeah", "apply", "ok", "okay", "approve", "approved", "commit",
-       "ship it", "lgtm", "👍", "✅"}
+YES = {
+    "yes",
+    "y",
+    "yep",
+    "yeah",
+    "apply",
+    "ok",
+    "okay",
+    "approve",
+    "approved",
+    "commit",
+    "ship it",
+    "lgtm",
+    "👍",
+    "✅",
+}
 NO = {"no", "n", "nope", "discard", "reject", "cancel", "drop", "👎", "❌"}
 MORE = {"more", "next", "show more", "rest"}
 MERGE = {"merge", "merge it", *YES}  # a task branch: one word merges it...
@@ -71,8 +85,13 @@ def parse_answer(text: str) -> Answer:
 
 class Approvals:
     def __init__(
-        self, settings: Settings, store: Store, messenger: Messenger, workspace: Workspace,
-        permissions: Permissions, sessions: Sessions | None = None,
+        self,
+        settings: Settings,
+        store: Store,
+        messenger: Messenger,
+        workspace: Workspace,
+        permissions: Permissions,
+        sessions: Sessions | None = None,
     ) -> None:
         self._sessions = sessions  # to hand a scheduled job's diff to the owner's chat
         self._settings = settings
@@ -87,7 +106,12 @@ class Approvals:
         return await self._permissions.policy(key, repo)
 
     async def propose(
-        self, session: Session, task_id: int, repo: str, change: Change, said: str = "",
+        self,
+        session: Session,
+        task_id: int,
+        repo: str,
+        change: Change,
+        said: str = "",
         tests: SuiteResult | None = None,
     ) -> int:
         """Store the approval, show the diff, move to GUARDING; or, as the chat's autonomy
@@ -98,8 +122,7 @@ class Approvals:
             await self._refuse(session, task_id, repo, refused)
             return 0
         task = await self._store.work.get_task(task_id)
-        owner_task = self._permissions.subject_named(
-            task.requester if task else "owner").is_owner
+        owner_task = self._permissions.subject_named(task.requester if task else "owner").is_owner
         git = self._workspace.repo(repo)
         deleted = await asyncio.to_thread(autonomy.deleted_paths, git, change)
         risky = autonomy.risks(change, self._settings.approvals.risky_files, deleted)
@@ -119,8 +142,9 @@ class Approvals:
             said = (said.strip() + "\n" if said.strip() else "") + "\n".join(notes)
         return await self._ask(session, task_id, repo, change, said, policy)
 
-    async def _ask(self, session: Session, task_id: int, repo: str, change: Change,
-                   said: str, policy: Policy) -> int:
+    async def _ask(
+        self, session: Session, task_id: int, repo: str, change: Change, said: str, policy: Policy
+    ) -> int:
         home = await self._home_of(session)
         if home is not None:
             async with home.lock:
@@ -128,8 +152,14 @@ class Approvals:
                     return await self._ask(home, task_id, repo, change, said, policy)
         nonce = secrets.token_hex(8)
         approval_id = await self._store.work.create_approval(
-            session.key, task_id, repo, nonce, change.digest, change.base_sha,
-            self._settings.owner, policy.ttl_seconds,  # layered: repo, chat
+            session.key,
+            task_id,
+            repo,
+            nonce,
+            change.digest,
+            change.base_sha,
+            self._settings.owner,
+            policy.ttl_seconds,  # layered: repo, chat
         )
         session.data.approval_id = approval_id
         session.data.repo = repo
@@ -139,10 +169,13 @@ class Approvals:
             text = said.strip() + "\n\n" + text
         owner = self._permissions.owner_chat(session.key.channel)
         if self._permissions.is_group(session.key) and owner is not None:
-            await self._messenger.send(owner, f"📬 From the group {session.key.chat} "
-                                              f"(answer there: yes or no):\n\n{text}")
-            text = (f"📬 Task #{task_id} is ready for review: the diff went to the owner's "
-                    "direct chat. Apply? The owner answers here: yes or no.")
+            await self._messenger.send(
+                owner, f"📬 From the group {session.key.chat} (answer there: yes or no):\n\n{text}"
+            )
+            text = (
+                f"📬 Task #{task_id} is ready for review: the diff went to the owner's "
+                "direct chat. Apply? The owner answers here: yes or no."
+            )
         sent = await self._messenger.send(session.key, text, approval_nonce=nonce)
         session.data.approval_message_id = sent.message_id
         await session.persist()
@@ -164,8 +197,10 @@ class Approvals:
         Caller holds both locks."""
         if home.state is not State.ALERT:
             await self._messenger.send(
-                run.key, f"📬 Your chat is busy ({home.state}), so this diff waits in the "
-                         f"job's own session ({run.key.chat}) and expires there unanswered.")
+                run.key,
+                f"📬 Your chat is busy ({home.state}), so this diff waits in the "
+                f"job's own session ({run.key.chat}) and expires there unanswered.",
+            )
             return False
         run.data.task_id = None
         run.data.task_prompt = None
@@ -174,14 +209,14 @@ class Approvals:
         await home.start_task()
         return True
 
-    async def _refused_path(self, session: Session, task_id: int, change: Change,
-                            policy: Policy) -> str | None:
+    async def _refused_path(
+        self, session: Session, task_id: int, change: Change, policy: Policy
+    ) -> str | None:
         """The first changed file the path rules refuse to whoever the task is for."""
         task = await self._store.work.get_task(task_id)
         subject = self._permissions.subject_named(task.requester if task else "owner")
         for entry in change.files:
-            decision = self._permissions.decide(subject, f"path:{entry.path}", session.key,
-                                                policy)
+            decision = self._permissions.decide(subject, f"path:{entry.path}", session.key, policy)
             if decision.effect is not Effect.ALLOW:
                 return f"{entry.path} ({decision.why})"
         return None
@@ -193,8 +228,9 @@ class Approvals:
         session.data.task_prompt = None
         await session.settle(session.finish)
         await self._messenger.send(
-            session.key, f"🔒 Refused: the change touches {why}. I discarded it; {repo} is "
-                         "unchanged.")
+            session.key,
+            f"🔒 Refused: the change touches {why}. I discarded it; {repo} is unchanged.",
+        )
 
     async def pending(self, session: Session) -> ApprovalRow | None:
         if session.data.approval_id is None:
@@ -208,17 +244,22 @@ class Approvals:
             return True
         decision = self._permissions.decide(subject, "approve", session.key)
         if decision.effect is Effect.ASK:
-            await self._permissions.check(subject, "approve", session.key,
-                                          lambda text: self._messenger.send(session.key, text),
-                                          what="approving this diff")
+            await self._permissions.check(
+                subject,
+                "approve",
+                session.key,
+                lambda text: self._messenger.send(session.key, text),
+                what="approving this diff",
+            )
             return False
         if not decision.allowed:
             return False
         task = await self._store.work.get_task(row.task_id)
         return task is not None and task.requester == subject.id
 
-    async def _check(self, row: ApprovalRow | None, session: Session,
-                     inbound: Inbound) -> ApprovalRow:
+    async def _check(
+        self, row: ApprovalRow | None, session: Session, inbound: Inbound
+    ) -> ApprovalRow:
         if row is None:
             raise ApprovalError("there is no change waiting for approval")
         if row.status != "pending":
@@ -227,8 +268,10 @@ class Approvals:
             raise ApprovalError("that approval belongs to another conversation")
         if not await self._may_answer(row, session, inbound):
             raise ApprovalError("only the owner can approve changes")
-        if inbound.reply_to and session.data.approval_message_id and (
-            inbound.reply_to != session.data.approval_message_id
+        if (
+            inbound.reply_to
+            and session.data.approval_message_id
+            and (inbound.reply_to != session.data.approval_message_id)
         ):
             raise ApprovalError("that answers an older diff, not the one waiting")
         if inbound.reaction and not inbound.reply_to:
@@ -246,8 +289,10 @@ class Approvals:
             answer = Answer("branch")
         if answer.kind == "other":
             await self._messenger.send(
-                key, "⏸ A diff is waiting for you. Answer yes or no (or more, show <file>)."
-                     "\nOther messages wait until then; /status and /stop still work.")
+                key,
+                "⏸ A diff is waiting for you. Answer yes or no (or more, show <file>)."
+                "\nOther messages wait until then; /status and /stop still work.",
+            )
             return
         row = await self.pending(session)
         try:
@@ -271,8 +316,10 @@ class Approvals:
             await self._store.work.set_task_status(row.task_id, "expired")
             await self._close(session)
             await self._messenger.send(
-                key, f"⌛ That approval expired, so I discarded the change. {row.repo} is "
-                     "unchanged; ask again to redo it.")
+                key,
+                f"⌛ That approval expired, so I discarded the change. {row.repo} is "
+                "unchanged; ask again to redo it.",
+            )
             return
         if answer.kind == "more":
             change = await asyncio.to_thread(repo.change)
@@ -300,8 +347,10 @@ class Approvals:
         change = await asyncio.to_thread(repo.change)
         if change.digest != row.diff_hash or change.base_sha != row.base_sha:
             await self._messenger.send(
-                key, "⚠️ Refused: the files changed since I showed the diff, so that yes "
-                     "does not cover them. Here is the diff as it is now:")
+                key,
+                "⚠️ Refused: the files changed since I showed the diff, so that yes "
+                "does not cover them. Here is the diff as it is now:",
+            )
             await self.propose(session, row.task_id, row.repo, change)
             return
         task = await self._store.work.get_task(row.task_id)
@@ -310,7 +359,8 @@ class Approvals:
         # Journalled: a kill between the ref move and the record is settled from git at
         # the next start (orchestrator/recovery.py), so the commit is never lost.
         intent = await self._store.work.open_intent(
-            "commit", key, row.repo, row.id, change.base_sha, change.tree_sha, message)
+            "commit", key, row.repo, row.id, change.base_sha, change.tree_sha, message
+        )
         crash_point("commit:intent")
         try:
             sha = await asyncio.to_thread(repo.commit, change, message)
@@ -318,8 +368,7 @@ class Approvals:
             moved = await asyncio.to_thread(recovery.settled_after_error, repo, intent)
             if moved is None:
                 await self._store.work.void_intent(intent.id)
-                await self._messenger.send(
-                    key, f"❌ Not committed: {err}. Say yes to retry or no.")
+                await self._messenger.send(key, f"❌ Not committed: {err}. Say yes to retry or no.")
                 return
             sha = moved  # the ref moved before git failed: committed all the same
         crash_point("commit:ref")
@@ -330,11 +379,16 @@ class Approvals:
         files = "\n".join(f"• {f.path} +{f.added} −{f.removed}" for f in change.files[:6])
         more = f"\n• …and {len(change.files) - 6} more" if len(change.files) > 6 else ""
         checks = await self._store.work.task_checks(row.task_id)
-        tests = ("tests run:\n" + "\n".join(f"• {c}" for c in checks[:4])) if checks \
+        tests = (
+            ("tests run:\n" + "\n".join(f"• {c}" for c in checks[:4]))
+            if checks
             else "tests run: none reported by the harness"
+        )
         await self._messenger.send(
-            key, f"✅ Committed {sha[:7]} to {row.repo}\n{message.splitlines()[0]}\n\n"
-                 f"files:\n{files}{more}\n{tests}\n\nSay undo to revert.")
+            key,
+            f"✅ Committed {sha[:7]} to {row.repo}\n{message.splitlines()[0]}\n\n"
+            f"files:\n{files}{more}\n{tests}\n\nSay undo to revert.",
+        )
 
     async def _reject(self, session: Session, row: ApprovalRow) -> None:
         repo = self._workspace.repo(row.repo)
@@ -343,33 +397,43 @@ class Approvals:
         await self._store.work.set_task_status(row.task_id, "rejected")
         await self._close(session)
         await self._messenger.send(
-            session.key, f"🗑 Discarded. {row.repo} is back at {row.base_sha[:7]}, "
-                         "exactly as before.")
+            session.key,
+            f"🗑 Discarded. {row.repo} is back at {row.base_sha[:7]}, exactly as before.",
+        )
 
     async def _close(self, session: Session) -> None:
         session.data.approval_id = None
         session.data.approval_message_id = None
         await session.settle(session.decide)
 
-
     # -- autonomy: commits nobody was asked for, and task branches ----------------------
-    async def _commit_unasked(self, session: Session, task_id: int, repo: str,
-                              change: Change, route: autonomy.Route, notes: list[str],
-                              said: str) -> bool:
+    async def _commit_unasked(
+        self,
+        session: Session,
+        task_id: int,
+        repo: str,
+        change: Change,
+        route: autonomy.Route,
+        notes: list[str],
+        said: str,
+    ) -> bool:
         """``semi`` with passing tests and no risky path: commit now. False (nothing
         committed) when git refuses; the caller asks instead."""
         task = await self._store.work.get_task(task_id)
         prompt = task.prompt if task else "change"
-        message = (f"fetch: {_subject(prompt)}\n\nTask #{task_id}: {prompt.strip()}\n\n"
-                   f"Fetch-Task: {task_id}\nCommitted-by: Fetch, unasked ({route.why}; "
-                   f"{'; '.join(n.removeprefix('🧪 ') for n in notes)})")
+        message = (
+            f"fetch: {_subject(prompt)}\n\nTask #{task_id}: {prompt.strip()}\n\n"
+            f"Fetch-Task: {task_id}\nCommitted-by: Fetch, unasked ({route.why}; "
+            f"{'; '.join(n.removeprefix('🧪 ') for n in notes)})"
+        )
         git = self._workspace.repo(repo)
         # A scheduled job's commit is undone from the owner's chat, where it was reported.
         undo_from = self._messenger.routed_to(session.key) or session.key
         # Journalled like a yes (orchestrator/recovery.py): a kill after HEAD moved is
         # recorded from git at the next start, so /undo still reaches the commit.
         intent = await self._store.work.open_intent(
-            "unasked", undo_from, repo, task_id, change.base_sha, change.tree_sha, message)
+            "unasked", undo_from, repo, task_id, change.base_sha, change.tree_sha, message
+        )
         crash_point("unasked:intent")
         try:
             sha = await asyncio.to_thread(git.commit, change, message)
@@ -388,37 +452,46 @@ class Approvals:
         await session.settle(session.finish)
         head = f"{said.strip()}\n\n" if said.strip() else ""
         await self._messenger.send(
-            session.key, f"{head}✅ Committed {sha[:7]} to {repo} without asking\n"
-                         f"({route.why}).\n{message.splitlines()[0]}\n\n"
-                         f"files:\n{_files(change)}\n" + "\n".join(notes)
-                         + "\n\nSay undo to revert.")
+            session.key,
+            f"{head}✅ Committed {sha[:7]} to {repo} without asking\n"
+            f"({route.why}).\n{message.splitlines()[0]}\n\n"
+            f"files:\n{_files(change)}\n" + "\n".join(notes) + "\n\nSay undo to revert.",
+        )
         return True
 
-    async def _branch(self, session: Session, task_id: int, repo: str, change: Change,
-                      route: autonomy.Route, notes: list[str], said: str) -> int:
+    async def _branch(
+        self,
+        session: Session,
+        task_id: int,
+        repo: str,
+        change: Change,
+        route: autonomy.Route,
+        notes: list[str],
+        said: str,
+    ) -> int:
         """Commit on ``fetch/task-<id>``, leave the owner's branch where it is, and wait
         for one word: merge, drop (or keep)."""
         home = await self._home_of(session)
         if home is not None:
             async with home.lock:
                 if await self._hand_over(session, home, task_id, repo):
-                    return await self._branch(home, task_id, repo, change, route, notes,
-                                              said)
+                    return await self._branch(home, task_id, repo, change, route, notes, said)
         task = await self._store.work.get_task(task_id)
         prompt = task.prompt if task else "change"
         git = self._workspace.repo(repo)
         message = autonomy.branch_message(
             f"fetch: {_subject(prompt)}\n\nTask #{task_id}: {prompt.strip()}\n\n"
             f"Fetch-Task: {task_id}\nCommitted-by: Fetch on a task branch ({route.why})",
-            change)
+            change,
+        )
         # Journalled (orchestrator/recovery.py): a kill after the task branch exists is
         # recorded from git at the next start, so the merge question is never lost.
         intent = await self._store.work.open_intent(
-            "branch", session.key, repo, task_id, change.base_sha, change.tree_sha, message)
+            "branch", session.key, repo, task_id, change.base_sha, change.tree_sha, message
+        )
         crash_point("branch:intent")
         try:
-            sha = await asyncio.to_thread(autonomy.commit_to_branch, git, change, task_id,
-                                          message)
+            sha = await asyncio.to_thread(autonomy.commit_to_branch, git, change, task_id, message)
         except GitError:
             moved = await asyncio.to_thread(recovery.settled_after_error, git, intent)
             if moved is None:
@@ -431,8 +504,8 @@ class Approvals:
         policy = await self._permissions.policy(session.key, repo)
         # One transaction: the merge question (a pending approval), the task branched.
         approval_id = await self._store.work.branch_done(
-            intent.id, secrets.token_hex(8), change.digest, self._settings.owner,
-            policy.ttl_seconds)
+            intent.id, secrets.token_hex(8), change.digest, self._settings.owner, policy.ttl_seconds
+        )
         crash_point("branch:recorded")
         session.data.approval_id = approval_id
         session.data.repo = repo
@@ -440,11 +513,14 @@ class Approvals:
         row = await self._store.work.get_approval(approval_id)
         card = diffview.summary(change, repo).rsplit("\n\n", 1)[0]
         head = f"{said.strip()}\n\n" if said.strip() else ""
-        text = (f"{head}🌿 Committed {sha[:7]} on the branch {branch}\n({route.why}); "
-                f"{mainline} is unchanged.\n" + "\n".join(notes) + f"\n\n{card}\n\n"
-                f"Merge into {mainline}? merge · drop · keep (leave the branch)")
-        sent = await self._messenger.send(session.key, text,
-                                          approval_nonce=row.nonce if row else None)
+        text = (
+            f"{head}🌿 Committed {sha[:7]} on the branch {branch}\n({route.why}); "
+            f"{mainline} is unchanged.\n" + "\n".join(notes) + f"\n\n{card}\n\n"
+            f"Merge into {mainline}? merge · drop · keep (leave the branch)"
+        )
+        sent = await self._messenger.send(
+            session.key, text, approval_nonce=row.nonce if row else None
+        )
         session.data.approval_message_id = sent.message_id
         await session.persist()
         return approval_id
@@ -455,11 +531,13 @@ class Approvals:
         branch = autonomy.branch_name(row.task_id)
         if word in KEEP or time.time() > row.expires_at:
             await self._store.work.decide_approval(
-                row.id, "expired" if word not in KEEP else "kept")
+                row.id, "expired" if word not in KEEP else "kept"
+            )
             await self._store.work.set_task_status(row.task_id, "kept")
             await self._close(session)
-            await self._messenger.send(key, f"🌿 {branch} stays as it is; merge it by hand "
-                                            "when you want it.")
+            await self._messenger.send(
+                key, f"🌿 {branch} stays as it is; merge it by hand when you want it."
+            )
             return
         if word in DROP:
             try:
@@ -470,26 +548,29 @@ class Approvals:
             await self._store.work.decide_approval(row.id, "rejected")
             await self._store.work.set_task_status(row.task_id, "rejected")
             await self._close(session)
-            await self._messenger.send(key, f"🗑 Dropped {branch}. {row.repo} is unchanged "
-                                            f"at {row.base_sha[:7]}.")
+            await self._messenger.send(
+                key, f"🗑 Dropped {branch}. {row.repo} is unchanged at {row.base_sha[:7]}."
+            )
             return
         if word not in MERGE:
-            await self._messenger.send(
-                key, f"⏸ {branch} waits for one word: merge, drop or keep.")
+            await self._messenger.send(key, f"⏸ {branch} waits for one word: merge, drop or keep.")
             return
         try:
-            merge = await asyncio.to_thread(autonomy.prepare_merge, git, row.task_id,
-                                            row.diff_hash, row.base_sha)
+            merge = await asyncio.to_thread(
+                autonomy.prepare_merge, git, row.task_id, row.diff_hash, row.base_sha
+            )
         except GitError as err:
             await self._messenger.send(key, f"❌ Not merged: {err}. Say drop or keep.")
             return
         # Journalled like a yes (orchestrator/recovery.py): a kill after the ref moved
         # is settled from git at the next start, so the merge is never lost.
         intent = await self._store.work.open_intent(
-            "commit", key, row.repo, row.id, row.base_sha, merge.tree, merge.message)
+            "commit", key, row.repo, row.id, row.base_sha, merge.tree, merge.message
+        )
         try:
-            sha = await asyncio.to_thread(autonomy.finish_merge, git, row.task_id, merge,
-                                          row.base_sha)
+            sha = await asyncio.to_thread(
+                autonomy.finish_merge, git, row.task_id, merge, row.base_sha
+            )
         except GitError as err:
             moved = await asyncio.to_thread(recovery.settled_after_error, git, intent)
             if moved is None:
@@ -505,8 +586,11 @@ class Approvals:
         checks = await self._store.work.task_checks(row.task_id)
         tests = "\n".join(checks[:4])
         await self._messenger.send(
-            key, f"✅ Merged {branch} into {row.repo}: {sha[:7]}\n{subject}"
-                 + (f"\n{tests}" if tests else "") + "\n\nSay undo to revert.")
+            key,
+            f"✅ Merged {branch} into {row.repo}: {sha[:7]}\n{subject}"
+            + (f"\n{tests}" if tests else "")
+            + "\n\nSay undo to revert.",
+        )
 
 
 def _subject(prompt: str) -> str:
@@ -524,6 +608,8 @@ def _commit_message(prompt: str, row: ApprovalRow, owner: str) -> str:
     subject = " ".join(prompt.split())
     if len(subject) > 60:
         subject = subject[:59] + "…"
-    return (f"fetch: {subject}\n\nTask #{row.task_id}: {prompt.strip()}\n\n"
-            f"Fetch-Task: {row.task_id}\n"
-            f"Approved-by: {owner} (approval {row.id}, diff {row.diff_hash[:12]})")
+    return (
+        f"fetch: {subject}\n\nTask #{row.task_id}: {prompt.strip()}\n\n"
+        f"Fetch-Task: {row.task_id}\n"
+        f"Approved-by: {owner} (approval {row.id}, diff {row.diff_hash[:12]})"
+    )

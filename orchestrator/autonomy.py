@@ -34,15 +34,52 @@ BRANCH_PREFIX = "fetch/task-"
 DIFF_TRAILER = "Fetch-Diff: "
 # CI, build and dependency files: a change here runs on machines beyond this one.
 RISKY_PATHS = (
-    ".github/**", ".gitlab-ci.yml", ".circleci/**", ".travis.yml", "Jenkinsfile",
-    "azure-pipelines.yml", ".buildkite/**", "Makefile", "makefile", "GNUmakefile",
-    "*.mk", "Dockerfile", "*.Dockerfile", "Dockerfile.*", "docker-compose*.yml",
-    "compose*.yml", "package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
-    "requirements*.txt", "pyproject.toml", "setup.py", "setup.cfg", "Pipfile",
-    "Pipfile.lock", "poetry.lock", "uv.lock", "go.mod", "go.sum", "Cargo.toml",
-    "Cargo.lock", "Gemfile", "Gemfile.lock", "build.gradle", "build.gradle.kts",
-    "pom.xml", "CMakeLists.txt", "meson.build", "BUILD", "BUILD.bazel", "WORKSPACE",
-    ".pre-commit-config.yaml", ".fetch.yaml", ".gitattributes", ".gitmodules",
+    ".github/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    ".travis.yml",
+    "Jenkinsfile",
+    "azure-pipelines.yml",
+    ".buildkite/**",
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+    "*.mk",
+    "Dockerfile",
+    "*.Dockerfile",
+    "Dockerfile.*",
+    "docker-compose*.yml",
+    "compose*.yml",
+    "package.json",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "requirements*.txt",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "uv.lock",
+    "go.mod",
+    "go.sum",
+    "Cargo.toml",
+    "Cargo.lock",
+    "Gemfile",
+    "Gemfile.lock",
+    "build.gradle",
+    "build.gradle.kts",
+    "pom.xml",
+    "CMakeLists.txt",
+    "meson.build",
+    "BUILD",
+    "BUILD.bazel",
+    "WORKSPACE",
+    ".pre-commit-config.yaml",
+    ".fetch.yaml",
+    ".gitattributes",
+    ".gitmodules",
 )
 
 
@@ -54,8 +91,16 @@ def _risky_path(path: str) -> bool:
 
 def deleted_paths(repo: Repo, change: Change) -> list[str]:
     """Files ``change`` deletes, from git's own record of the two trees."""
-    out = repo.run("diff-tree", "-r", "--no-renames", "--diff-filter=D", "--name-only",
-                   "--no-ext-diff", change.base_sha, change.tree_sha)
+    out = repo.run(
+        "diff-tree",
+        "-r",
+        "--no-renames",
+        "--diff-filter=D",
+        "--name-only",
+        "--no-ext-diff",
+        change.base_sha,
+        change.tree_sha,
+    )
     return [line for line in out.splitlines() if line]
 
 
@@ -68,8 +113,12 @@ def risks(change: Change, max_files: int, deleted: list[str]) -> list[str]:
         found.append("deletes " + ", ".join(deleted[:3]) + (" …" if len(deleted) > 3 else ""))
     touched = [f.path for f in change.files if _risky_path(f.path)]
     if touched:
-        found.append("touches " + ", ".join(touched[:3]) + (" …" if len(touched) > 3 else "")
-                     + " (CI, build or dependencies)")
+        found.append(
+            "touches "
+            + ", ".join(touched[:3])
+            + (" …" if len(touched) > 3 else "")
+            + " (CI, build or dependencies)"
+        )
     return found
 
 
@@ -116,19 +165,23 @@ def commit_to_branch(repo: Repo, change: Change, task_id: int, message: str) -> 
     current = repo.change()
     if current.digest != change.digest or current.base_sha != change.base_sha:
         raise GitError("the files changed since the tests ran; nothing committed")
-    sha = repo.run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message,
-                   env=AUTHOR)
+    sha = repo.run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message, env=AUTHOR)
     # CAS against "no such ref": an existing branch of that name is never overwritten.
-    repo.run("update-ref", "-m", "fetch: task branch", f"refs/heads/{branch_name(task_id)}",
-             sha, ZERO)
+    repo.run(
+        "update-ref", "-m", "fetch: task branch", f"refs/heads/{branch_name(task_id)}", sha, ZERO
+    )
     repo.discard()
     return sha
 
 
 def branch_tip(repo: Repo, task_id: int) -> str | None:
     try:
-        return repo.run("rev-parse", "--verify", "--end-of-options",
-                        f"refs/heads/{branch_name(task_id)}^{{commit}}")
+        return repo.run(
+            "rev-parse",
+            "--verify",
+            "--end-of-options",
+            f"refs/heads/{branch_name(task_id)}^{{commit}}",
+        )
     except GitError:
         return None
 
@@ -141,8 +194,10 @@ def verify_branch(repo: Repo, task_id: int, diff_hash: str, base_sha: str) -> st
     parent = repo.run("rev-parse", "--verify", "--end-of-options", f"{tip}^")
     body = repo.run("log", "-1", "--no-show-signature", "--format=%B", "--end-of-options", tip)
     if parent != base_sha or f"{DIFF_TRAILER}{diff_hash}" not in body:
-        raise GitError(f"the branch {branch_name(task_id)} moved since I made it; merge it "
-                       "by hand if you want it")
+        raise GitError(
+            f"the branch {branch_name(task_id)} moved since I made it; merge it "
+            "by hand if you want it"
+        )
     return tip
 
 
@@ -163,12 +218,14 @@ def prepare_merge(repo: Repo, task_id: int, diff_hash: str, base_sha: str) -> Me
     if not repo.is_clean():
         raise GitError("there are uncommitted changes; merge needs a clean tree")
     if repo.head() != base_sha:
-        raise GitError(f"{repo.branch()} moved since the task started; merge "
-                       f"{branch_name(task_id)} by hand")
+        raise GitError(
+            f"{repo.branch()} moved since the task started; merge {branch_name(task_id)} by hand"
+        )
     raw = repo.run("cat-file", "commit", tip, strip=False)
     header, _, message = raw.partition("\n\n")
-    tree = next((line.split(" ", 1)[1] for line in header.splitlines()
-                 if line.startswith("tree ")), "")
+    tree = next(
+        (line.split(" ", 1)[1] for line in header.splitlines() if line.startswith("tree ")), ""
+    )
     return Merge(tip, tree, message)
 
 
@@ -179,8 +236,9 @@ def finish_merge(repo: Repo, task_id: int, merge: Merge, base_sha: str) -> str:
     first two steps leaves the change in the working tree, nothing committed; after the
     second, the journal finds the commit at start-up."""
     repo.run("read-tree", "-u", "-m", base_sha, merge.tip)
-    repo.run("update-ref", "-m", f"fetch: merge {branch_name(task_id)}", "HEAD", merge.tip,
-             base_sha)
+    repo.run(
+        "update-ref", "-m", f"fetch: merge {branch_name(task_id)}", "HEAD", merge.tip, base_sha
+    )
     repo.run("update-ref", "-d", f"refs/heads/{branch_name(task_id)}", merge.tip)
     return merge.tip
 
@@ -194,6 +252,17 @@ def drop_branch(repo: Repo, task_id: int) -> str | None:
     return tip
 
 
-__all__ = ["LEVELS", "Route", "branch_message", "branch_name", "commit_to_branch",
-           "deleted_paths", "drop_branch", "finish_merge", "prepare_merge", "risks", "route",
-           "verify_branch"]
+__all__ = [
+    "LEVELS",
+    "Route",
+    "branch_message",
+    "branch_name",
+    "commit_to_branch",
+    "deleted_paths",
+    "drop_branch",
+    "finish_merge",
+    "prepare_merge",
+    "risks",
+    "route",
+    "verify_branch",
+]

@@ -89,8 +89,13 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
-    terminal = TerminalChannel(settings.terminal.chat, out=sys.stdout, read_stdin=True,
-                               on_eof=eof, hold_input=True) if interactive else None
+    terminal = (
+        TerminalChannel(
+            settings.terminal.chat, out=sys.stdout, read_stdin=True, on_eof=eof, hold_input=True
+        )
+        if interactive
+        else None
+    )
     app = build_app(settings, terminal=terminal)
     try:
         await app.__aenter__()
@@ -104,11 +109,13 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
             s = app.services
             channels = ", ".join(c.name for c in app.channels) or "none"
             listen = f" · http {app.http.url}" if app.http is not None and app.http.routes else ""
-            print(f"🐕 Fetch is ready. workspace: {s.workspace.root} "
-                  f"({', '.join(s.workspace.repos()) or 'no repos'})\n"
-                  f"   harness: {s.runner.default_harness()} · channels: {channels}{listen}"
-                  + (" · type /help · Ctrl-C quits" if interactive else ""),
-                  flush=True)
+            print(
+                f"🐕 Fetch is ready. workspace: {s.workspace.root} "
+                f"({', '.join(s.workspace.repos()) or 'no repos'})\n"
+                f"   harness: {s.runner.default_harness()} · channels: {channels}{listen}"
+                + (" · type /help · Ctrl-C quits" if interactive else ""),
+                flush=True,
+            )
             if s.kennel.name == "unsafe-local":
                 print(f"   ⚠️ sandbox: {s.kennel.isolation()}", flush=True)
             if s.scheduler is not None and not s.scheduler.running:
@@ -169,10 +176,10 @@ def _doctor(settings: Settings) -> int:
             detail = "no model needed"
         else:
             key = settings.providers.get(harness.provider)
-            detail = ("key configured" if key and key.api_key
-                      else f"no {harness.provider} key")
-        print(f"harness:   {harness.name}: {'installed' if installed else 'NOT installed'},"
-              f" {detail}")
+            detail = "key configured" if key and key.api_key else f"no {harness.provider} key"
+        print(
+            f"harness:   {harness.name}: {'installed' if installed else 'NOT installed'}, {detail}"
+        )
     return 0
 
 
@@ -190,7 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     config = sub.add_parser("config", help="settings: where a value comes from")
     config_sub = config.add_subparsers(dest="config_command", required=True)
     explain = config_sub.add_parser(
-        "explain", help="a layered setting's value and the source of each layer")
+        "explain", help="a layered setting's value and the source of each layer"
+    )
     explain.add_argument("key", help="e.g. permissions.mode, permissions.deny")
     explain.add_argument("--repo", help="a repository of the workspace")
     explain.add_argument("--chat", help="a chat, as channel:chat")
@@ -233,8 +241,16 @@ def _config_explain(settings: Settings, key: str, repo: str | None, chat: str | 
     from orchestrator.config import default_config_path
     from orchestrator.permissions.explain import explain
 
-    print(explain(settings, key, config_path=default_config_path(os.environ), env=os.environ,
-                  repo=repo, chat=chat))
+    print(
+        explain(
+            settings,
+            key,
+            config_path=default_config_path(os.environ),
+            env=os.environ,
+            repo=repo,
+            chat=chat,
+        )
+    )
     return 0
 
 

@@ -24,8 +24,10 @@ def problem(response: Any) -> str | None:
     """Why ``response`` is not a usable chat completion; None when it is one."""
     if isinstance(response, str | bytes):
         kind = "an HTML page" if "<html" in str(response[:200]).lower() else "plain text"
-        return f"the orchestrator model endpoint answered {kind}, not a completion " \
-               f"({_snippet(response)!r})"
+        return (
+            f"the orchestrator model endpoint answered {kind}, not a completion "
+            f"({_snippet(response)!r})"
+        )
     error = getattr(response, "error", None)
     if error is not None:
         message = error.get("message") if isinstance(error, dict) else error

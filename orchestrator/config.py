@@ -141,7 +141,8 @@ class Settings(StrictSettings):
             if not ALLOW_ENTRY.match(entry):
                 raise ValueError(
                     f"{entry!r} is not 'channel:id' (whatsapp:<digits>, telegram:<user id>,"
-                    " webhook:<name>, terminal:<name>)")
+                    " webhook:<name>, terminal:<name>)"
+                )
         return value
 
     @field_validator("members")
@@ -149,8 +150,10 @@ class Settings(StrictSettings):
     def _member_names(cls, value: dict[str, MemberSettings]) -> dict[str, MemberSettings]:
         for name in value:
             if not MEMBER_NAME.match(name) or name == "owner":
-                raise ValueError(f"{name!r}: a member name is lower case letters, digits, "
-                                 "- or _ (and not 'owner')")
+                raise ValueError(
+                    f"{name!r}: a member name is lower case letters, digits, "
+                    "- or _ (and not 'owner')"
+                )
         return value
 
     @field_validator("repos", "chats")
@@ -187,29 +190,41 @@ class Settings(StrictSettings):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{value!r} is not an IANA timezone (e.g. Europe/Berlin)") \
-                from None
+            raise ValueError(f"{value!r} is not an IANA timezone (e.g. Europe/Berlin)") from None
         return value
 
     @model_validator(mode="after")
     def _channels_have_owners(self) -> Settings:
         wa, tg, hook = self.whatsapp, self.telegram, self.webhook
         if wa.enabled and not (wa.owner and re.fullmatch(r"\d{6,15}", wa.owner)):
-            raise ValueError("whatsapp.owner must be the owner's number in digits with country"
-                             " code (e.g. 4915112345678) when WhatsApp is enabled")
-        if tg.enabled and not (tg.token and tg.owner_id and re.fullmatch(r"-?\d{1,20}",
-                                                                          tg.owner_id)):
-            raise ValueError("telegram.token and telegram.owner_id (numeric) are required "
-                             "when Telegram is enabled")
-        if tg.enabled and tg.mode == "webhook" and not (
-            tg.webhook_secret and re.fullmatch(r"[A-Za-z0-9_-]{16,256}", tg.webhook_secret)
-            and tg.webhook_url
+            raise ValueError(
+                "whatsapp.owner must be the owner's number in digits with country"
+                " code (e.g. 4915112345678) when WhatsApp is enabled"
+            )
+        if tg.enabled and not (
+            tg.token and tg.owner_id and re.fullmatch(r"-?\d{1,20}", tg.owner_id)
         ):
-            raise ValueError("telegram webhook mode needs telegram.webhook_url and a "
-                             "telegram.webhook_secret of 16+ characters from A-Z a-z 0-9 _ -")
+            raise ValueError(
+                "telegram.token and telegram.owner_id (numeric) are required "
+                "when Telegram is enabled"
+            )
+        if (
+            tg.enabled
+            and tg.mode == "webhook"
+            and not (
+                tg.webhook_secret
+                and re.fullmatch(r"[A-Za-z0-9_-]{16,256}", tg.webhook_secret)
+                and tg.webhook_url
+            )
+        ):
+            raise ValueError(
+                "telegram webhook mode needs telegram.webhook_url and a "
+                "telegram.webhook_secret of 16+ characters from A-Z a-z 0-9 _ -"
+            )
         if hook.enabled and not (hook.secret and len(hook.secret) >= 16):
-            raise ValueError("webhook.secret (16+ characters) is required when the webhook "
-                             "channel is enabled")
+            raise ValueError(
+                "webhook.secret (16+ characters) is required when the webhook channel is enabled"
+            )
         return self
 
     @property
@@ -302,8 +317,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except OSError as err:
         raise ConfigError(str(path), "", f"cannot be read ({err.strerror})") from err
     except UnicodeDecodeError as err:
-        raise ConfigError(str(path), "", f"is not a text file (byte {err.start} is not "
-                                         "UTF-8); a YAML config file is text") from err
+        raise ConfigError(
+            str(path),
+            "",
+            f"is not a text file (byte {err.start} is not UTF-8); a YAML config file is text",
+        ) from err
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -318,9 +336,7 @@ def default_config_path(env: Mapping[str, str]) -> Path:
     return home / "config.yaml"
 
 
-def load_settings(
-    path: Path | None = None, env: Mapping[str, str] | None = None
-) -> Settings:
+def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Build validated ``Settings`` or raise ``ConfigError`` naming file, key and expectation."""
     env = os.environ if env is None else env
     path = path if path is not None else default_config_path(env)

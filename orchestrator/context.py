@@ -48,7 +48,8 @@ class Context:
         """Ask the permission model (resolver.py has the order); on no, the sender has
         been told why (or the owner has been asked)."""
         return await self.services.permissions.check(
-            self.subject, action, self.session.key, self.reply, what=what)
+            self.subject, action, self.session.key, self.reply, what=what
+        )
 
     async def reply(
         self, text: str, *, tokens: tuple[int, int] = (0, 0), model: str | None = None
@@ -73,8 +74,9 @@ class Context:
     @property
     def commits(self) -> CommitsFacade:
         return self.services.facades.commits.of(
-            self.subject.id, self.services.permissions.decide(
-                self.subject, "undo:others", self.session.key).allowed)
+            self.subject.id,
+            self.services.permissions.decide(self.subject, "undo:others", self.session.key).allowed,
+        )
 
     @property
     def workspace(self) -> WorkspaceFacade:
@@ -92,8 +94,9 @@ class Context:
     def commands(self) -> VisibleCommands:
         from orchestrator.permissions.visible import VisibleCommands
 
-        return VisibleCommands(self.services.instincts, self.services.permissions,
-                               self.subject, self.session.key)
+        return VisibleCommands(
+            self.services.instincts, self.services.permissions, self.subject, self.session.key
+        )
 
     @property
     def grants(self) -> GrantsFacade:

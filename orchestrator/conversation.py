@@ -35,12 +35,15 @@ async def _while_working(ctx: Context) -> None:
         return
     elapsed = time.monotonic() - handle.started
     if handle.paused:
-        await ctx.reply(f"⏸ Task #{handle.task_id} ({handle.harness}) is paused: "
-                        f"{handle.prompt[:60]}\n/resume continues it, /stop cancels it.")
+        await ctx.reply(
+            f"⏸ Task #{handle.task_id} ({handle.harness}) is paused: "
+            f"{handle.prompt[:60]}\n/resume continues it, /stop cancels it."
+        )
         return
     await ctx.reply(
         f"⏳ Busy with task #{handle.task_id} ({handle.harness}, {elapsed:.0f} s): "
-        f"{handle.prompt[:60]}\nI'll answer when it's done. /stop cancels it.")
+        f"{handle.prompt[:60]}\nI'll answer when it's done. /stop cancels it."
+    )
 
 
 async def _answer_question(ctx: Context) -> None:
@@ -60,14 +63,17 @@ async def _answer_question(ctx: Context) -> None:
         chosen = next((n for n in names if n.lower() == ctx.text.strip().lower()), None)
         chosen = chosen or ctx.services.workspace.find_in_text(ctx.text)
         if chosen is None:
-            await ctx.reply(f"I don't know a repo called {ctx.text.strip()[:40]!r}. "
-                            f"Repos: {', '.join(names)}. Send the task again with one.")
+            await ctx.reply(
+                f"I don't know a repo called {ctx.text.strip()[:40]!r}. "
+                f"Repos: {', '.join(names)}. Send the task again with one."
+            )
             return
         data.repo = chosen
         await ctx.session.persist()
         if await ctx.permit(f"repo:{chosen}", f"tasks in {chosen}"):
-            await ctx.services.runner.start(ctx.session, chosen,
-                                            str(context.get("prompt", "")), ctx.subject.id)
+            await ctx.services.runner.start(
+                ctx.session, chosen, str(context.get("prompt", "")), ctx.subject.id
+            )
         return
     original = str(context.get("original", ""))
     combined = f"{original}\n(Answer to your question: {ctx.text})" if original else ctx.text
@@ -89,8 +95,9 @@ async def _fresh(ctx: Context, found: Classification, *, text: str | None = None
             return
         except PlannerUnavailable as err:
             if found.intent is not Intent.TASK:
-                await ctx.reply(f"⚠️ I couldn't think about that: {err}.\n"
-                                f"For code changes say e.g. '{EXAMPLE}'.")
+                await ctx.reply(
+                    f"⚠️ I couldn't think about that: {err}.\nFor code changes say e.g. '{EXAMPLE}'."
+                )
                 return
             await ctx.reply(f"⚠️ {err}; handing the task straight to the harness.")
     if found.intent is Intent.TASK:
@@ -98,7 +105,8 @@ async def _fresh(ctx: Context, found: Classification, *, text: str | None = None
         return
     await ctx.reply(
         "🤔 I'm not sure what you'd like. For a code change, say what to do and where,\n"
-        f"e.g. '{EXAMPLE}'. /help lists commands.")
+        f"e.g. '{EXAMPLE}'. /help lists commands."
+    )
 
 
 async def start_task(ctx: Context, prompt: str) -> None:
@@ -121,8 +129,12 @@ async def start_task(ctx: Context, prompt: str) -> None:
 
 
 async def _workspace(ctx: Context) -> None:
-    m = re.match(r"^(?:use|switch to|work on|open|select)\s+(?:the\s+)?(?:repo\s+|project\s+)?"
-                 r"([\w.-]+)$", ctx.text.strip(), re.IGNORECASE)
+    m = re.match(
+        r"^(?:use|switch to|work on|open|select)\s+(?:the\s+)?(?:repo\s+|project\s+)?"
+        r"([\w.-]+)$",
+        ctx.text.strip(),
+        re.IGNORECASE,
+    )
     if m:
         await ctx.reply(await ctx.workspace.use(ctx.session, m.group(1)))
     else:
@@ -136,6 +148,8 @@ def _small_talk(text: str) -> str:
     if t.startswith(("bye", "see you", "good night")):
         return "🐕 Bye! I'll be here."
     if t.startswith(("who are you", "what are you", "what can you do")):
-        return ("🐕 I'm Fetch. Tell me a code change ('fix the flaky login test in myapp');\n"
-                "I run a coding CLI, show you the diff, and commit only what you approve.")
+        return (
+            "🐕 I'm Fetch. Tell me a code change ('fix the flaky login test in myapp');\n"
+            "I run a coding CLI, show you the diff, and commit only what you approve."
+        )
     return "🐕 Hi! Tell me what to change, or /help."

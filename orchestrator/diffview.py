@@ -20,8 +20,17 @@ PAGE_LINES = 30
 # invisible marks and separators that reorder or break a line (and the zero-width space,
 # which only ``inert_fences`` may add).
 _CONTROLS = [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0)]
-_FORMATS = [0x061C, 0x200B, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
-            0x2028, 0x2029, 0xFEFF]
+_FORMATS = [
+    0x061C,
+    0x200B,
+    0x200E,
+    0x200F,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+    0x2028,
+    0x2029,
+    0xFEFF,
+]
 _INERT = {c: f"\\x{c:02x}" for c in _CONTROLS} | {c: f"\\u{c:04x}" for c in _FORMATS}
 
 
@@ -73,15 +82,29 @@ def _hunk_lines(patch: str) -> list[str]:
         if line.startswith("diff --git "):
             current = line.split(" b/", 1)[-1]
             out.append(_cut(f"▸ {current}"))
-        elif line.startswith(("index ", "--- ", "+++ ", "new file mode", "deleted file mode",
-                              "similarity index", "rename from", "rename to", "old mode",
-                              "new mode")):
+        elif line.startswith(
+            (
+                "index ",
+                "--- ",
+                "+++ ",
+                "new file mode",
+                "deleted file mode",
+                "similarity index",
+                "rename from",
+                "rename to",
+                "old mode",
+                "new mode",
+            )
+        ):
             continue
         elif line.startswith("GIT binary patch") or line.startswith("Binary files"):
             out.append("  (binary or big file, not shown)")
         elif line.startswith(("literal ", "delta ")) or (
-                out and out[-1] == "  (binary or big file, not shown)"
-                and line and line[0] not in "@ +-"):
+            out
+            and out[-1] == "  (binary or big file, not shown)"
+            and line
+            and line[0] not in "@ +-"
+        ):
             continue
         else:
             out.append(_cut(line))
@@ -97,16 +120,18 @@ def _describe(f: FileStat) -> str:
 
 
 def _cut_note(change: Change) -> str:
-    return (f"\n(the diff is longer than {human_size(PATCH_CAP)}; the rest is not shown)"
-            if change.truncated else "")
+    return (
+        f"\n(the diff is longer than {human_size(PATCH_CAP)}; the rest is not shown)"
+        if change.truncated
+        else ""
+    )
 
 
 def summary(change: Change, repo: str) -> str:
     plus = sum(f.added for f in change.files)
     minus = sum(f.removed for f in change.files)
     n = len(change.files)
-    head = [f"📝 {inert_fences(visible(repo))}: {n} file{'s' if n != 1 else ''}, "
-            f"+{plus} −{minus}"]
+    head = [f"📝 {inert_fences(visible(repo))}: {n} file{'s' if n != 1 else ''}, +{plus} −{minus}"]
     for f in change.files[:8]:
         head.append(_cut(_describe(f)))
     if n > 8:
@@ -136,9 +161,7 @@ def page(change: Change, start: int) -> tuple[str, int]:
 def file_view(patch: str, path: str) -> str:
     body = _hunk_lines(patch)
     if not body:
-        return (f"{inert_fences(visible(path))} is not part of this change.\n\n"
-                "Apply? (yes/no)")
+        return f"{inert_fences(visible(path))} is not part of this change.\n\nApply? (yes/no)"
     cut = body[:PAGE_LINES]
     more = f"\n({len(body) - PAGE_LINES} more lines)" if len(body) > PAGE_LINES else ""
     return "```\n" + "\n".join(cut) + "\n```" + more + "\n\nApply? (yes/no)"
-

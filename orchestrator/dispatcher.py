@@ -25,7 +25,8 @@ async def dispatch(ctx: Context) -> None:
     try:
         await _instincts(ctx)
         if ctx.session.state is not State.GUARDING and not await ctx.permit(
-                "talk", "free text (only commands)"):
+            "talk", "free text (only commands)"
+        ):
             raise StopPropagation
         await handle_text(ctx)
     except StopPropagation:
@@ -38,8 +39,10 @@ async def dispatch(ctx: Context) -> None:
         if unsaved is not None:
             await ctx.reply(f"⚠️ {unsaved}")
             return
-        await ctx.reply("⚠️ Something went wrong on my side (it's in the log). "
-                        "Your code is untouched; try again.")
+        await ctx.reply(
+            "⚠️ Something went wrong on my side (it's in the log). "
+            "Your code is untouched; try again."
+        )
 
 
 async def _instincts(ctx: Context) -> None:

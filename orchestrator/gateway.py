@@ -52,12 +52,14 @@ class Cleaned:
 
 def clean_text(raw: str, trigger: str, limit: int) -> Cleaned:
     if len(raw) > limit:
-        return Cleaned("", f"That message is {len(raw):,} characters; my limit is {limit:,}. "
-                           "Send a shorter one.")
+        return Cleaned(
+            "",
+            f"That message is {len(raw):,} characters; my limit is {limit:,}. Send a shorter one.",
+        )
     text = unicodedata.normalize("NFC", raw)
     text = CONTROL.sub("", ANSI.sub("", text)).replace("\r\n", "\n").replace("\r", "\n").strip()
     if trigger and text.lower().startswith(trigger.lower()):
-        text = text[len(trigger):].lstrip(" ,:").strip()
+        text = text[len(trigger) :].lstrip(" ,:").strip()
     if not text:
         return Cleaned("", "I got an empty message. Tell me what to do, or /help.")
     return Cleaned(text, None)
@@ -74,7 +76,8 @@ def to_payload(inbound: Inbound) -> dict[str, Any]:
     # Not dataclasses.asdict: its deep copy cost more than the rest of the gateway.
     payload = {f.name: getattr(inbound, f.name) for f in fields(Inbound)}
     payload["attachments"] = [
-        {"kind": a.kind, "path": a.path, "mime": a.mime} for a in inbound.attachments]
+        {"kind": a.kind, "path": a.path, "mime": a.mime} for a in inbound.attachments
+    ]
     return payload
 
 
@@ -91,8 +94,7 @@ def answers_pending_diff(session: Session, inbound: Inbound) -> bool:
     """A reaction is an instruction only on the diff that waits now: 👍 on an old or
     already answered diff (or on any other message) approves nothing and starts nothing."""
     target = session.data.approval_message_id
-    return session.state is State.GUARDING and target is not None \
-        and inbound.reply_to == target
+    return session.state is State.GUARDING and target is not None and inbound.reply_to == target
 
 
 class Gateway:
@@ -113,8 +115,7 @@ class Gateway:
         messages, are for Fetch (a reaction is addressed by what it reacts to)."""
         if not inbound.is_group or inbound.reaction:
             return True
-        if inbound.reply_to and self._s.messenger.sent_by_fetch(inbound.channel,
-                                                                 inbound.reply_to):
+        if inbound.reply_to and self._s.messenger.sent_by_fetch(inbound.channel, inbound.reply_to):
             return True
         trigger = self._s.settings.gateway.trigger.lower()
         return inbound.text.lstrip().lower().startswith(trigger)
@@ -125,8 +126,9 @@ class Gateway:
             return
         if not self.allowed(inbound):
             # No reply, no model, no tool: strangers only reach the log (rate-limited).
-            self._strangers.info("dropped message from non-allowed sender %s on %s",
-                                 inbound.sender, inbound.channel)
+            self._strangers.info(
+                "dropped message from non-allowed sender %s on %s", inbound.sender, inbound.channel
+            )
             return
         if not self.addressed(inbound):
             log.debug("group message without %s ignored", self._s.settings.gateway.trigger)
@@ -135,7 +137,8 @@ class Gateway:
             return
         try:
             accepted = await self._s.store.inbox.accept(
-                inbound.channel, inbound.message_id, inbound.key, to_payload(inbound))
+                inbound.channel, inbound.message_id, inbound.key, to_payload(inbound)
+            )
         except STORAGE_ERRORS as err:
             # A full disk or a read-only or damaged database: the sender hears it, the
             # channel's reader lives on, and the next message tries again.
@@ -155,10 +158,13 @@ class Gateway:
             # Told in the background: a send can be slow (WhatsApp paces), and receive
             # must not wait for it.
             rate = self._s.settings.gateway.rate_per_minute
-            text = (f"⏳ You are sending faster than {rate:g} messages a minute; I am "
-                    "skipping your messages for now. Send it again in a minute.")
-            self._s.supervisor.spawn(self._tell(inbound.key, text),
-                                     name=f"limit:{inbound.key.slug}")
+            text = (
+                f"⏳ You are sending faster than {rate:g} messages a minute; I am "
+                "skipping your messages for now. Send it again in a minute."
+            )
+            self._s.supervisor.spawn(
+                self._tell(inbound.key, text), name=f"limit:{inbound.key.slug}"
+            )
         return False
 
     async def _tell(self, key: SessionKey, text: str) -> None:
@@ -173,9 +179,12 @@ class Gateway:
         logged = cleaned.text or inbound.text[:200]
         self._s.store.messages.log(inbound.key, "in", logged)
         try:
-            self._s.journal.append(inbound.key,
-                                   "owner" if inbound.from_owner else inbound.sender,
-                                   logged, message_id=inbound.message_id)
+            self._s.journal.append(
+                inbound.key,
+                "owner" if inbound.from_owner else inbound.sender,
+                logged,
+                message_id=inbound.message_id,
+            )
         except STORAGE_ERRORS as err:
             with suppress(*STORAGE_ERRORS):  # accepted but not run: not to be replayed
                 await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
@@ -189,8 +198,10 @@ class Gateway:
         instinct = self._s.instincts.get(inbound.command) if inbound.command else None
         self._in_flight += 1
         if instinct is not None and instinct.bypass_queue:
-            self._s.supervisor.spawn(self._handle(inbound, cleaned.text),
-                                     name=f"bypass:{inbound.key.slug}:{instinct.name}")
+            self._s.supervisor.spawn(
+                self._handle(inbound, cleaned.text),
+                name=f"bypass:{inbound.key.slug}:{instinct.name}",
+            )
             return
         self._queue(inbound).put_nowait((inbound, cleaned.text))
 
@@ -210,8 +221,10 @@ class Gateway:
         if queue is None:
             queue = asyncio.Queue()
             self._queues[qkey] = queue
-            self._s.supervisor.spawn(self._worker(inbound.key, queue),
-                                     name=f"session:{inbound.key.slug}:{inbound.sender}")
+            self._s.supervisor.spawn(
+                self._worker(inbound.key, queue),
+                name=f"session:{inbound.key.slug}:{inbound.sender}",
+            )
         return queue
 
     async def _worker(self, key: SessionKey, queue: asyncio.Queue[tuple[Inbound, str]]) -> None:
@@ -223,8 +236,11 @@ class Gateway:
                 # sender's backlog cannot starve the others in the same chat.
                 async with session.lock:
                     if inbound.reaction and not answers_pending_diff(session, inbound):
-                        log.info("reaction %s on %s ignored: not the diff that waits",
-                                 inbound.reaction, inbound.reply_to)
+                        log.info(
+                            "reaction %s on %s ignored: not the diff that waits",
+                            inbound.reaction,
+                            inbound.reply_to,
+                        )
                         self._in_flight -= 1
                         await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
                         continue
@@ -253,12 +269,14 @@ class Gateway:
         count = 0
         for payload in unfinished:
             inbound = from_payload(payload)
-            cleaned = clean_text(said(inbound), self._s.settings.gateway.trigger,
-                                 self._s.settings.gateway.max_message_chars)
+            cleaned = clean_text(
+                said(inbound),
+                self._s.settings.gateway.trigger,
+                self._s.settings.gateway.max_message_chars,
+            )
             if cleaned.problem is None:
                 self._in_flight += 1
-                self._queue(inbound).put_nowait(
-                    (with_command(inbound, cleaned.text), cleaned.text))
+                self._queue(inbound).put_nowait((with_command(inbound, cleaned.text), cleaned.text))
                 count += 1
             else:
                 await self._s.store.inbox.finish(inbound.channel, inbound.message_id)

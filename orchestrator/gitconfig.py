@@ -29,52 +29,111 @@ from core.errors import GitError
 # Second belt: command-line config wins over every file, so these hold even if a check
 # above them were wrong.
 HARDENING = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "core.untrackedCache=false",
-    "-c", "core.splitIndex=false",
-    "-c", "core.pager=cat",
-    "-c", "core.editor=true",
-    "-c", "core.askPass=",
-    "-c", "core.sshCommand=false",
-    "-c", "core.gitProxy=",
-    "-c", "core.alternateRefsCommand=",
-    "-c", "core.quotePath=true",
-    "-c", "core.protectNTFS=true",
-    "-c", "core.protectHFS=true",
-    "-c", "credential.helper=",
-    "-c", "diff.external=",
-    "-c", "diff.ignoreSubmodules=all",
-    "-c", "status.submoduleSummary=false",
-    "-c", "submodule.recurse=false",
-    "-c", "commit.gpgSign=false",
-    "-c", "log.showSignature=false",
-    "-c", "gpg.program=false",
-    "-c", "color.ui=false",
-    "-c", "protocol.allow=never",
-    "-c", "uploadpack.packObjectsHook=",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "core.splitIndex=false",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "core.editor=true",
+    "-c",
+    "core.askPass=",
+    "-c",
+    "core.sshCommand=false",
+    "-c",
+    "core.gitProxy=",
+    "-c",
+    "core.alternateRefsCommand=",
+    "-c",
+    "core.quotePath=true",
+    "-c",
+    "core.protectNTFS=true",
+    "-c",
+    "core.protectHFS=true",
+    "-c",
+    "credential.helper=",
+    "-c",
+    "diff.external=",
+    "-c",
+    "diff.ignoreSubmodules=all",
+    "-c",
+    "status.submoduleSummary=false",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "gpg.program=false",
+    "-c",
+    "color.ui=false",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "uploadpack.packObjectsHook=",
 )
 
 # Keys (as `git config --list` prints them: section and name lowercased) that can neither
 # run a program nor make git read or write outside the repository.
-ALLOWED_KEYS = frozenset({
-    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
-    "core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol",
-    "core.safecrlf", "core.quotepath", "core.checkstat", "core.trustctime", "core.abbrev",
-    "core.compression", "core.loosecompression", "core.whitespace",
-    "user.name", "user.email", "init.defaultbranch",
-    "extensions.objectformat",
-    "pull.rebase", "pull.ff", "push.default", "fetch.prune",
-    "gc.auto", "maintenance.auto", "maintenance.strategy",
-})
+ALLOWED_KEYS = frozenset(
+    {
+        "core.repositoryformatversion",
+        "core.filemode",
+        "core.bare",
+        "core.logallrefupdates",
+        "core.ignorecase",
+        "core.precomposeunicode",
+        "core.symlinks",
+        "core.autocrlf",
+        "core.eol",
+        "core.safecrlf",
+        "core.quotepath",
+        "core.checkstat",
+        "core.trustctime",
+        "core.abbrev",
+        "core.compression",
+        "core.loosecompression",
+        "core.whitespace",
+        "user.name",
+        "user.email",
+        "init.defaultbranch",
+        "extensions.objectformat",
+        "pull.rebase",
+        "pull.ff",
+        "push.default",
+        "fetch.prune",
+        "gc.auto",
+        "maintenance.auto",
+        "maintenance.strategy",
+    }
+)
 # section.<subsection>.name: the subsection is free text, the name is not.
 # Not remote.*.uploadpack/receivepack/vcs/proxy (programs, a proxy), nor promisor or
 # partialclonefilter (lazy fetches); branch.*.mergeoptions passes options to merge.
 ALLOWED_SUBSECTION_KEYS = {
-    "remote": frozenset({"url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror",
-                         "skipdefaultupdate", "skipfetchall", "gh-resolved"}),
-    "branch": frozenset({"remote", "merge", "rebase", "pushremote", "description",
-                         "vscode-merge-base"}),
+    "remote": frozenset(
+        {
+            "url",
+            "pushurl",
+            "fetch",
+            "push",
+            "tagopt",
+            "prune",
+            "mirror",
+            "skipdefaultupdate",
+            "skipfetchall",
+            "gh-resolved",
+        }
+    ),
+    "branch": frozenset(
+        {"remote", "merge", "rebase", "pushremote", "description", "vscode-merge-base"}
+    ),
 }
 # Values that matter even for allowed keys.
 REQUIRED_VALUES = {
@@ -99,24 +158,26 @@ def private_home() -> Path:
 def base_env() -> dict[str, str]:
     home = str(private_home())
     env = {name: os.environ[name] for name in INHERITED if name in os.environ}
-    env.update({
-        "HOME": home,
-        "XDG_CONFIG_HOME": home,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_SYSTEM": os.devnull,
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_CEILING_DIRECTORIES": str(Path(home).parent),
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_LITERAL_PATHSPECS": "1",
-        "GIT_PAGER": "cat",
-        "PAGER": "cat",
-        "GIT_EDITOR": "true",
-        "LANGUAGE": "C",
-        "LC_ALL": "C",
-    })
+    env.update(
+        {
+            "HOME": home,
+            "XDG_CONFIG_HOME": home,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_SYSTEM": os.devnull,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_CEILING_DIRECTORIES": str(Path(home).parent),
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_LITERAL_PATHSPECS": "1",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "GIT_EDITOR": "true",
+            "LANGUAGE": "C",
+            "LC_ALL": "C",
+        }
+    )
     return env
 
 
@@ -146,7 +207,11 @@ def check_config(config: Path) -> None:
     home = private_home()
     proc = subprocess.run(
         ["git", "config", "--file", str(config), "--no-includes", "--null", "--list"],
-        env=base_env(), cwd=home, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+        env=base_env(),
+        cwd=home,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
         check=False,
     )
     if proc.returncode != 0:
@@ -161,7 +226,8 @@ def check_config(config: Path) -> None:
             raise GitError(
                 f"refusing to run git: .git/config sets {key!r}, which could make git run a "
                 "program or work outside the repository. If you set it yourself, remove it "
-                f"(git config --unset-all {key!r}).")
+                f"(git config --unset-all {key!r})."
+            )
         rule = REQUIRED_VALUES.get(key)
         if rule is not None and not rule.fullmatch(value.strip()):
             raise GitError(f"refusing to run git: .git/config sets {key} = {value!r}")

@@ -50,8 +50,14 @@ AUTHOR = {
     "GIT_COMMITTER_EMAIL": "fetch@localhost",
 }
 # Paths inside .git that can make host git run programs or look elsewhere.
-GUARDED = ("config", "config.worktree", "hooks", "info/attributes", "commondir",
-           "objects/info/alternates")
+GUARDED = (
+    "config",
+    "config.worktree",
+    "hooks",
+    "info/attributes",
+    "commondir",
+    "objects/info/alternates",
+)
 # A file bigger than this is stated, never diffed (git treats it as binary and does not
 # load it); a diff is read up to PATCH_CAP bytes and cut there.
 FILE_CAP = 1024 * 1024
@@ -126,24 +132,40 @@ class Repo:
     def _argv(self, args: tuple[str, ...]) -> list[str]:
         # safe.directory: the Docker kennel hands the working tree to its uid; this repo,
         # and only it, is trusted although another uid owns files.
-        return ["git", "-c", f"safe.directory={self._anchor.root}", *HARDENING,
-                "-c", f"core.bigFileThreshold={FILE_CAP}", *args]
+        return [
+            "git",
+            "-c",
+            f"safe.directory={self._anchor.root}",
+            *HARDENING,
+            "-c",
+            f"core.bigFileThreshold={FILE_CAP}",
+            *args,
+        ]
 
     def _fail(self, args: tuple[str, ...], stderr: bytes) -> GitError:
         detail = stderr.decode(errors="replace").strip().splitlines()
-        return GitError(f"git {args[0]} failed in {self._anchor.root.name}: "
-                        f"{detail[-1] if detail else 'no detail'}")
+        return GitError(
+            f"git {args[0]} failed in {self._anchor.root.name}: "
+            f"{detail[-1] if detail else 'no detail'}"
+        )
 
-    def _run(self, *args: str, env: dict[str, str] | None = None, strip: bool = True,
-             stdin: bytes = b"") -> str:
+    def _run(
+        self, *args: str, env: dict[str, str] | None = None, strip: bool = True, stdin: bytes = b""
+    ) -> str:
         try:
             proc = subprocess.run(
-                self._argv(args), cwd=self._anchor.root, env={**self._env, **(env or {})},
-                input=stdin, capture_output=True, timeout=TIMEOUT, check=False,
+                self._argv(args),
+                cwd=self._anchor.root,
+                env={**self._env, **(env or {})},
+                input=stdin,
+                capture_output=True,
+                timeout=TIMEOUT,
+                check=False,
             )
         except subprocess.TimeoutExpired as err:
-            raise GitError(f"git {args[0]} took longer than {TIMEOUT:.0f} s in "
-                           f"{self._anchor.root.name}") from err
+            raise GitError(
+                f"git {args[0]} took longer than {TIMEOUT:.0f} s in {self._anchor.root.name}"
+            ) from err
         if proc.returncode != 0:
             raise self._fail(args, proc.stderr)
         out = proc.stdout.decode(errors="replace")
@@ -152,10 +174,17 @@ class Repo:
     def _run_capped(self, *args: str, limit: int = PATCH_CAP) -> tuple[str, bool]:
         """Read at most ``limit`` bytes of output; True if there was more (git is stopped)."""
         # stderr goes to a file: a full stderr pipe must not stall git while we read.
-        with tempfile.TemporaryFile() as errors, subprocess.Popen(
-            self._argv(args), cwd=self._anchor.root, env=self._env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
-        ) as proc:
+        with (
+            tempfile.TemporaryFile() as errors,
+            subprocess.Popen(
+                self._argv(args),
+                cwd=self._anchor.root,
+                env=self._env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+            ) as proc,
+        ):
             assert proc.stdout is not None
             data = proc.stdout.read(limit + 1)
             cut = len(data) > limit
@@ -166,8 +195,9 @@ class Repo:
                 code = proc.wait(TIMEOUT)
             except subprocess.TimeoutExpired as late:
                 proc.kill()
-                raise GitError(f"git {args[0]} took longer than {TIMEOUT:.0f} s in "
-                               f"{self._anchor.root.name}") from late
+                raise GitError(
+                    f"git {args[0]} took longer than {TIMEOUT:.0f} s in {self._anchor.root.name}"
+                ) from late
             errors.seek(0)
             stderr = errors.read(64 * 1024)
         if not cut and code != 0:
@@ -202,12 +232,16 @@ class Repo:
 
     def status_lines(self) -> list[str]:
         self._preflight()
-        out = self._run("status", "--porcelain=v1", "--untracked-files=all",
-                        "--ignore-submodules=all", strip=False)
+        out = self._run(
+            "status",
+            "--porcelain=v1",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+            strip=False,
+        )
         lines = [line for line in out.splitlines() if line.strip()]
         # git does not list a .git below the root; the owner must hear of it anyway.
-        lines += [f"!! {rel} (nested git repository)"
-                  for rel in nested_repos(self._anchor.root)]
+        lines += [f"!! {rel} (nested git repository)" for rel in nested_repos(self._anchor.root)]
         return lines
 
     def is_clean(self) -> bool:
@@ -232,8 +266,10 @@ class Repo:
         nested = nested_repos(self._anchor.root)
         if nested:
             raise GitError(
-                "the change holds a nested git repository (" + ", ".join(nested[:3])
-                + "); I won't read or commit it. Say no (or /stop) to remove it.")
+                "the change holds a nested git repository ("
+                + ", ".join(nested[:3])
+                + "); I won't read or commit it. Say no (or /stop) to remove it."
+            )
         base = self._run("rev-parse", "--verify", "HEAD")
         with self._private_index() as env:
             self._run("read-tree", base, env=env)
@@ -243,11 +279,25 @@ class Repo:
         self._refuse_links(entries)
         sizes = self._sizes(entries)
         patch, cut = self._run_capped(
-            "diff-tree", "-p", "--no-ext-diff", "--no-textconv", "--find-renames",
-            "--no-color", "--ignore-submodules=all", base, tree)
+            "diff-tree",
+            "-p",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--find-renames",
+            "--no-color",
+            "--ignore-submodules=all",
+            base,
+            tree,
+        )
         numstat = self._run(
-            "diff-tree", "-r", "--numstat", "--no-renames", "--no-ext-diff",
-            "--no-textconv", base, tree,
+            "diff-tree",
+            "-r",
+            "--numstat",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            base,
+            tree,
         )
         files: list[FileStat] = []
         for line in numstat.splitlines():
@@ -256,8 +306,15 @@ class Repo:
                 continue
             add, rem, path = parts
             binary = add == "-"
-            files.append(FileStat(path, 0 if binary else int(add), 0 if binary else int(rem),
-                                  binary, sizes.get(path, 0)))
+            files.append(
+                FileStat(
+                    path,
+                    0 if binary else int(add),
+                    0 if binary else int(rem),
+                    binary,
+                    sizes.get(path, 0),
+                )
+            )
         return Change(base, tree, patch, tuple(files), cut)
 
     def _raw(self, base: str, tree: str) -> list[_Entry]:
@@ -273,23 +330,33 @@ class Repo:
     def _refuse_links(self, entries: list[_Entry]) -> None:
         for e in entries:
             if e.new_mode == GITLINK:
-                raise GitError(f"the change adds a submodule/gitlink at {e.path}; I won't "
-                               "commit one. Say no to discard it.")
+                raise GitError(
+                    f"the change adds a submodule/gitlink at {e.path}; I won't "
+                    "commit one. Say no to discard it."
+                )
             if e.new_mode == SYMLINK:
                 target, _ = self._run_capped("cat-file", "blob", e.new_sha, limit=4096)
                 if escapes(e.path.strip('"'), target):
-                    raise GitError(f"the change adds a symlink {e.path} -> {target[:200]!r} "
-                                   "that points outside the repository; I won't commit it. "
-                                   "Say no to discard it.")
+                    raise GitError(
+                        f"the change adds a symlink {e.path} -> {target[:200]!r} "
+                        "that points outside the repository; I won't commit it. "
+                        "Say no to discard it."
+                    )
 
     def _sizes(self, entries: list[_Entry]) -> dict[str, int]:
         """Blob sizes by path, from the object database (never reading the blobs)."""
-        wanted = {e.path: (e.new_sha if e.new_sha != ZERO else e.old_sha) for e in entries
-                  if GITLINK not in (e.new_mode, e.old_mode)}
+        wanted = {
+            e.path: (e.new_sha if e.new_sha != ZERO else e.old_sha)
+            for e in entries
+            if GITLINK not in (e.new_mode, e.old_mode)
+        }
         if not wanted:
             return {}
-        out = self._run("cat-file", "--batch-check=%(objectname) %(objectsize)",
-                        stdin="".join(f"{sha}\n" for sha in wanted.values()).encode())
+        out = self._run(
+            "cat-file",
+            "--batch-check=%(objectname) %(objectsize)",
+            stdin="".join(f"{sha}\n" for sha in wanted.values()).encode(),
+        )
         by_sha = {}
         for line in out.splitlines():
             sha, _, size = line.partition(" ")
@@ -300,8 +367,17 @@ class Repo:
     def file_patch(self, change: Change, path: str) -> str:
         self._preflight()
         patch, cut = self._run_capped(
-            "diff-tree", "-p", "--no-ext-diff", "--no-textconv", "--no-color",
-            "--ignore-submodules=all", change.base_sha, change.tree_sha, "--", path)
+            "diff-tree",
+            "-p",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "--ignore-submodules=all",
+            change.base_sha,
+            change.tree_sha,
+            "--",
+            path,
+        )
         if cut:
             patch += f"\n… (cut at {PATCH_CAP // (1024 * 1024)} MB; the rest is not shown)\n"
         return patch
@@ -314,8 +390,9 @@ class Repo:
             raise GitError("the branch moved since the diff was made; nothing committed")
         if current.digest != change.digest:
             raise GitError("the files changed since the diff was shown; nothing committed")
-        sha = self._run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message,
-                        env=AUTHOR)
+        sha = self._run(
+            "commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message, env=AUTHOR
+        )
         # Compare-and-swap: the ref only moves if it still points at the base.
         self._run("update-ref", "-m", "fetch: approved change", "HEAD", sha, change.base_sha)
         self._preflight()
@@ -333,8 +410,9 @@ class Repo:
         for _ in range(CLEAN_PASSES):
             self._anchor.verify(self.path)
             self._run("clean", "-ffdq")
-            if not self._run("ls-files", "--others", "--exclude-standard", "--directory",
-                             "--no-empty-directory"):
+            if not self._run(
+                "ls-files", "--others", "--exclude-standard", "--directory", "--no-empty-directory"
+            ):
                 break
 
     def revert(self, sha: str, message: str) -> str:
@@ -353,8 +431,16 @@ class Repo:
             try:
                 with self._private_index() as env:
                     self._run("read-tree", head, env=env)
-                    self._run("diff-tree", "-p", "--binary", "--no-ext-diff", "--no-textconv",
-                              f"--output={patch_file}", sha, parent)
+                    self._run(
+                        "diff-tree",
+                        "-p",
+                        "--binary",
+                        "--no-ext-diff",
+                        "--no-textconv",
+                        f"--output={patch_file}",
+                        sha,
+                        parent,
+                    )
                     try:
                         self._run("apply", "--cached", patch_file, env=env)
                     except GitError as err:
@@ -372,8 +458,7 @@ class Repo:
 
     def subject(self, sha: str) -> str:
         self._preflight()
-        return self._run("log", "-1", "--no-show-signature", "--format=%s",
-                         "--end-of-options", sha)
+        return self._run("log", "-1", "--no-show-signature", "--format=%s", "--end-of-options", sha)
 
 
 @contextmanager
@@ -410,9 +495,12 @@ def guard_repo_config(path: Path) -> Iterator[list[str]]:
 def _restore(anchor: Anchor, path: Path, saved: Path, restored: list[str]) -> None:
     gitdir = anchor.gitdir
     st = os.lstat(gitdir) if os.path.lexists(gitdir) else None
-    if (st is None or not stat.S_ISDIR(st.st_mode)
-            or (st.st_dev, st.st_ino) != (anchor.dev, anchor.ino)
-            or Path(os.path.realpath(path)) != anchor.root):
+    if (
+        st is None
+        or not stat.S_ISDIR(st.st_mode)
+        or (st.st_dev, st.st_ino) != (anchor.dev, anchor.ino)
+        or Path(os.path.realpath(path)) != anchor.root
+    ):
         raise GitError(f"the harness replaced {anchor.root.name}/.git; I won't touch it")
     for name in GUARDED:
         now, before = gitdir / name, saved / name
@@ -453,7 +541,8 @@ def _fingerprint(path: Path) -> str:
         return "file:" + digest.hexdigest()
     if path.is_dir():
         parts = sorted(
-            f"{p.relative_to(path)}={_fingerprint(p)}" for p in path.rglob("*")
+            f"{p.relative_to(path)}={_fingerprint(p)}"
+            for p in path.rglob("*")
             if p.is_symlink() or not p.is_dir()
         )
         return "dir:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -19,8 +19,13 @@ from pathlib import Path
 from core.errors import GitError
 
 # Files in .git that make git read objects or config from somewhere else.
-RELOCATING = ("commondir", "gitdir", "objects/info/alternates", "objects/info/http-alternates",
-              "config.worktree")
+RELOCATING = (
+    "commondir",
+    "gitdir",
+    "objects/info/alternates",
+    "objects/info/http-alternates",
+    "config.worktree",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +48,9 @@ class Anchor:
         if stat.S_ISLNK(st.st_mode):
             raise GitError(f"{path.name}/.git is a symlink; refusing to use it")
         if not stat.S_ISDIR(st.st_mode):
-            raise GitError(f"{path.name}/.git is not a directory (a gitfile?); refusing to "
-                           "follow it")
+            raise GitError(
+                f"{path.name}/.git is not a directory (a gitfile?); refusing to follow it"
+            )
         return cls(root, gitdir, st.st_dev, st.st_ino)
 
     def verify(self, path: Path) -> None:
@@ -64,8 +70,10 @@ def check_gitdir(gitdir: Path) -> None:
     """No relocation files, no symlinks and no hard-linked files anywhere in ``.git``."""
     for rel in RELOCATING:
         if os.path.lexists(gitdir / rel):
-            raise GitError(f"refusing to run git: .git/{rel} exists and would make git read "
-                           "from outside the repository")
+            raise GitError(
+                f"refusing to run git: .git/{rel} exists and would make git read "
+                "from outside the repository"
+            )
     objects = str(gitdir / "objects")
     pending = [str(gitdir)]
     while pending:
@@ -81,8 +89,7 @@ def check_gitdir(gitdir: Path) -> None:
                 # git appends to reflogs in place: a hard link would carry the write
                 # outside. Objects are written once, never in place.
                 elif not in_objects and entry.stat(follow_symlinks=False).st_nlink > 1:
-                    raise GitError(f"refusing to run git: .git/{where} is hard-linked "
-                                   "elsewhere")
+                    raise GitError(f"refusing to run git: .git/{where} is hard-linked elsewhere")
 
 
 def nested_repos(root: Path) -> list[str]:

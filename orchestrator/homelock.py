@@ -36,8 +36,9 @@ class HomeLock:
         except BlockingIOError:
             holder = self._holder(fd)
             os.close(fd)
-            raise HomeBusy(f"Fetch is already running on this home ({holder}): "
-                           f"{self.path.parent}") from None
+            raise HomeBusy(
+                f"Fetch is already running on this home ({holder}): {self.path.parent}"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd

@@ -57,8 +57,9 @@ CONVERSATION = re.compile(
     r"how are you|what can you do|are you there|ping)\b[\s!.?]*$",
     re.IGNORECASE,
 )
-QUESTION = re.compile(r"^(?:what|why|how|when|where|who|is|are|does|do|can|should)\b",
-                      re.IGNORECASE)
+QUESTION = re.compile(
+    r"^(?:what|why|how|when|where|who|is|are|does|do|can|should)\b", re.IGNORECASE
+)
 
 
 def classify(text: str) -> Classification:

@@ -35,8 +35,7 @@ class _Bucket:
 
 
 class SenderLimits:
-    def __init__(self, rate_per_minute: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, rate_per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
         self._capacity = max(1.0, rate_per_minute)
         self._per_second = rate_per_minute / WINDOW
         self._clock = clock

@@ -37,8 +37,15 @@ def phone_wrap(text: str, width: int = PHONE_WIDTH) -> str:
         stripped = line.lstrip()
         indent = line[: len(line) - len(stripped)]
         hang = indent + ("  " if stripped[:2] in {"• ", "- ", "* "} else "")
-        out.extend(textwrap.wrap(line, width=width, subsequent_indent=hang,
-                                 break_long_words=True, break_on_hyphens=False))
+        out.extend(
+            textwrap.wrap(
+                line,
+                width=width,
+                subsequent_indent=hang,
+                break_long_words=True,
+                break_on_hyphens=False,
+            )
+        )
     return "\n".join(out)
 
 
@@ -58,8 +65,9 @@ class Messenger:
             raise ValueError(f"channel {channel.name!r} registered twice")
         self._channels[channel.name] = channel
 
-    def route(self, session: SessionKey, deliver_to: SessionKey,
-              copy: Callable[[str], None] | None = None) -> None:
+    def route(
+        self, session: SessionKey, deliver_to: SessionKey, copy: Callable[[str], None] | None = None
+    ) -> None:
         """Replies of ``session`` go to ``deliver_to`` (a scheduled job runs in a fresh
         session of its own; its output belongs in the owner's chat). ``copy`` also gets
         each new message's text (the scheduler's push notifications)."""
@@ -131,8 +139,12 @@ class Messenger:
             log_key, "out", text, model=model, tokens_in=tokens[0], tokens_out=tokens[1]
         )
         try:
-            self._journal.append(log_key, "fetch", text,
-                                 **({"model": model, "tokens": list(tokens)} if model else {}))
+            self._journal.append(
+                log_key,
+                "fetch",
+                text,
+                **({"model": model, "tokens": list(tokens)} if model else {}),
+            )
         except OSError as err:  # a full disk must not silence Fetch: send it all the same
             log.warning("journal: reply to %s not recorded: %s", log_key, err)
         copy = self._copies.get(log_key)
@@ -140,15 +152,15 @@ class Messenger:
             copy(text)
         parts = split_message(caps.render(text), caps.message_limit, caps.measure)
         if edit_of and caps.can_edit and len(parts) == 1:
-            edited = await channel.send(Outbound(key.channel, key.chat, parts[0],
-                                                 edit_of=edit_of))
+            edited = await channel.send(Outbound(key.channel, key.chat, parts[0], edit_of=edit_of))
             self._remember(key.channel, edited.message_id)
             return edited
         last = SendResult(message_id="")
         for i, part in enumerate(parts):
             nonce = approval_nonce if i == len(parts) - 1 else None  # buttons on the last
             quote = reply_to if i == 0 else None  # the first part quotes the question
-            last = await channel.send(Outbound(key.channel, key.chat, part, reply_to=quote,
-                                               approval_nonce=nonce))
+            last = await channel.send(
+                Outbound(key.channel, key.chat, part, reply_to=quote, approval_nonce=nonce)
+            )
             self._remember(key.channel, last.message_id)
         return last

@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 SUMMARY_PROMPT = (
     "Summarise these earlier messages of a chat between a developer (the owner) and Fetch, "
     "their coding assistant, in at most 120 words: what was asked, decided and done, and "
-    "what is still open. Keep repository names, file paths and commands exact.")
+    "what is still open. Keep repository names, file paths and commands exact."
+)
 
 
 class PlannerUnavailable(FetchError):
@@ -44,8 +45,9 @@ class PlannerUnavailable(FetchError):
 
 
 class Planner:
-    def __init__(self, settings: ModelSettings, tools: ToolRegistry,
-                 now: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, settings: ModelSettings, tools: ToolRegistry, now: Callable[[], float] = time.time
+    ) -> None:
         self._settings = settings
         self._tools = tools
         self.executor = ToolExecutor(tools)
@@ -73,16 +75,16 @@ class Planner:
         if self._client is not None:
             await self._client.close()
 
-    async def _complete(self, messages: list[Message],
-                        tools: list[dict[str, Any]] | None = None) -> Any:
+    async def _complete(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None = None
+    ) -> Any:
         assert self._client is not None
         # Typed loosely on purpose: messages and tools are plain JSON here, built by
         # history.py and the registry, not the SDK's TypedDicts.
         create: Any = self._client.chat.completions.create
         try:
             if tools:
-                response = await create(model=self._settings.name, messages=messages,
-                                        tools=tools)
+                response = await create(model=self._settings.name, messages=messages, tools=tools)
             else:
                 response = await create(model=self._settings.name, messages=messages)
         except Exception as err:
@@ -92,8 +94,9 @@ class Planner:
                 raise PlannerUnavailable(_describe(err)) from err
             if isinstance(err, ValueError | TypeError | KeyError | AttributeError):
                 # The SDK could not parse a 200 (not JSON, not a completion's shape).
-                raise PlannerUnavailable("the orchestrator model endpoint answered "
-                                         "something that is not a completion") from err
+                raise PlannerUnavailable(
+                    "the orchestrator model endpoint answered something that is not a completion"
+                ) from err
             raise
         wrong = completion.problem(response)
         if wrong is not None:
@@ -104,13 +107,15 @@ class Planner:
         """Compaction's summary of the oldest messages, by this model."""
         transcript = "\n".join(
             f"{'owner' if m['role'] == 'user' else 'fetch'}: {m.get('content') or ''}"
-            for m in folded)
+            for m in folded
+        )
         key = hashlib.sha256(transcript.encode()).hexdigest()
         known = self._summaries.get(key)
         if known is not None:
             return known
-        response = await self._complete([{"role": "system", "content": SUMMARY_PROMPT},
-                                         {"role": "user", "content": transcript}])
+        response = await self._complete(
+            [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript}]
+        )
         content = response.choices[0].message.content if response.choices else None
         if not content or not content.strip():
             raise PlannerUnavailable("the model summarised nothing")
@@ -136,26 +141,40 @@ class Planner:
             calls = message.tool_calls or []
             completion.normalise_arguments(calls)
             if not calls:
-                await ctx.reply(message.content or "(the model said nothing)",
-                                tokens=(tokens_in, tokens_out), model=self._settings.name)
+                await ctx.reply(
+                    message.content or "(the model said nothing)",
+                    tokens=(tokens_in, tokens_out),
+                    model=self._settings.name,
+                )
                 return
-            messages.append({
-                "role": "assistant",
-                "content": message.content or "",
-                "tool_calls": [c.model_dump(exclude_none=True) for c in calls],
-            })
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": message.content or "",
+                    "tool_calls": [c.model_dump(exclude_none=True) for c in calls],
+                }
+            )
             results, final = await self.executor.run(ctx, list(calls))
-            messages += [{"role": "tool", "tool_call_id": call_id, "content": content}
-                         for call_id, content in results]
+            messages += [
+                {"role": "tool", "tool_call_id": call_id, "content": content}
+                for call_id, content in results
+            ]
             if final:
                 ctx.services.store.messages.log(
-                    ctx.session.key, "model", "(planned: tool call ended the turn)",
-                    model=self._settings.name, tokens_in=tokens_in, tokens_out=tokens_out)
+                    ctx.session.key,
+                    "model",
+                    "(planned: tool call ended the turn)",
+                    model=self._settings.name,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                )
                 return
         await ctx.reply(
             f"I stopped planning after {self._settings.max_iterations} steps without an "
             "answer. Try a more specific request.",
-            tokens=(tokens_in, tokens_out), model=self._settings.name)
+            tokens=(tokens_in, tokens_out),
+            model=self._settings.name,
+        )
 
 
 def _describe(err: openai.APIError) -> str:

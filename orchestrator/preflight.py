@@ -49,12 +49,14 @@ def check_database(db: Path) -> None:
     if not head and wal_size == 0:  # WAL mode: a young database may live in -wal alone
         raise CannotStart(
             f"the database {db} is empty (0 bytes); not starting, so nothing is "
-            "overwritten. Restore it from a backup, or move it away to start afresh.")
+            "overwritten. Restore it from a backup, or move it away to start afresh."
+        )
     if head and head != SQLITE_MAGIC:
         raise CannotStart(
             f"the database {db} is not a SQLite database (corrupt?); not starting, so "
             "nothing is overwritten. Restore it from a backup, or move it away to start "
-            "afresh.")
+            "afresh."
+        )
 
 
 def describe(err: BaseException, where: Path | None = None) -> str:
@@ -77,8 +79,10 @@ def describe(err: BaseException, where: Path | None = None) -> str:
             return f"the disk is full ({text}); free some space and start again."
         if "readonly" in text or "unable to open" in text:
             return f"the database cannot be written ({text}); check the home's owner and mode."
-        return (f"the database failed ({text}); not starting, so nothing is overwritten. "
-                "Restore it from a backup, or move it away to start afresh.")
+        return (
+            f"the database failed ({text}); not starting, so nothing is overwritten. "
+            "Restore it from a backup, or move it away to start afresh."
+        )
     if isinstance(err, subprocess.CalledProcessError):
         said = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else ""
         last = said.strip().splitlines()[-1:] or [f"exit status {err.returncode}"]

@@ -24,7 +24,8 @@ INTERVAL_SECONDS = 20.0
 TEST_COMMAND = re.compile(
     r"\b(pytest|py\.test|python -m (?:pytest|unittest)|npm (?:run )?test|yarn test|pnpm test"
     r"|go test|cargo test|mvn test|gradle test|jest|vitest|rspec|phpunit|tox|nox|make test"
-    r"|ctest|mix test|dotnet test)\b")
+    r"|ctest|mix test|dotnet test)\b"
+)
 
 
 def _command_of(event: HarnessEvent) -> str:
@@ -38,8 +39,14 @@ def _command_of(event: HarnessEvent) -> str:
 
 class Progress:
     def __init__(
-        self, messenger: Messenger, key: SessionKey, harness: str,
-        interval: float = INTERVAL_SECONDS, *, title: str = "", message_id: str | None = None,
+        self,
+        messenger: Messenger,
+        key: SessionKey,
+        harness: str,
+        interval: float = INTERVAL_SECONDS,
+        *,
+        title: str = "",
+        message_id: str | None = None,
     ) -> None:
         self._messenger = messenger
         self._key = key
@@ -62,15 +69,21 @@ class Progress:
         work = f"coding: {self._steps} step{'s' if self._steps != 1 else ''}{files}"
         if self.tests:
             work += f" · ran {len(self.tests)} test command(s)"
-        marks = {"coding": ("⏳", "⬚", "⬚"), "review": ("✅", "⏳", "⬚"),
-                 "failed": ("❌", "⬚", "⬚")}[stage]
-        return "\n".join([
-            f"{'⏳' if stage == 'coding' else '📋'} {self._title}",
-            "✅ started",
-            f"{marks[0]} {work}",
-            f"{marks[1]} your review (yes/no)",
-            f"{marks[2]} commit",
-        ] + (["/stop to cancel"] if stage == "coding" else []))
+        marks = {
+            "coding": ("⏳", "⬚", "⬚"),
+            "review": ("✅", "⏳", "⬚"),
+            "failed": ("❌", "⬚", "⬚"),
+        }[stage]
+        return "\n".join(
+            [
+                f"{'⏳' if stage == 'coding' else '📋'} {self._title}",
+                "✅ started",
+                f"{marks[0]} {work}",
+                f"{marks[1]} your review (yes/no)",
+                f"{marks[2]} commit",
+            ]
+            + (["/stop to cancel"] if stage == "coding" else [])
+        )
 
     async def on_event(self, event: HarnessEvent) -> None:
         if event.kind == "tool_use":
@@ -98,6 +111,5 @@ class Progress:
             await self._show(stage)
 
     async def _show(self, stage: str) -> None:
-        sent = await self._messenger.send(self._key, self.render(stage),
-                                          edit_of=self._message_id)
+        sent = await self._messenger.send(self._key, self.render(stage), edit_of=self._message_id)
         self._message_id = self._message_id or sent.message_id or None

@@ -137,8 +137,13 @@ def _settle_in_git(workspace: Workspace, intent: IntentRow) -> str | None:
     return head
 
 
-async def recover_journal(store: Store, workspace: Workspace, sessions: Sessions,
-                          owner: str = "owner", ttl: Ttl | None = None) -> list[Note]:
+async def recover_journal(
+    store: Store,
+    workspace: Workspace,
+    sessions: Sessions,
+    owner: str = "owner",
+    ttl: Ttl | None = None,
+) -> list[Note]:
     """Settle every open intent from git, then close chats left waiting on an answered
     diff. Returns what to tell each chat. ``owner`` and ``ttl`` (the chat's layered
     ``approvals.ttl_seconds`` for a repository) make a recovered task branch's merge
@@ -157,18 +162,32 @@ async def recover_journal(store: Store, workspace: Workspace, sessions: Sessions
             continue
         if intent.kind == "commit":
             if await store.work.commit_done(intent.id, head, intent.message.splitlines()[0]):
-                notes.append(Note(key, f"✅ Committed {head[:7]} to {intent.repo} (your yes "
-                                       "from before the restart). Say undo to revert."))
+                notes.append(
+                    Note(
+                        key,
+                        f"✅ Committed {head[:7]} to {intent.repo} (your yes "
+                        "from before the restart). Say undo to revert.",
+                    )
+                )
         elif intent.kind == "unasked":  # its chat is told by _recorded_tasks
             await store.work.unasked_done(intent.id, head, intent.message.splitlines()[0])
         elif intent.kind == "branch":
             await store.work.branch_done(
-                intent.id, secrets.token_hex(8), _diff_hash(intent.message), owner,
-                await ttl(key, intent.repo) if ttl is not None else 3600.0)
+                intent.id,
+                secrets.token_hex(8),
+                _diff_hash(intent.message),
+                owner,
+                await ttl(key, intent.repo) if ttl is not None else 3600.0,
+            )
         else:
             await store.work.undo_done(intent.id, head)
-            notes.append(Note(key, f"↩️ The undo from before the restart is done: new commit "
-                                   f"{head[:7]} in {intent.repo}."))
+            notes.append(
+                Note(
+                    key,
+                    f"↩️ The undo from before the restart is done: new commit "
+                    f"{head[:7]} in {intent.repo}.",
+                )
+            )
         log.info("recovery: %s intent %d recorded as %s", intent.kind, intent.id, head[:12])
     notes += await _recorded_tasks(store, sessions)
     await _close_answered(store, sessions)
@@ -207,9 +226,14 @@ async def _recorded_tasks(store: Store, sessions: Sessions) -> list[Note]:
             session.data.task_id = None
             session.data.task_prompt = None
             await session.settle(session.finish)
-            notes.append(Note(session.key, f"✅ Task #{task_id} was committed to "
-                                           f"{task.repo} just before the restart. Say undo "
-                                           "to revert."))
+            notes.append(
+                Note(
+                    session.key,
+                    f"✅ Task #{task_id} was committed to "
+                    f"{task.repo} just before the restart. Say undo "
+                    "to revert.",
+                )
+            )
             continue
         approval = await store.work.task_approval(task_id)
         if task.status != "branched" or approval is None or approval.status != "pending":
@@ -218,9 +242,14 @@ async def _recorded_tasks(store: Store, sessions: Sessions) -> list[Note]:
         session.data.approval_message_id = None
         await session.settle(session.propose)
         branch = autonomy.branch_name(task_id)
-        notes.append(Note(session.key, f"🌿 Task #{task_id} was committed on the branch "
-                                       f"{branch} just before the restart; {task.repo}'s "
-                                       "own branch is unchanged. merge · drop · keep"))
+        notes.append(
+            Note(
+                session.key,
+                f"🌿 Task #{task_id} was committed on the branch "
+                f"{branch} just before the restart; {task.repo}'s "
+                "own branch is unchanged. merge · drop · keep",
+            )
+        )
     return notes
 
 

@@ -109,9 +109,14 @@ class TaskRunner:
             return Availability(installed, True, "no model needed")
         provider = self._settings.providers.get(harness.provider)
         has_key = provider is not None and bool(provider.api_key)
-        detail = "ready" if installed and has_key else (
-            f"`{harness.binary}` not installed" if not installed
-            else f"no {harness.provider} API key configured"
+        detail = (
+            "ready"
+            if installed and has_key
+            else (
+                f"`{harness.binary}` not installed"
+                if not installed
+                else f"no {harness.provider} API key configured"
+            )
         )
         return Availability(installed, has_key, detail)
 
@@ -120,9 +125,10 @@ class TaskRunner:
         if wanted != "auto":
             return wanted
         for name in ("claude-code", "codex", "gemini-cli", "copilot"):
-            if name in self._harnesses.names() and self.availability(
-                self._harnesses.get(name)
-            ).usable:
+            if (
+                name in self._harnesses.names()
+                and self.availability(self._harnesses.get(name)).usable
+            ):
                 return name
         return "demo"
 
@@ -130,8 +136,9 @@ class TaskRunner:
         return self._runs.get(key)
 
     # -- starting ----------------------------------------------------------------------
-    async def start(self, session: Session, repo_name: str, prompt: str,
-                    requester: str = "owner") -> None:
+    async def start(
+        self, session: Session, repo_name: str, prompt: str, requester: str = "owner"
+    ) -> None:
         """Start a run; the caller holds ``session.lock`` and has checked that
         ``requester`` may work in ``repo_name``. Replies on every refusal."""
         key = session.key
@@ -139,8 +146,10 @@ class TaskRunner:
         harness = self._harnesses.get(session.data.harness or self.default_harness())
         avail = self.availability(harness)
         if not avail.usable:
-            await send(key, f"❌ {harness.name} can't run: {avail.detail}.\n"
-                            "/harness shows what is available.")
+            await send(
+                key,
+                f"❌ {harness.name} can't run: {avail.detail}.\n/harness shows what is available.",
+            )
             return
         try:
             repo = await asyncio.to_thread(self._workspace.repo, repo_name)
@@ -152,25 +161,41 @@ class TaskRunner:
             return
         busy = next((h for h in self._runs.values() if h.repo == repo_name), None)
         if busy is not None:
-            await send(key, f"⏳ {repo_name} is busy with task #{busy.task_id} from another "
-                            "chat; try again when it is done.")
+            await send(
+                key,
+                f"⏳ {repo_name} is busy with task #{busy.task_id} from another "
+                "chat; try again when it is done.",
+            )
             return
         if dirty:
             shown = "\n".join(f"  {line}" for line in dirty[:5])
-            await send(key, f"❌ {repo_name} has uncommitted changes:\n{shown}\n"
-                            "Commit or stash them first, so I only ever show you my diff.")
+            await send(
+                key,
+                f"❌ {repo_name} has uncommitted changes:\n{shown}\n"
+                "Commit or stash them first, so I only ever show you my diff.",
+            )
             return
-        task_id = await self._store.work.create_task(key, repo_name, prompt, harness.name,
-                                                     requester)
+        task_id = await self._store.work.create_task(
+            key, repo_name, prompt, harness.name, requester
+        )
         session.data.task_id, session.data.repo, session.data.task_prompt = (
-            task_id, repo_name, prompt)
+            task_id,
+            repo_name,
+            prompt,
+        )
         await session.start_task()
         handle = RunHandle(task_id, harness.name, repo_name, prompt, requester)
         self._runs[key] = handle
-        handle.progress = Progress(self._messenger, key, harness.name,
-                                   title=f"Task #{task_id} · {repo_name} · {harness.name}")
-        first = await send(key, f"⏳ On it (task #{task_id}): {_short(prompt)}\n\n"
-                                + handle.progress.render("coding"))
+        handle.progress = Progress(
+            self._messenger,
+            key,
+            harness.name,
+            title=f"Task #{task_id} · {repo_name} · {harness.name}",
+        )
+        first = await send(
+            key,
+            f"⏳ On it (task #{task_id}): {_short(prompt)}\n\n" + handle.progress.render("coding"),
+        )
         handle.progress.attach(first.message_id)
         await self._messenger.typing(key, True)
         handle.task = self._supervisor.spawn(
@@ -219,9 +244,7 @@ class TaskRunner:
         return StopResult(handle.task_id, handle.harness, handle.kill_seconds, leftovers)
 
     # -- the run -----------------------------------------------------------------------
-    async def _run(
-        self, session: Session, handle: RunHandle, harness: Harness, repo: Repo
-    ) -> None:
+    async def _run(self, session: Session, handle: RunHandle, harness: Harness, repo: Repo) -> None:
         key = session.key
         try:
             failure: str | None = None
@@ -232,14 +255,19 @@ class TaskRunner:
                     if _question(handle) is None:
                         handle.tests = await self._test(session, handle, repo)
             except TimeoutError:
-                failure = (f"{harness.name} took longer than "
-                           f"{self._settings.harness.timeout_seconds:.0f} s and was stopped")
+                failure = (
+                    f"{harness.name} took longer than "
+                    f"{self._settings.harness.timeout_seconds:.0f} s and was stopped"
+                )
             except (HarnessFailed, FetchError) as err:
                 failure = str(err)
             if restored:
                 await self._messenger.send(
-                    key, "⚠️ The harness changed " + ", ".join(restored)
-                    + "; I put it back before reading the diff.")
+                    key,
+                    "⚠️ The harness changed "
+                    + ", ".join(restored)
+                    + "; I put it back before reading the diff.",
+                )
             async with session.lock:
                 try:
                     if failure is None:
@@ -275,8 +303,7 @@ class TaskRunner:
                 handler = None
                 if self._memory is not None:
                     await self._memory.mcp_ready()
-                    handler = self._memory.mcp_handler(f"harness:{harness.name}",
-                                                       handle.requester)
+                    handler = self._memory.mcp_handler(f"harness:{harness.name}", handle.requester)
                 if handler is not None:
                     mcp = McpServer(MCP_SERVER_NAME, f"{relay_url}/mcp")
                 provider = settings.providers[harness.provider]
@@ -290,8 +317,11 @@ class TaskRunner:
                     token_budget=settings.kennel.token_budget,
                     mcp=handler,
                 )
-            remembered = await self._memory.context_for(handle.prompt, handle.requester) \
-                if self._memory else ""
+            remembered = (
+                await self._memory.context_for(handle.prompt, handle.requester)
+                if self._memory
+                else ""
+            )
             prompt = handle.answer if handle.answer is not None else handle.prompt
             req = HarnessRequest(
                 prompt=f"{prompt}\n\n{remembered}" if remembered else prompt,
@@ -317,8 +347,7 @@ class TaskRunner:
             stack.push_async_callback(self._reap, handle)
             if handle.paused:  # /pause came while the kennel was starting
                 await proc.pause()
-            progress = handle.progress or Progress(self._messenger, session.key,
-                                                   handle.harness)
+            progress = handle.progress or Progress(self._messenger, session.key, handle.harness)
             async with asyncio.timeout(settings.harness.timeout_seconds) as handle.deadline:
                 if handle.paused:
                     _hold(handle)
@@ -327,29 +356,42 @@ class TaskRunner:
                         handle.events.append(event)
                         await progress.on_event(event)
                 code = await proc.wait()
-            final = next((e for e in reversed(handle.events)
-                          if e.kind in {"done", "error", "question"}), None)
+            final = next(
+                (e for e in reversed(handle.events) if e.kind in {"done", "error", "question"}),
+                None,
+            )
             usage = next((e for e in reversed(handle.events) if e.kind == "usage"), None)
-            tokens = (int(usage.data.get("tokens_in", 0)), int(usage.data.get("tokens_out", 0))
-                      ) if usage else (0, 0)
+            tokens = (
+                (int(usage.data.get("tokens_in", 0)), int(usage.data.get("tokens_out", 0)))
+                if usage
+                else (0, 0)
+            )
             if tokens == (0, 0):
                 # Some CLIs (copilot BYOK) report no usage; the relay saw every call.
                 tokens = proc.relay_tokens()
             await self._store.work.finish_task(
-                handle.task_id, "running", tokens_in=tokens[0], tokens_out=tokens[1],
-                cost_usd=float(usage.data.get("cost_usd", 0.0)) if usage else 0.0)
+                handle.task_id,
+                "running",
+                tokens_in=tokens[0],
+                tokens_out=tokens[1],
+                cost_usd=float(usage.data.get("cost_usd", 0.0)) if usage else 0.0,
+            )
             if final is None:
                 tail = proc.stderr_tail().strip().splitlines()[-3:]
                 detail = ("\n" + "\n".join(t[:200] for t in tail)) if tail else ""
-                why = {137: " — killed: it hit the kennel's memory limit",
-                       139: " — it crashed (segfault)"}.get(code, "")
+                why = {
+                    137: " — killed: it hit the kennel's memory limit",
+                    139: " — it crashed (segfault)",
+                }.get(code, "")
                 raise HarnessFailed(
-                    f"{harness.name} ended (exit code {code}{why}) without a result{detail}")
+                    f"{harness.name} ended (exit code {code}{why}) without a result{detail}"
+                )
             if final.kind == "error":
                 raise HarnessFailed(f"{harness.name} reported an error: {final.text[:500]}")
 
-    async def _test(self, session: Session, handle: RunHandle, repo: Repo
-                    ) -> testrun.SuiteResult | None:
+    async def _test(
+        self, session: Session, handle: RunHandle, repo: Repo
+    ) -> testrun.SuiteResult | None:
         """The repository's tests, run in the kennel on what the harness left (None: not
         wanted, or nothing changed). Never raises for the tests' sake: a run that cannot
         happen is a line on the card, not a failed task."""
@@ -360,8 +402,9 @@ class TaskRunner:
             if change.empty:
                 return None
             policy = await self._approvals.policy(session.key, handle.repo)
-            plan = await asyncio.to_thread(testrun.detect, repo.path,
-                                           policy.test_command or None, self._kennel.name)
+            plan = await asyncio.to_thread(
+                testrun.detect, repo.path, policy.test_command or None, self._kennel.name
+            )
             if plan is None:
                 return testrun.SuiteResult(None, note="no tests found")
 
@@ -374,9 +417,13 @@ class TaskRunner:
                     _hold(handle)
 
             result = await testrun.run(
-                self._kennel, repo.path, plan, on_start=started,
+                self._kennel,
+                repo.path,
+                plan,
+                on_start=started,
                 limit_seconds=self._settings.approvals.test_timeout_seconds,
-                grace=self._settings.harness.stop_grace_seconds)
+                grace=self._settings.harness.stop_grace_seconds,
+            )
             after = await asyncio.to_thread(repo.change)
             result.changed_files = after.digest != change.digest
             return result
@@ -387,7 +434,8 @@ class TaskRunner:
     async def _reap(self, handle: RunHandle) -> None:
         if handle.proc is not None:
             handle.kill_seconds = await handle.proc.terminate(
-                self._settings.harness.stop_grace_seconds)
+                self._settings.harness.stop_grace_seconds
+            )
 
     # -- outcomes ------------------------------------------------------------------------
     async def _propose(self, session: Session, handle: RunHandle, repo: Repo) -> None:
@@ -402,7 +450,8 @@ class TaskRunner:
             await self._store.work.finish_task(handle.task_id, "empty", final.text if final else "")
             await self._end(session)
             await self._messenger.send(
-                session.key, f"✅ {handle.harness} finished without changing any file.{said}")
+                session.key, f"✅ {handle.harness} finished without changing any file.{said}"
+            )
             return
         await self._store.work.finish_task(handle.task_id, "proposed", final.text if final else "")
         checks = list(handle.progress.tests) if handle.progress is not None else []
@@ -411,26 +460,35 @@ class TaskRunner:
         await self._store.work.set_task_checks(handle.task_id, checks)
         if handle.progress is not None:
             await handle.progress.finish("review")
-        await self._approvals.propose(session, handle.task_id, handle.repo, change, said,
-                                      tests=handle.tests)
+        await self._approvals.propose(
+            session, handle.task_id, handle.repo, change, said, tests=handle.tests
+        )
 
     # -- a CLI's question mid-task ------------------------------------------------------
-    async def _ask_owner(self, session: Session, handle: RunHandle, question: str,
-                         resume: str) -> None:
+    async def _ask_owner(
+        self, session: Session, handle: RunHandle, question: str, resume: str
+    ) -> None:
         """The CLI ended its turn with a question: the session WAITS for the owner, the
         working tree keeps what the CLI did so far, and the answer resumes the same CLI
         session (``answer``). Caller holds the lock."""
         await self._store.work.set_task_status(handle.task_id, "question")
         session.data.question = f"{handle.harness} asks: {_short(question, 200)}"
         session.data.question_context = {
-            "kind": TASK_QUESTION, "task_id": handle.task_id, "repo": handle.repo,
-            "harness": handle.harness, "resume": resume, "prompt": handle.prompt,
-            "requester": handle.requester}
+            "kind": TASK_QUESTION,
+            "task_id": handle.task_id,
+            "repo": handle.repo,
+            "harness": handle.harness,
+            "resume": resume,
+            "prompt": handle.prompt,
+            "requester": handle.requester,
+        }
         await session.settle(session.ask)
         await self._messenger.send(
-            session.key, f"❓ {handle.harness} asks (task #{handle.task_id}):\n"
-                         f"{question.strip()[:1500]}\n\nAnswer here and it goes on; /stop "
-                         "drops the task.")
+            session.key,
+            f"❓ {handle.harness} asks (task #{handle.task_id}):\n"
+            f"{question.strip()[:1500]}\n\nAnswer here and it goes on; /stop "
+            "drops the task.",
+        )
 
     async def answer(self, session: Session, context: dict[str, object], text: str) -> bool:
         """Hand the owner's answer to the CLI that asked: a new turn of the same task,
@@ -447,21 +505,32 @@ class TaskRunner:
             return True
         prompt = str(context.get("prompt", ""))
         session.data.task_id, session.data.repo, session.data.task_prompt = (
-            task_id, repo_name, prompt)
+            task_id,
+            repo_name,
+            prompt,
+        )
         await session.start_task()
         await self._store.work.set_task_status(task_id, "running")
-        handle = RunHandle(task_id, harness.name, repo_name, prompt,
-                           str(context.get("requester", "owner")))
+        handle = RunHandle(
+            task_id, harness.name, repo_name, prompt, str(context.get("requester", "owner"))
+        )
         handle.answer, handle.resume = text, str(context.get("resume") or "") or None
         self._runs[session.key] = handle
-        handle.progress = Progress(self._messenger, session.key, harness.name,
-                                   title=f"Task #{task_id} · {repo_name} · {harness.name}")
+        handle.progress = Progress(
+            self._messenger,
+            session.key,
+            harness.name,
+            title=f"Task #{task_id} · {repo_name} · {harness.name}",
+        )
         first = await self._messenger.send(
-            session.key, f"▶️ Passed your answer to {harness.name} (task #{task_id}).\n\n"
-                         + handle.progress.render("coding"))
+            session.key,
+            f"▶️ Passed your answer to {harness.name} (task #{task_id}).\n\n"
+            + handle.progress.render("coding"),
+        )
         handle.progress.attach(first.message_id)
         handle.task = self._supervisor.spawn(
-            self._run(session, handle, harness, repo), name=f"run:{session.key.slug}:{task_id}")
+            self._run(session, handle, harness, repo), name=f"run:{session.key.slug}:{task_id}"
+        )
         return True
 
     async def drop_question(self, data: SessionData) -> int | None:
@@ -486,8 +555,10 @@ class TaskRunner:
             await handle.progress.finish("failed")
         await self._end(session)
         await self._messenger.send(
-            session.key, f"❌ Task #{handle.task_id} failed: {why}\n"
-                         f"{handle.repo} is unchanged. Try again or rephrase.")
+            session.key,
+            f"❌ Task #{handle.task_id} failed: {why}\n"
+            f"{handle.repo} is unchanged. Try again or rephrase.",
+        )
 
     async def _end(self, session: Session) -> None:
         session.data.task_id = None
@@ -508,7 +579,8 @@ class TaskRunner:
         await self._messenger.send(
             session.key,
             f"⚠️ Fetch restarted while task #{task_id} was running; it was stopped and "
-            f"{repo_name or 'the repo'} is unchanged. Send it again to retry.")
+            f"{repo_name or 'the repo'} is unchanged. Send it again to retry.",
+        )
 
 
 TASK_QUESTION = "task"  # question_context kind: a CLI's question mid-task
@@ -518,10 +590,17 @@ def _question(handle: RunHandle, allow_guess: bool = False) -> tuple[str, str] |
     """(question, CLI session to resume) when the run ended asking the owner: an explicit
     ``question`` event, or (``allow_guess``: nothing was changed) a final answer that is a
     question from a CLI whose session can be resumed."""
-    final = next((e for e in reversed(handle.events)
-                  if e.kind in {"done", "error", "question"}), None)
-    session = next((str(e.data.get("session_id") or "") for e in reversed(handle.events)
-                    if e.data.get("session_id")), "")
+    final = next(
+        (e for e in reversed(handle.events) if e.kind in {"done", "error", "question"}), None
+    )
+    session = next(
+        (
+            str(e.data.get("session_id") or "")
+            for e in reversed(handle.events)
+            if e.data.get("session_id")
+        ),
+        "",
+    )
     if final is None:
         return None
     if final.kind == "question":

@@ -76,9 +76,15 @@ class Services:
 
     def __post_init__(self) -> None:
         self.facades = Facades(
-            scheduling=SchedulingFacade(lambda: self.scheduler, check=lambda text: problem(
-                text, self.planner.configured, self.workspace.repos(),
-                self.workspace.find_in_text)),
+            scheduling=SchedulingFacade(
+                lambda: self.scheduler,
+                check=lambda text: problem(
+                    text,
+                    self.planner.configured,
+                    self.workspace.repos(),
+                    self.workspace.find_in_text,
+                ),
+            ),
             memory=MemoryFacade(self.memory),
             tasks=TasksFacade(self.runner, self.permissions, self.workspace),
             commits=CommitsFacade(self.store, self.workspace),

@@ -40,7 +40,11 @@ class _Driven:
 
 class Session:
     def __init__(
-        self, key: SessionKey, table: SessionTable, data: SessionData, machine: AsyncMachine,
+        self,
+        key: SessionKey,
+        table: SessionTable,
+        data: SessionData,
+        machine: AsyncMachine,
         state: State,
     ) -> None:
         self.key = key

@@ -58,8 +58,9 @@ class SuiteResult:
     def line(self) -> str:
         """For the diff card and the completion card: one line, and the first failing
         tests' names below it."""
-        changed = "\n⚠️ The test run changed files; they are in the diff." \
-            if self.changed_files else ""
+        changed = (
+            "\n⚠️ The test run changed files; they are in the diff." if self.changed_files else ""
+        )
         return self._counts() + changed
 
     def _counts(self) -> str:
@@ -74,8 +75,11 @@ class SuiteResult:
             more = f"\n• …and {len(self.failures) - 3} more" if len(self.failures) > 3 else ""
             return f"🧪 {self.failed}/{total} failing{tool}{':' if names else ''}{names}{more}"
         if self.exit_code == 0:
-            return (f"🧪 {self.passed}/{total} passing{tool}" if self.passed is not None
-                    else f"🧪 tests passed{tool}")
+            return (
+                f"🧪 {self.passed}/{total} passing{tool}"
+                if self.passed is not None
+                else f"🧪 tests passed{tool}"
+            )
         return f"🧪 tests failed (exit code {self.exit_code}){tool}"
 
 
@@ -85,12 +89,13 @@ def _python_command(interpreters: tuple[str, ...]) -> str:
     No bytecode and no cache: the test run must not add files to the diff."""
     tries = " ".join(shlex.quote(p) for p in interpreters)
     return (
-        f"for py in {tries}; do command -v \"$py\" >/dev/null 2>&1 && "
+        f'for py in {tries}; do command -v "$py" >/dev/null 2>&1 && '
         "\"$py\" -c 'import pytest' >/dev/null 2>&1 && "
-        "exec \"$py\" -m pytest -q -rfE -p no:cacheprovider; done; "
-        f"for py in {tries}; do command -v \"$py\" >/dev/null 2>&1 && "
-        "exec \"$py\" -m unittest discover -v; done; "
-        f"echo 'fetch: no python in the kennel' >&2; exit {NO_RUNNER}")
+        'exec "$py" -m pytest -q -rfE -p no:cacheprovider; done; '
+        f'for py in {tries}; do command -v "$py" >/dev/null 2>&1 && '
+        'exec "$py" -m unittest discover -v; done; '
+        f"echo 'fetch: no python in the kennel' >&2; exit {NO_RUNNER}"
+    )
 
 
 def _is_python(root: Path) -> bool:
@@ -99,8 +104,11 @@ def _is_python(root: Path) -> bool:
         return True
     if any(root.glob("requirements*.txt")):
         return True
-    return any(root.glob("test_*.py")) or any(root.glob("tests/test_*.py")) or any(
-        root.glob("*/test_*.py"))
+    return (
+        any(root.glob("test_*.py"))
+        or any(root.glob("tests/test_*.py"))
+        or any(root.glob("*/test_*.py"))
+    )
 
 
 def _node_test(root: Path) -> str | None:
@@ -171,8 +179,11 @@ def parse(kind: str, lines: list[str], result: SuiteResult) -> None:
         line = raw.rstrip()
         if m := _PYTEST_FAIL.match(line):
             name(m.group(1))
-        if line.lstrip("= ").startswith(tuple("0123456789")) and " in " in line and (
-                "passed" in line or "failed" in line or "error" in line):
+        if (
+            line.lstrip("= ").startswith(tuple("0123456789"))
+            and " in " in line
+            and ("passed" in line or "failed" in line or "error" in line)
+        ):
             seen = True
             passed = failed = 0
             for count, what in _PYTEST_COUNT.findall(line):
@@ -211,8 +222,7 @@ def parse(kind: str, lines: list[str], result: SuiteResult) -> None:
         if m := _CARGO_FAIL.match(line):
             name(m.group(1))
     if kind == "rust":
-        totals = [(int(a), int(b)) for a, b in (
-            m.groups() for m in map(_CARGO.match, lines) if m)]
+        totals = [(int(a), int(b)) for a, b in (m.groups() for m in map(_CARGO.match, lines) if m)]
         if totals:
             seen, passed, failed = True, sum(a for a, _ in totals), sum(b for _, b in totals)
     if seen:
@@ -222,7 +232,11 @@ def parse(kind: str, lines: list[str], result: SuiteResult) -> None:
 
 # -- running -----------------------------------------------------------------------------
 async def run(
-    kennel: Kennel, repo: Path, plan: SuitePlan, *, limit_seconds: float,
+    kennel: Kennel,
+    repo: Path,
+    plan: SuitePlan,
+    *,
+    limit_seconds: float,
     on_start: Callable[[KennelProcess, asyncio.Timeout], Awaitable[None]] | None = None,
     grace: float = 2.0,
 ) -> SuiteResult:
@@ -232,9 +246,17 @@ async def run(
     this limit as it holds the harness's)."""
     result = SuiteResult(plan)
     layout = await asyncio.to_thread(kennel.layout, repo, STATE_NAME)
-    env = {"PATH": layout.path_env, "HOME": "/tmp", "LANG": "C.UTF-8", "CI": "1",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "NO_COLOR": "1",
-           "CARGO_TERM_COLOR": "never", "npm_config_offline": "true"}
+    env = {
+        "PATH": layout.path_env,
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "CI": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "NO_COLOR": "1",
+        "CARGO_TERM_COLOR": "never",
+        "npm_config_offline": "true",
+    }
     spec = ExecSpec(("sh", "-c", plan.command + " 2>&1"), env, repo, layout)
     started = time.monotonic()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
@@ -267,8 +289,12 @@ async def run(
     result.exit_code = code
     joined = "\n".join(list(tail)[-5:]) + proc.stderr_tail()
     if code == NO_RUNNER and ("fetch: no python" in joined or "not found" in joined):
-        what = {"python": "no python in the kennel", "node": "no npm in the kennel",
-                "go": "no go in the kennel", "rust": "no cargo in the kennel"}
+        what = {
+            "python": "no python in the kennel",
+            "node": "no npm in the kennel",
+            "go": "no go in the kennel",
+            "rust": "no cargo in the kennel",
+        }
         result.note = what.get(plan.kind, f"`{plan.command[:40]}` not found in the kennel")
         return result
     result.ran = True

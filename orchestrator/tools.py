@@ -44,8 +44,14 @@ class Tool:
     ask: bool = False  # the owner says yes before it runs (the auto-approve table)
 
     def schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
 
 
 class ToolArgumentError(FetchError):
@@ -57,8 +63,15 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
 
     def tool(
-        self, name: str, description: str, properties: dict[str, Any], required: list[str],
-        *, kind: Kind = "write", cached: bool = False, ask: bool = False,
+        self,
+        name: str,
+        description: str,
+        properties: dict[str, Any],
+        required: list[str],
+        *,
+        kind: Kind = "write",
+        cached: bool = False,
+        ask: bool = False,
     ) -> Callable[[ToolHandler], ToolHandler]:
         if cached and kind != "read":
             raise ValueError(f"tool {name!r}: only reads are cached")
@@ -75,6 +88,7 @@ class ToolRegistry:
                 params["required"] = required
             self._tools[name] = Tool(name, description, params, fn, kind, cached, ask)
             return fn
+
         return register
 
     def get(self, name: str) -> Tool | None:
@@ -86,8 +100,11 @@ class ToolRegistry:
     def schemas_for(self, ctx: Context) -> list[dict[str, Any]]:
         """The schemas of the tools ``ctx``'s sender may use in this chat."""
         permissions = ctx.services.permissions
-        return [t.schema() for t in self._tools.values()
-                if permissions.may(ctx.subject, f"tool:{t.name}", ctx.session.key)]
+        return [
+            t.schema()
+            for t in self._tools.values()
+            if permissions.may(ctx.subject, f"tool:{t.name}", ctx.session.key)
+        ]
 
     def names(self) -> list[str]:
         return list(self._tools)

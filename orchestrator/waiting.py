@@ -26,8 +26,12 @@ log = logging.getLogger(__name__)
 
 
 async def announce_waiting_diffs(
-    store: Store, sessions: Sessions, approvals: Approvals, workspace: Workspace,
-    messenger: Messenger, permissions: Permissions,
+    store: Store,
+    sessions: Sessions,
+    approvals: Approvals,
+    workspace: Workspace,
+    messenger: Messenger,
+    permissions: Permissions,
 ) -> int:
     """Remind every GUARDING chat of its pending diff; how many were reminded."""
     told = 0
@@ -35,8 +39,11 @@ async def announce_waiting_diffs(
         session = await sessions.get(row.key)
         async with session.lock:
             approval = await approvals.pending(session)
-            if (approval is None or approval.status != "pending"
-                    or approval.expires_at < time.time()):
+            if (
+                approval is None
+                or approval.status != "pending"
+                or approval.expires_at < time.time()
+            ):
                 continue  # the next message closes it (or says it expired), as before
             head = f"⏸ A diff for {approval.repo} still waits for your yes/no."
             if permissions.is_group(session.key):  # the diff itself went to the owner only

@@ -30,7 +30,8 @@ class Workspace:
         if not self.root.is_dir():
             return []
         return sorted(
-            p.name for p in self.root.iterdir()
+            p.name
+            for p in self.root.iterdir()
             if p.is_dir() and (p / ".git").is_dir() and SAFE_NAME.match(p.name)
         )
 
@@ -51,8 +52,9 @@ class Workspace:
         if os.path.lexists(path):
             raise GitError(f"{name!r} already exists in the workspace")
         path.mkdir(parents=True)
-        subprocess.run(["git", "init", "-q", "-b", "main"], cwd=path, check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "init", "-q", "-b", "main"], cwd=path, check=True, capture_output=True
+        )
         return path
 
     def delete(self, name: str) -> Path:
@@ -93,8 +95,11 @@ class Workspace:
         try:
             (staging / "README.md").write_text(DEMO_README, encoding="utf-8")
             env_id = ["-c", "user.name=Fetch", "-c", "user.email=fetch@localhost"]
-            for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "README.md"],
-                         ["git", *env_id, "commit", "-q", "-m", "demo: initial commit"]):
+            for argv in (
+                ["git", "init", "-q", "-b", "main"],
+                ["git", "add", "README.md"],
+                ["git", *env_id, "commit", "-q", "-m", "demo: initial commit"],
+            ):
                 subprocess.run(argv, cwd=staging, check=True, capture_output=True)
             staging.chmod(0o755)  # mkdtemp's 0700 is not what a plain mkdir gives
             staging.rename(self.root / "demo")

@@ -27,8 +27,10 @@ README = "# demo\n\nTeh quick brown fox.\n"
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "safe.directory=*", "-c", "user.name=T", "-c", "user.email=t@t", *args],
-        cwd=repo, check=True,
-        capture_output=True, text=True,
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
 
 
@@ -46,8 +48,11 @@ def make_repo(root: Path, name: str, files: dict[str, str]) -> Path:
 
 def tree_snapshot(repo: Path) -> dict[str, bytes]:
     """Every file outside .git, byte for byte."""
-    return {str(p.relative_to(repo)): p.read_bytes() for p in sorted(repo.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(repo).parts}
+    return {
+        str(p.relative_to(repo)): p.read_bytes()
+        for p in sorted(repo.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(repo).parts
+    }
 
 
 @pytest.fixture
@@ -61,10 +66,15 @@ def workspace(tmp_path: Path) -> Path:
 def make_settings(tmp_path: Path, workspace: Path) -> Callable[..., Settings]:
     def make(**env: str) -> Settings:
         # The loop runs through the real bwrap sandbox: what users get without Docker.
-        base = {"FETCH_HOME": str(tmp_path / "home"), "FETCH_WORKSPACE": str(workspace),
-                "FETCH_HARNESS": "demo", "FETCH_KENNEL": "bwrap"}
+        base = {
+            "FETCH_HOME": str(tmp_path / "home"),
+            "FETCH_WORKSPACE": str(workspace),
+            "FETCH_HARNESS": "demo",
+            "FETCH_KENNEL": "bwrap",
+        }
         base.update(env)
         return load_settings(None, base)
+
     return make
 
 
@@ -104,7 +114,8 @@ class Driver:
                 text = await self.pop(left)
             except TimeoutError:
                 raise AssertionError(
-                    f"no reply containing {needle!r}; seen: {self.seen!r}") from None
+                    f"no reply containing {needle!r}; seen: {self.seen!r}"
+                ) from None
             if needle in text:
                 return text
 
@@ -129,8 +140,9 @@ async def start_driver(settings: Settings) -> tuple[App, Driver]:
     return app, Driver(app, terminal)
 
 
-async def hang_a_task(driver: Driver, model: ScriptedModelServer,
-                      timeout: float) -> tuple[Path, dict[str, bytes]]:
+async def hang_a_task(
+    driver: Driver, model: ScriptedModelServer, timeout: float
+) -> tuple[Path, dict[str, bytes]]:
     """Start the demo typo task on a model that never answers; return once the CLI has
     asked it (within ``timeout``): the repo and its tree before, which a stopped or
     paused task must leave as it was."""

@@ -47,10 +47,13 @@ def imports_in(source: str, file: str, package: str) -> list[Import]:
             # A relative import cannot leave the top-level package it is in.
             name = ".".join(filter(None, (package, module))) if node.level else module
             found.append(Import(file, node.lineno, name))
-        elif (isinstance(node, ast.Call) and node.args
-              and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)
-              and _dynamic_import(node.func)):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and _dynamic_import(node.func)
+        ):
             found.append(Import(file, node.lineno, node.args[0].value))
     return found
 
@@ -72,9 +75,11 @@ def package_imports(package: str) -> list[Import]:
 
 
 def forbidden(package: str, allowed: set[str]) -> list[str]:
-    return [f"{imp} (allowed: {', '.join(sorted(allowed))})"
-            for imp in package_imports(package)
-            if imp.package in FETCH and imp.package not in allowed]
+    return [
+        f"{imp} (allowed: {', '.join(sorted(allowed))})"
+        for imp in package_imports(package)
+        if imp.package in FETCH and imp.package not in allowed
+    ]
 
 
 def test_the_kernel_imports_nothing_of_fetch_but_itself() -> None:
@@ -85,12 +90,16 @@ def test_the_kernel_imports_nothing_of_fetch_but_itself() -> None:
 @pytest.mark.parametrize("package", PLUGINS)
 def test_a_plugin_imports_only_the_kernel_and_itself(package: str) -> None:
     bad = forbidden(package, {KERNEL, package})
-    assert not bad, (f"{package} may import only core and {package}:\n" + "\n".join(bad))
+    assert not bad, f"{package} may import only core and {package}:\n" + "\n".join(bad)
 
 
 def test_no_plugin_and_not_the_kernel_imports_the_application() -> None:
-    bad = [str(imp) for package in (KERNEL, *PLUGINS) for imp in package_imports(package)
-           if imp.package == APPLICATION]
+    bad = [
+        str(imp)
+        for package in (KERNEL, *PLUGINS)
+        for imp in package_imports(package)
+        if imp.package == APPLICATION
+    ]
     assert not bad, "the application is imported by a lower layer:\n" + "\n".join(bad)
 
 
@@ -115,6 +124,13 @@ def later():
     __import__("skills")
 """
     found = {(i.line, i.module) for i in imports_in(source, "x/y.py", "harnesses")}
-    assert {(3, "os"), (3, "orchestrator.config"), (5, "harnesses"),
-            (6, "harnesses.sub"), (8, "kennel.relay"), (10, "orchestrator.memory"),
-            (12, "channels.whatsapp"), (13, "skills")} <= found
+    assert {
+        (3, "os"),
+        (3, "orchestrator.config"),
+        (5, "harnesses"),
+        (6, "harnesses.sub"),
+        (8, "kennel.relay"),
+        (10, "orchestrator.memory"),
+        (12, "channels.whatsapp"),
+        (13, "skills"),
+    } <= found

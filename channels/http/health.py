@@ -18,7 +18,8 @@ PATH = "/healthz"
 def add_health(http: HttpServer, serving: Callable[[], bool]) -> None:
     async def health(_request: web.Request) -> web.Response:
         ok = serving()
-        return web.json_response({"ok": ok}, status=200 if ok else 503,
-                                 headers={"Cache-Control": "no-store"})
+        return web.json_response(
+            {"ok": ok}, status=200 if ok else 503, headers={"Cache-Control": "no-store"}
+        )
 
     http.add_route("GET", PATH, health)

@@ -86,16 +86,17 @@ class HttpServer:
         if self._runner is not None or self._app.frozen:
             raise RuntimeError("HTTP server already started (it cannot be restarted)")
         host, port = self._settings.host, self._settings.port
-        runner = web.AppRunner(self._app, access_log=None,
-                               shutdown_timeout=self._shutdown_timeout)
+        runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()
         except OSError as err:
             await runner.cleanup()
-            raise ConfigError("http", "host/port",
-                              f"an address Fetch can listen on; {host}:{port} failed "
-                              f"({err.strerror or err})") from err
+            raise ConfigError(
+                "http",
+                "host/port",
+                f"an address Fetch can listen on; {host}:{port} failed ({err.strerror or err})",
+            ) from err
         self._runner = runner
         self._port = next(a[1] for a in runner.addresses if isinstance(a, tuple))
         if not _is_loopback(host):

@@ -19,7 +19,10 @@ log = logging.getLogger(__name__)
 
 class TelegramApiError(ChannelError):
     def __init__(
-        self, method: str, description: str, code: int | None = None,
+        self,
+        method: str,
+        description: str,
+        code: int | None = None,
         retry_after: float | None = None,
     ) -> None:
         self.method, self.description, self.code = method, description, code
@@ -40,7 +43,11 @@ class BotApi:
     """
 
     def __init__(
-        self, token: str, base_url: str, *, flood_retries: int = 3,
+        self,
+        token: str,
+        base_url: str,
+        *,
+        flood_retries: int = 3,
         max_flood_wait: float = 60.0,
     ) -> None:
         self._token = token
@@ -78,11 +85,20 @@ class BotApi:
             parameters = data.get("parameters")
             retry_after = parameters.get("retry_after") if isinstance(parameters, dict) else None
             wait = float(retry_after) if isinstance(retry_after, int | float) else None
-            if (code == 429 and wait is not None and attempt < self._flood_retries
-                    and wait <= self._max_flood_wait):
+            if (
+                code == 429
+                and wait is not None
+                and attempt < self._flood_retries
+                and wait <= self._max_flood_wait
+            ):
                 attempt += 1
-                log.warning("telegram %s: flood limit, retrying in %.1fs (%d/%d)", method,
-                            wait, attempt, self._flood_retries)
+                log.warning(
+                    "telegram %s: flood limit, retrying in %.1fs (%d/%d)",
+                    method,
+                    wait,
+                    attempt,
+                    self._flood_retries,
+                )
                 await asyncio.sleep(wait)
                 continue
             raise TelegramApiError(method, self._redact(description), code, wait)

@@ -79,8 +79,14 @@ def _chat_id(chat: str) -> int | str:
 class TelegramChannel:
     name = "telegram"
     # markup: the core writes Markdown (``` fences, `code`); this adapter renders it.
-    capabilities = Capabilities(message_limit=LIMIT, measure=utf16_units, can_edit=True,
-                                markup="markdown", can_react=True, typing=True)
+    capabilities = Capabilities(
+        message_limit=LIMIT,
+        measure=utf16_units,
+        can_edit=True,
+        markup="markdown",
+        can_react=True,
+        typing=True,
+    )
 
     def __init__(
         self,
@@ -108,12 +114,18 @@ class TelegramChannel:
         self._secret = settings.webhook_secret or ""
         if self._mode == "webhook":
             if http is None or not public_url:
-                raise ConfigError("telegram.mode", "webhook",
-                                  "the HTTP listener and a public https URL for Telegram")
+                raise ConfigError(
+                    "telegram.mode",
+                    "webhook",
+                    "the HTTP listener and a public https URL for Telegram",
+                )
             if not _SECRET_CHARS.match(self._secret):
-                raise ConfigError("telegram.webhook_secret", "",
-                                  "1-256 characters of A-Z a-z 0-9 _ - (required in webhook "
-                                  "mode: it is how Fetch knows a request came from Telegram)")
+                raise ConfigError(
+                    "telegram.webhook_secret",
+                    "",
+                    "1-256 characters of A-Z a-z 0-9 _ - (required in webhook "
+                    "mode: it is how Fetch knows a request came from Telegram)",
+                )
             http.add_route("POST", webhook_path, self._on_webhook)
         self._api = BotApi(settings.token, settings.api_base)
         self._poll_timeout = poll_timeout
@@ -162,8 +174,11 @@ class TelegramChannel:
             # Confirm what was handed over, so a restart does not fetch it again (the
             # gateway would drop it anyway; this just saves the round trip).
             with suppress(TelegramApiError):
-                await self._api.call("getUpdates", {"offset": self._offset, "timeout": 0,
-                                                    "limit": 1}, request_seconds=5)
+                await self._api.call(
+                    "getUpdates",
+                    {"offset": self._offset, "timeout": 0, "limit": 1},
+                    request_seconds=5,
+                )
         await self._api.close()
         self._ready = False
         self._spawner = None
@@ -188,11 +203,15 @@ class TelegramChannel:
         await self._until_ok("deleteWebhook", {"drop_pending_updates": False})
         self._ready = True
         while True:
-            params = {"offset": self._offset, "timeout": self._poll_timeout,
-                      "allowed_updates": ALLOWED_UPDATES}
+            params = {
+                "offset": self._offset,
+                "timeout": self._poll_timeout,
+                "allowed_updates": ALLOWED_UPDATES,
+            }
             try:
-                batch = await self._api.call("getUpdates", params,
-                                             request_seconds=self._poll_timeout + 15)
+                batch = await self._api.call(
+                    "getUpdates", params, request_seconds=self._poll_timeout + 15
+                )
                 if not isinstance(batch, list):
                     raise TelegramApiError("getUpdates", "result is not a list")
             except TelegramApiError as err:
@@ -221,10 +240,15 @@ class TelegramChannel:
                 self._offset = min(pending) if pending else max(ids) + 1
 
     async def _register_webhook(self) -> None:
-        await self._until_ok("setWebhook", {
-            "url": self._public_url, "secret_token": self._secret,
-            "allowed_updates": ALLOWED_UPDATES, "drop_pending_updates": False,
-        })
+        await self._until_ok(
+            "setWebhook",
+            {
+                "url": self._public_url,
+                "secret_token": self._secret,
+                "allowed_updates": ALLOWED_UPDATES,
+                "drop_pending_updates": False,
+            },
+        )
         self._ready = True
         self._problem = None
 
@@ -255,8 +279,7 @@ class TelegramChannel:
         except ValueError:
             return web.json_response({"ok": False, "error": "body is not JSON"}, status=400)
         if not isinstance(update, dict):
-            return web.json_response({"ok": False, "error": "body is not an update"},
-                                     status=400)
+            return web.json_response({"ok": False, "error": "body is not an update"}, status=400)
         await self._handle_update(update)
         self._ready, self._problem = True, None
         return web.json_response({"ok": True})
@@ -271,8 +294,9 @@ class TelegramChannel:
             inbound = to_inbound(update, self._owner, self._clock())
             who = inbound or gate_probe(update, self._owner, self._clock())
             if who is not None and not self._gate.allows(who):
-                self._quiet_log.info("telegram: update %s from non-allowed sender %s "
-                                     "dropped", update_id, who.sender)
+                self._quiet_log.info(
+                    "telegram: update %s from non-allowed sender %s dropped", update_id, who.sender
+                )
                 return
             query = update.get("callback_query")
             if isinstance(query, dict) and who is not None:
@@ -285,14 +309,20 @@ class TelegramChannel:
     async def _answer_button(self, query: dict[str, Any], inbound: Inbound | None) -> None:
         # Until answered, Telegram shows a spinner on the button.
         note = f"Got it: {inbound.text}" if inbound is not None else "That button is not active"
-        await self._quiet("answerCallbackQuery", {"callback_query_id": query.get("id"),
-                                                  "text": note})
+        await self._quiet(
+            "answerCallbackQuery", {"callback_query_id": query.get("id"), "text": note}
+        )
         target = parse_ref(inbound.reply_to) if inbound and inbound.reply_to else None
         if inbound is not None and inbound.from_owner and target is not None:
             # Answered once: the buttons go, so a second tap cannot answer a later diff.
-            await self._quiet("editMessageReplyMarkup", {
-                "chat_id": _chat_id(target[0]), "message_id": target[1],
-                "reply_markup": {"inline_keyboard": []}})
+            await self._quiet(
+                "editMessageReplyMarkup",
+                {
+                    "chat_id": _chat_id(target[0]),
+                    "message_id": target[1],
+                    "reply_markup": {"inline_keyboard": []},
+                },
+            )
 
     async def _quiet(self, method: str, params: dict[str, Any]) -> None:
         """A call whose failure costs only cosmetics: logged, never raised."""
@@ -306,9 +336,12 @@ class TelegramChannel:
     async def send(self, message: Outbound) -> SendResult:
         if self._task is None:
             raise SendFailed("telegram channel is not started")
-        params: dict[str, Any] = {"chat_id": _chat_id(message.chat),
-                                  "text": to_html(message.text), "parse_mode": "HTML",
-                                  "link_preview_options": {"is_disabled": True}}
+        params: dict[str, Any] = {
+            "chat_id": _chat_id(message.chat),
+            "text": to_html(message.text),
+            "parse_mode": "HTML",
+            "link_preview_options": {"is_disabled": True},
+        }
         if message.approval_nonce:
             # The messenger puts the nonce on a reply's last message: its id is what send
             # returns, so it is the message approvals compare a tap's reply_to with. Only
@@ -327,8 +360,10 @@ class TelegramChannel:
     def _reply_params(self, message: Outbound, params: dict[str, Any]) -> None:
         target = parse_ref(message.reply_to) if message.reply_to else None
         if target is not None and target[0] == message.chat:
-            params["reply_parameters"] = {"message_id": target[1],
-                                          "allow_sending_without_reply": True}
+            params["reply_parameters"] = {
+                "message_id": target[1],
+                "allow_sending_without_reply": True,
+            }
 
     async def _send_one(self, params: dict[str, Any], source: str) -> int:
         try:
@@ -349,15 +384,15 @@ class TelegramChannel:
         if target is None or target[0] != message.chat:
             return None
         try:
-            result = await self._api.call("editMessageText",
-                                          {**params, "message_id": target[1]})
+            result = await self._api.call("editMessageText", {**params, "message_id": target[1]})
         except TelegramApiError as err:
             if "message is not modified" in err.description:
                 return target[1]  # the same text again: already what the owner sees
             if err.code == 400:
                 # Too old, deleted, or not ours to edit: the words still have to arrive.
-                log.info("telegram: cannot edit %s (%s); sending anew", message.edit_of,
-                         err.description)
+                log.info(
+                    "telegram: cannot edit %s (%s); sending anew", message.edit_of, err.description
+                )
                 return None
             raise
         return target[1] if result is True else self._message_id(result, "editMessageText")
@@ -374,7 +409,8 @@ class TelegramChannel:
         await self._stop_typing(chat)
         if typing and self._task is not None and self._spawner is not None:
             self._typing[chat] = self._spawner.spawn(
-                self._keep_typing(chat), name=f"channel:telegram:typing:{chat}")
+                self._keep_typing(chat), name=f"channel:telegram:typing:{chat}"
+            )
 
     async def _stop_typing(self, chat: str) -> None:
         await cancel_and_wait(self._typing.pop(chat, None))
@@ -386,8 +422,7 @@ class TelegramChannel:
         deadline = loop.time() + self._typing_max
         try:
             while loop.time() < deadline:
-                await self._quiet("sendChatAction", {"chat_id": _chat_id(chat),
-                                                     "action": "typing"})
+                await self._quiet("sendChatAction", {"chat_id": _chat_id(chat), "action": "typing"})
                 await asyncio.sleep(self._typing_every)
         finally:
             if self._typing.get(chat) is asyncio.current_task():

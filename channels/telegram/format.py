@@ -54,7 +54,7 @@ def to_html(text: str) -> str:
         if stripped.startswith(FENCE):
             if code is None:
                 flush_prose()
-                lang = fence_opener(stripped)[len(FENCE):]
+                lang = fence_opener(stripped)[len(FENCE) :]
                 code = []
             else:
                 flush_code()
@@ -73,7 +73,11 @@ def to_html(text: str) -> str:
 def approval_keyboard(nonce: str) -> dict[str, Any]:
     """👍/👎 under a diff. The data carries the approval's nonce, so a tap can only ever
     answer the diff it was shown under (callback data is at most 64 bytes)."""
-    return {"inline_keyboard": [[
-        {"text": "👍 Apply", "callback_data": f"{CALLBACK_YES}:{nonce}"[:64]},
-        {"text": "👎 Discard", "callback_data": f"{CALLBACK_NO}:{nonce}"[:64]},
-    ]]}
+    return {
+        "inline_keyboard": [
+            [
+                {"text": "👍 Apply", "callback_data": f"{CALLBACK_YES}:{nonce}"[:64]},
+                {"text": "👎 Discard", "callback_data": f"{CALLBACK_NO}:{nonce}"[:64]},
+            ]
+        ]
+    }

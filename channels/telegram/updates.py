@@ -34,7 +34,7 @@ def parse_button(data: object) -> tuple[str, str, str | None] | None:
         if data == prefix:
             return text, reaction, None
         if data.startswith(prefix + ":") and len(data) > len(prefix) + 1:
-            return text, reaction, data[len(prefix) + 1:]
+            return text, reaction, data[len(prefix) + 1 :]
     return None
 
 
@@ -67,8 +67,11 @@ def _from_message(message: Mapping[str, Any], owner_id: str | None) -> Inbound |
     # it becomes U+FFFD, as an undecodable byte would.
     text = LONE_SURROGATE.sub("\ufffd", text)
     reply = message.get("reply_to_message")
-    reply_to = (message_ref(chat["id"], reply["message_id"])
-                if isinstance(reply, dict) and "message_id" in reply else None)
+    reply_to = (
+        message_ref(chat["id"], reply["message_id"])
+        if isinstance(reply, dict) and "message_id" in reply
+        else None
+    )
     date = message.get("date")
     return Inbound(
         channel=CHANNEL,
@@ -150,9 +153,16 @@ def gate_probe(update: Mapping[str, Any], owner_id: str | None, now: float) -> I
     chat = message.get("chat") if isinstance(message, dict) else None
     if who is None or not isinstance(chat, dict) or "id" not in chat:
         return None
-    return Inbound(channel=CHANNEL, chat=str(chat["id"]), sender=who[0],
-                   message_id=f"probe:{update.get('update_id')}", text="", timestamp=now,
-                   is_group=chat.get("type") in GROUP_TYPES, from_owner=who[1])
+    return Inbound(
+        channel=CHANNEL,
+        chat=str(chat["id"]),
+        sender=who[0],
+        message_id=f"probe:{update.get('update_id')}",
+        text="",
+        timestamp=now,
+        is_group=chat.get("type") in GROUP_TYPES,
+        from_owner=who[1],
+    )
 
 
 class SeenUpdates:

@@ -93,10 +93,15 @@ class WhatsAppChannel:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.capabilities = Capabilities(
-            message_limit=SAFE_CHARS, render=to_whatsapp, can_edit=True, markup="whatsapp",
+            message_limit=SAFE_CHARS,
+            render=to_whatsapp,
+            can_edit=True,
+            markup="whatsapp",
             can_react=True,
-            typing=True, min_send_interval=settings.min_send_interval_seconds,
-            sends_per_minute=settings.sends_per_minute, reply_only=True,
+            typing=True,
+            min_send_interval=settings.min_send_interval_seconds,
+            sends_per_minute=settings.sends_per_minute,
+            reply_only=True,
         )
         self.on_alert = on_alert
         self._settings = settings
@@ -109,12 +114,15 @@ class WhatsAppChannel:
         self._gate: Gate = gate or OwnerOnlyGate()
         self._quiet_log = LogThrottle(log)
         self._pending = PendingSends()
-        self._pacer = pacer or Pacer(settings.min_send_interval_seconds,
-                                     settings.sends_per_minute)
+        self._pacer = pacer or Pacer(settings.min_send_interval_seconds, settings.sends_per_minute)
         self._health = ConnectionHealth(clock)
-        self._conn = ConnectionSupervisor(self._client, self._health, self._alert,
-                                          backoff=backoff or Backoff(),
-                                          probe_interval=probe_interval)
+        self._conn = ConnectionSupervisor(
+            self._client,
+            self._health,
+            self._alert,
+            backoff=backoff or Backoff(),
+            probe_interval=probe_interval,
+        )
         self._ledger = Ledger(self._store_dir / "ledger.json")
         self._seen: OrderedDict[str, _Seen] = OrderedDict()
         self._sink: InboundSink | None = None
@@ -252,8 +260,11 @@ class WhatsAppChannel:
         elif isinstance(event, nz.OfflineSyncCompletedEv):
             log.info("whatsapp: offline sync done (%d messages)", event.Count)
         elif isinstance(event, nz.UndecryptableMessageEv):
-            log.warning("whatsapp: could not decrypt message %s in %s (WhatsApp retries)",
-                        event.Info.ID, jid_str(event.Info.MessageSource.Chat))
+            log.warning(
+                "whatsapp: could not decrypt message %s in %s (WhatsApp retries)",
+                event.Info.ID,
+                jid_str(event.Info.MessageSource.Chat),
+            )
         else:  # receipts, pair status: nothing to do in a running Fetch
             log.debug("whatsapp: %s", type(event).__name__)
 
@@ -261,35 +272,40 @@ class WhatsAppChannel:
         self._health.inbound()  # any traffic proves the connection works
         message_id = str(event.Info.ID)
         source = event.Info.MessageSource
-        if source.IsFromMe and message_id not in self._ledger \
-                and self._pending.claim(text_of(event.Message)):
+        if (
+            source.IsFromMe
+            and message_id not in self._ledger
+            and self._pending.claim(text_of(event.Message))
+        ):
             # Our own send echoing back before the send call returned its id.
             self._ledger.record_sent(message_id, jid_str(source.Chat))
             log.debug("whatsapp: %s is the echo of a send in flight", message_id)
             return
-        ctx = NormalizeContext(self._owner, self._settings.max_media_bytes,
-                               self._client.own_users(), self._ledger.lids)
+        ctx = NormalizeContext(
+            self._owner, self._settings.max_media_bytes, self._client.own_users(), self._ledger.lids
+        )
         decision = route(event, ctx, self._rules, self._ledger)
         if decision.message is None or not decision.deliver:
-            self._quiet_log.info("whatsapp: %s not for Fetch: %s", message_id,
-                                 decision.reason)
+            self._quiet_log.info("whatsapp: %s not for Fetch: %s", message_id, decision.reason)
             return
         result = decision.message
         inbound = result.inbound
         if not self._gate.allows(inbound):
             # Before the download, the media file, the ledger, the LID table: nothing of
             # a sender who is not allowed is kept (the gateway would drop it anyway).
-            self._quiet_log.info("whatsapp: %s from non-allowed sender %s dropped",
-                                 message_id, inbound.sender)
+            self._quiet_log.info(
+                "whatsapp: %s from non-allowed sender %s dropped", message_id, inbound.sender
+            )
             return
         if (pair := lid_pair(source)) is not None:
             self._ledger.record_lid(*pair)
         if result.media is not None:
             inbound = await self._fetch_media(inbound, result.media)
         self._ledger.record_wrote(inbound.chat)
-        self._remember(message_id, _Seen(source.Chat, source.Sender,
-                                         participant(source, self._ledger.lids),
-                                         inbound.text))
+        self._remember(
+            message_id,
+            _Seen(source.Chat, source.Sender, participant(source, self._ledger.lids), inbound.text),
+        )
         assert self._sink is not None
         await self._sink(inbound)
         await self._mark_read(message_id)
@@ -307,11 +323,13 @@ class WhatsAppChannel:
             return refused("the download failed")
         limit = self._settings.max_media_bytes
         if len(data) > limit:  # the declared size can lie
-            return refused(f"{media.megabytes(len(data))} is over the "
-                           f"{media.megabytes(limit)} limit")
+            return refused(
+                f"{media.megabytes(len(data))} is over the {media.megabytes(limit)} limit"
+            )
         folder = media.media_dir(self._sessions_root, inbound.key)
-        path = await asyncio.to_thread(media.save, folder, inbound.message_id, ref.mime,
-                                       ref.kind, data)
+        path = await asyncio.to_thread(
+            media.save, folder, inbound.message_id, ref.mime, ref.kind, data
+        )
         return replace(inbound, attachments=(Attachment(ref.kind, str(path), ref.mime),))
 
     def _remember(self, message_id: str, seen: _Seen) -> None:
@@ -340,21 +358,22 @@ class WhatsAppChannel:
         jid = parse_jid(message.chat)
         await self._pacer.acquire()
         if message.edit_of:
-            sent = await self._edit(jid, message.chat, message.edit_of, message.text,
-                                    message.reply_to)
+            sent = await self._edit(
+                jid, message.chat, message.edit_of, message.text, message.reply_to
+            )
         else:
             sent = await self._send_text(jid, message.chat, message.text, message.reply_to)
         return SendResult(message_id=sent)
 
-    async def _edit(self, jid: Any, chat: str, edit_of: str, text: str,
-                    reply_to: str | None) -> str:
+    async def _edit(
+        self, jid: Any, chat: str, edit_of: str, text: str, reply_to: str | None
+    ) -> str:
         if not self._ledger.sent_by_fetch(edit_of):
             log.info("whatsapp: %s is not Fetch's message; sending instead of editing", edit_of)
             return await self._send_text(jid, chat, text, reply_to)
         try:
             # An edit echoes as an edit, which normalize skips; its id is recorded below.
-            edit_id = await self._client.edit_message(jid, edit_of,
-                                                      nz.Message(conversation=text))
+            edit_id = await self._client.edit_message(jid, edit_of, nz.Message(conversation=text))
         except Exception as err:  # too old to edit (15 min), or deleted: send it new
             log.info("whatsapp: edit of %s failed (%s); sending as a new message", edit_of, err)
             return await self._send_text(jid, chat, text, reply_to)
@@ -365,10 +384,14 @@ class WhatsAppChannel:
     async def _send_text(self, jid: Any, chat: str, text: str, reply_to: str | None) -> str:
         seen = self._seen.get(reply_to) if reply_to else None
         if seen is not None:
-            quote = nz.ContextInfo(stanzaID=reply_to, participant=seen.participant,
-                                   quotedMessage=nz.Message(conversation=seen.text))
-            payload = nz.Message(extendedTextMessage=nz.ExtendedTextMessage(
-                text=text, contextInfo=quote))
+            quote = nz.ContextInfo(
+                stanzaID=reply_to,
+                participant=seen.participant,
+                quotedMessage=nz.Message(conversation=seen.text),
+            )
+            payload = nz.Message(
+                extendedTextMessage=nz.ExtendedTextMessage(text=text, contextInfo=quote)
+            )
         else:
             payload = nz.Message(conversation=text)
         try:

@@ -102,7 +102,8 @@ class NeonizeClient:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             devices = await asyncio.to_thread(
-                ClientFactory.get_all_devices_from_db, str(self.db_path))
+                ClientFactory.get_all_devices_from_db, str(self.db_path)
+            )
         except ValueError as err:  # neonize could not parse Go's "error: ..." answer
             raise ChannelError(f"cannot read the WhatsApp device store {self.db_path}") from err
         finally:
@@ -165,14 +166,15 @@ class NeonizeClient:
         return str(response.ID)
 
     async def send_chat_presence(self, chat: Any, composing: bool) -> None:
-        state = (ChatPresence.CHAT_PRESENCE_COMPOSING if composing
-                 else ChatPresence.CHAT_PRESENCE_PAUSED)
-        await self._client.send_chat_presence(chat, state,
-                                              ChatPresenceMedia.CHAT_PRESENCE_MEDIA_TEXT)
+        state = (
+            ChatPresence.CHAT_PRESENCE_COMPOSING if composing else ChatPresence.CHAT_PRESENCE_PAUSED
+        )
+        await self._client.send_chat_presence(
+            chat, state, ChatPresenceMedia.CHAT_PRESENCE_MEDIA_TEXT
+        )
 
     async def mark_read(self, message_id: str, chat: Any, sender: Any) -> None:
-        await self._client.mark_read(message_id, chat=chat, sender=sender,
-                                     receipt=ReceiptType.READ)
+        await self._client.mark_read(message_id, chat=chat, sender=sender, receipt=ReceiptType.READ)
 
     async def download(self, message: Any) -> bytes:
         return bytes(await self._client.download_any(message))

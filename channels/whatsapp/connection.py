@@ -21,8 +21,14 @@ from channels.whatsapp.health import Backoff, ConnectionHealth
 log = logging.getLogger(__name__)
 PAIR_HINT = "run `fetch whatsapp pair`, then restart Fetch"
 # Reasons a connection attempt fails that reconnecting cannot fix.
-_FATAL_CONNECT = {"LOGGED_OUT", "MAIN_DEVICE_GONE", "UNKNOWN_LOGOUT", "TEMP_BANNED",
-                  "CLIENT_OUTDATED", "BAD_USER_AGENT"}
+_FATAL_CONNECT = {
+    "LOGGED_OUT",
+    "MAIN_DEVICE_GONE",
+    "UNKNOWN_LOGOUT",
+    "TEMP_BANNED",
+    "CLIENT_OUTDATED",
+    "BAD_USER_AGENT",
+}
 
 
 def _enum_name(message: Any, field: str) -> str:
@@ -53,15 +59,21 @@ def account_alert(event: Any) -> str | None:
     if isinstance(event, nz.LoggedOutEv):
         return f"WhatsApp logged Fetch out ({_enum_name(event, 'Reason')}): {PAIR_HINT}"
     if isinstance(event, nz.TemporaryBanEv):
-        return (f"WhatsApp temporarily banned this number ({_enum_name(event, 'Code')}), "
-                f"lifted in about {_duration(int(event.Expire))}. Fetch sends nothing on "
-                "WhatsApp until it is restarted after that.")
+        return (
+            f"WhatsApp temporarily banned this number ({_enum_name(event, 'Code')}), "
+            f"lifted in about {_duration(int(event.Expire))}. Fetch sends nothing on "
+            "WhatsApp until it is restarted after that."
+        )
     if isinstance(event, nz.StreamReplacedEv):
-        return ("another client took over Fetch's WhatsApp session (stream replaced); Fetch "
-                "let go so the two do not fight. Close the other one and restart Fetch.")
+        return (
+            "another client took over Fetch's WhatsApp session (stream replaced); Fetch "
+            "let go so the two do not fight. Close the other one and restart Fetch."
+        )
     if isinstance(event, nz.ClientOutdatedEv):
-        return ("WhatsApp says this client is outdated: upgrade neonize "
-                "(pip install -U neonize) and restart Fetch")
+        return (
+            "WhatsApp says this client is outdated: upgrade neonize "
+            "(pip install -U neonize) and restart Fetch"
+        )
     if isinstance(event, nz.QREv):
         return f"WhatsApp asks to pair again (QR shown): {PAIR_HINT}"
     if isinstance(event, nz.ConnectFailureEv) and _enum_name(event, "Reason") in _FATAL_CONNECT:
@@ -103,14 +115,24 @@ class ConnectionSupervisor:
             self.dropped("disconnected")
         elif isinstance(event, nz.KeepAliveTimeoutEv):
             self.dropped(f"keepalive timeout ({event.ErrorCount} missed)", degraded=True)
-        elif isinstance(event, (nz.LoggedOutEv, nz.TemporaryBanEv, nz.StreamReplacedEv,
-                                nz.ClientOutdatedEv, nz.ConnectFailureEv, nz.QREv)):
+        elif isinstance(
+            event,
+            (
+                nz.LoggedOutEv,
+                nz.TemporaryBanEv,
+                nz.StreamReplacedEv,
+                nz.ClientOutdatedEv,
+                nz.ConnectFailureEv,
+                nz.QREv,
+            ),
+        ):
             text = account_alert(event)
             if text is not None:
                 self.alert(text)
             else:
-                self.dropped(f"connect failure {_enum_name(event, 'Reason')} "
-                             f"{event.Message}".strip())
+                self.dropped(
+                    f"connect failure {_enum_name(event, 'Reason')} {event.Message}".strip()
+                )
         else:
             return False
         return True
@@ -166,6 +188,5 @@ class ConnectionSupervisor:
             try:
                 await self._client.reconnect()
             except Exception as err:
-                log.warning("whatsapp: reconnect attempt %d failed: %s",
-                            self._health.attempt, err)
+                log.warning("whatsapp: reconnect attempt %d failed: %s", self._health.attempt, err)
                 self._health.set("reconnecting", str(err))

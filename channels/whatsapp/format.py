@@ -34,8 +34,10 @@ def _inline(line: str) -> str:
     parts = _INLINE_CODE.split(line)
     for i in range(0, len(parts), 2):  # even indexes are outside inline code
         text = parts[i]
-        text = _LINK.sub(lambda m: m.group(1) if m.group(1) == m.group(2)
-                         else f"{m.group(1)} ({m.group(2)})", text)
+        text = _LINK.sub(
+            lambda m: m.group(1) if m.group(1) == m.group(2) else f"{m.group(1)} ({m.group(2)})",
+            text,
+        )
         text = _ITALIC.sub(r"_\1_", text)  # before bold: **x** must not look like *x*
         text = _BOLD.sub(lambda m: f"*{m.group(1) or m.group(2)}*", text)
         text = _STRIKE.sub(r"~\1~", text)

@@ -35,8 +35,9 @@ def parse_jid(text: str) -> Any:
     """``"15551234567@s.whatsapp.net"`` (or bare digits) -> a neonize ``JID``."""
     user, _, server = text.partition("@")
     # proto2 marks every JID field required: a JID missing one cannot be serialised.
-    return JID(User=user, Server=server or USER_SERVER, RawAgent=0, Device=0, Integrator=0,
-               IsEmpty=False)
+    return JID(
+        User=user, Server=server or USER_SERVER, RawAgent=0, Device=0, Integrator=0, IsEmpty=False
+    )
 
 
 def phone_digits(number: str | None) -> str:
@@ -61,8 +62,7 @@ def lid_pair(source: Any) -> tuple[str, str] | None:
 
 def _phone_jid(source: Any) -> Any:
     sender, alt = source.Sender, source.SenderAlt
-    return alt if sender.Server == LID_SERVER and alt.User and alt.Server == USER_SERVER \
-        else sender
+    return alt if sender.Server == LID_SERVER and alt.User and alt.Server == USER_SERVER else sender
 
 
 def participant(source: Any, lids: Mapping[str, str] | None = None) -> str:

@@ -48,7 +48,7 @@ class Ledger:
             log.warning("whatsapp ledger %s unreadable (%s); starting empty", path, err)
             return
         self._chats = {str(c) for c in data.get("chats", [])}
-        for item in data.get("sent", [])[-self._max_sent:]:
+        for item in data.get("sent", [])[-self._max_sent :]:
             self._sent[str(item[0])] = str(item[1])
         lids = data.get("lids", {})
         if isinstance(lids, dict):
@@ -59,9 +59,11 @@ class Ledger:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._path.with_suffix(".tmp")
-        payload = {"chats": sorted(self._chats),
-                   "sent": [[mid, chat] for mid, chat in self._sent.items()],
-                   "lids": dict(sorted(self._lids.items()))}
+        payload = {
+            "chats": sorted(self._chats),
+            "sent": [[mid, chat] for mid, chat in self._sent.items()],
+            "lids": dict(sorted(self._lids.items())),
+        }
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh)

@@ -17,8 +17,13 @@ from core.events import SessionKey
 # base MIME type -> file extension
 ACCEPTED: dict[str, dict[str, str]] = {
     "image": {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"},
-    "audio": {"audio/ogg": ".ogg", "audio/mpeg": ".mp3", "audio/mp4": ".m4a",
-              "audio/aac": ".aac", "audio/amr": ".amr"},
+    "audio": {
+        "audio/ogg": ".ogg",
+        "audio/mpeg": ".mp3",
+        "audio/mp4": ".m4a",
+        "audio/aac": ".aac",
+        "audio/amr": ".amr",
+    },
 }
 DEFAULT_MIME = {"image": "image/jpeg", "audio": "audio/ogg"}
 

@@ -30,11 +30,15 @@ from core.events import Inbound
 
 CHANNEL = "whatsapp"
 # Containers that only wrap the real message.
-_WRAPPERS = ("ephemeralMessage", "viewOnceMessage", "viewOnceMessageV2",
-             "viewOnceMessageV2Extension", "documentWithCaptionMessage")
+_WRAPPERS = (
+    "ephemeralMessage",
+    "viewOnceMessage",
+    "viewOnceMessageV2",
+    "viewOnceMessageV2Extension",
+    "documentWithCaptionMessage",
+)
 # Kinds we do not read but should tell the owner about (they may have meant something).
-_UNSUPPORTED_MEDIA = {"videoMessage": "video", "ptvMessage": "video",
-                      "documentMessage": "document"}
+_UNSUPPORTED_MEDIA = {"videoMessage": "video", "ptvMessage": "video", "documentMessage": "document"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +131,9 @@ def _media_body(kind: str, content: Any, message: Any, ctx: NormalizeContext) ->
     if refusal is not None:
         note = f"[{label} not received: {refusal}]"
         return _Body(f"{caption}\n{note}" if caption else note, _quoted_id(content))
-    ref = MediaRef(kind, media.base_mime(mime), int(content.fileLength), label, bool(caption),
-                   message)
+    ref = MediaRef(
+        kind, media.base_mime(mime), int(content.fileLength), label, bool(caption), message
+    )
     return _Body(caption or f"[{label}]", _quoted_id(content), media=ref)
 
 
@@ -175,8 +180,11 @@ def normalize(event: Any, ctx: NormalizeContext) -> Normalized | Skipped:
     is_group = bool(source.IsGroup) or source.Chat.Server == GROUP_SERVER
     is_from_me = bool(source.IsFromMe)
     sender = sender_number(source, ctx.lids)
-    me = {bare_user(str(source.Sender.User)), bare_user(str(source.SenderAlt.User)),
-          *ctx.own_users} - {""}
+    me = {
+        bare_user(str(source.Sender.User)),
+        bare_user(str(source.SenderAlt.User)),
+        *ctx.own_users,
+    } - {""}
     is_self_chat = is_from_me and not is_group and bare_user(str(source.Chat.User)) in me
     from_owner = bool(ctx.owner and sender == ctx.owner) or is_self_chat
     inbound = Inbound(
@@ -191,5 +199,4 @@ def normalize(event: Any, ctx: NormalizeContext) -> Normalized | Skipped:
         reply_to=body.reply_to,
         reaction=body.reaction,
     )
-    return Normalized(inbound, is_self_chat=is_self_chat, is_from_me=is_from_me,
-                      media=body.media)
+    return Normalized(inbound, is_self_chat=is_self_chat, is_from_me=is_from_me, media=body.media)

@@ -21,10 +21,14 @@ from channels.whatsapp import _neonize as nz
 from channels.whatsapp.client import NeonizeClient, WhatsAppClient
 from channels.whatsapp.jids import phone_digits
 
-QR_HELP = ("On the phone: WhatsApp → Settings → Linked devices → Link a device, then scan "
-           "this code. A new code appears every ~20 seconds.")
-CODE_HELP = ("On the phone: WhatsApp → Settings → Linked devices → Link a device → "
-             "Link with phone number instead, then enter:")
+QR_HELP = (
+    "On the phone: WhatsApp → Settings → Linked devices → Link a device, then scan "
+    "this code. A new code appears every ~20 seconds."
+)
+CODE_HELP = (
+    "On the phone: WhatsApp → Settings → Linked devices → Link a device → "
+    "Link with phone number instead, then enter:"
+)
 
 
 class PairingError(ValueError):
@@ -35,8 +39,9 @@ def normalize_phone(phone: str) -> str:
     """``"+1 555 123 4567"`` -> ``"15551234567"``; refuses what cannot be an E.164 number."""
     digits = phone_digits(phone)
     if not 8 <= len(digits) <= 15 or digits.startswith("0"):
-        raise PairingError(f"{phone!r} is not a phone number with its country code "
-                           "(e.g. +15551234567)")
+        raise PairingError(
+            f"{phone!r} is not a phone number with its country code (e.g. +15551234567)"
+        )
     return digits
 
 
@@ -47,8 +52,9 @@ def print_qr(code: str, out: TextIO) -> None:
     out.flush()
 
 
-async def _session(client: WhatsAppClient, events: asyncio.Queue[Any], phone: str | None,
-                   out: TextIO) -> int:
+async def _session(
+    client: WhatsAppClient, events: asyncio.Queue[Any], phone: str | None, out: TextIO
+) -> int:
     asked = False
     while True:
         event = await events.get()
@@ -68,11 +74,14 @@ async def _session(client: WhatsAppClient, events: asyncio.Queue[Any], phone: st
             out.write(f"✅ Paired with +{event.ID.User}. Finishing the first sync…\n")
             out.flush()
         elif isinstance(event, nz.ConnectedEv):
-            out.write("✅ Connected. Fetch can use WhatsApp now: set whatsapp.enabled: true "
-                      "and whatsapp.owner (your number) in the config, then start Fetch.\n")
+            out.write(
+                "✅ Connected. Fetch can use WhatsApp now: set whatsapp.enabled: true "
+                "and whatsapp.owner (your number) in the config, then start Fetch.\n"
+            )
             return 0
-        elif isinstance(event, (nz.LoggedOutEv, nz.TemporaryBanEv, nz.ClientOutdatedEv,
-                                nz.StreamReplacedEv)):
+        elif isinstance(
+            event, (nz.LoggedOutEv, nz.TemporaryBanEv, nz.ClientOutdatedEv, nz.StreamReplacedEv)
+        ):
             out.write(f"Pairing stopped: WhatsApp sent {type(event).__name__}.\n")
             return 1
 
@@ -99,8 +108,10 @@ async def pair(
     store.chmod(0o700)  # the device store holds the session keys
     client = client or NeonizeClient(store / "device.db")
     if await client.paired():
-        out.write("Already paired. To link another account, stop Fetch and delete "
-                  f"{store / 'device.db'} first.\n")
+        out.write(
+            "Already paired. To link another account, stop Fetch and delete "
+            f"{store / 'device.db'} first.\n"
+        )
         return 0
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[Any] = asyncio.Queue()

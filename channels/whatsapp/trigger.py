@@ -52,7 +52,7 @@ def has_trigger(text: str, trigger: str) -> bool:
     head = text.lstrip()
     if not trigger or not head.lower().startswith(trigger.lower()):
         return False
-    rest = head[len(trigger):]
+    rest = head[len(trigger) :]
     return not rest or not (rest[0].isalnum() or rest[0] == "_")
 
 
@@ -91,8 +91,9 @@ class Route:
     message: Normalized | None = None
 
 
-def route(event: Any, ctx: NormalizeContext, rules: TriggerRules,
-          sent_by_fetch: Container[str]) -> Route:
+def route(
+    event: Any, ctx: NormalizeContext, rules: TriggerRules, sent_by_fetch: Container[str]
+) -> Route:
     """Echo of Fetch's own message? -> normalise -> addressed to Fetch? (pure)"""
     if str(event.Info.ID) in sent_by_fetch:
         return Route(False, "echo of a message Fetch sent")

@@ -15,11 +15,11 @@ if TYPE_CHECKING:
 def repo_of(ctx: Context, args: dict[str, Any]) -> str:
     name = args.get("repo") or ctx.session.data.repo
     if not name:
-        raise ToolArgumentError("no repository given and none is active; name one "
-                                "(workspace_list shows them)")
+        raise ToolArgumentError(
+            "no repository given and none is active; name one (workspace_list shows them)"
+        )
     if name not in ctx.services.workspace.repos():
         raise ToolArgumentError(f"no repository named {name!r}; call workspace_list")
-    if not ctx.services.permissions.decide(ctx.subject, f"repo:{name}",
-                                           ctx.session.key).allowed:
+    if not ctx.services.permissions.decide(ctx.subject, f"repo:{name}", ctx.session.key).allowed:
         raise ToolArgumentError(f"the sender may not work in {name}")
     return str(name)

@@ -45,8 +45,9 @@ def truncation(folded: list[Message]) -> str:
     return "\n".join(lines)
 
 
-async def compact(history: list[Message], budget: int,
-                  summarise: Summarise | None = None) -> list[Message]:
+async def compact(
+    history: list[Message], budget: int, summarise: Summarise | None = None
+) -> list[Message]:
     """``history`` (oldest first) fitted into ``budget`` tokens."""
     if sum(message_tokens(m) for m in history) <= budget:
         return history
@@ -65,5 +66,5 @@ async def compact(history: list[Message], budget: int,
     if not text or tokens(text) > budget // 10:
         text = truncation(folded)
         while tokens(text) > budget // 10 and "\n" in text:
-            text = text[:text.rindex("\n")]  # the note line stays
+            text = text[: text.rindex("\n")]  # the note line stays
     return [{"role": "user", "content": text}, *keep]

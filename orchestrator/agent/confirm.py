@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from orchestrator.context import Context
 
 KIND = "tool"  # question_context["kind"] of a pending yes/no
-YES = frozenset({"yes", "y", "ok", "okay", "sure", "go", "go ahead", "do it", "yes please",
-                 "👍", "✅"})
+YES = frozenset(
+    {"yes", "y", "ok", "okay", "sure", "go", "go ahead", "do it", "yes please", "👍", "✅"}
+)
 NO = frozenset({"no", "n", "nope", "don't", "dont", "cancel", "stop", "no thanks", "👎", "❌"})
 
 
@@ -27,8 +28,9 @@ async def cleared(ctx: Context, tool: Tool, args: dict[str, Any]) -> bool:
         return False
     permissions = ctx.services.permissions
     action = f"tool:{tool.name}"
-    grant = permissions.grants.find(ctx.subject.id, action, ctx.session.key,
-                                    ("once", "session", "persisted"))
+    grant = permissions.grants.find(
+        ctx.subject.id, action, ctx.session.key, ("once", "session", "persisted")
+    )
     if grant is None:
         return False
     if grant.scope == "once":
@@ -45,8 +47,9 @@ async def request(ctx: Context, tool: Tool, args: dict[str, Any]) -> tuple[str, 
     """Ask for the yes; the turn ends here (the result the model sees, final)."""
     what = describe(tool, args)
     if not ctx.subject.is_owner:
-        await ctx.services.permissions.ask_owner(ctx.subject, f"tool:{tool.name}",
-                                                 ctx.session.key, ctx.reply, what)
+        await ctx.services.permissions.ask_owner(
+            ctx.subject, f"tool:{tool.name}", ctx.session.key, ctx.reply, what
+        )
         return f"the owner was asked to allow {what}; nothing was done yet", True
     data = ctx.session.data
     data.question = f"May I run {what}?"
@@ -66,6 +69,7 @@ async def answer(ctx: Context, context: dict[str, Any]) -> bool:
         await ctx.reply(f"👍 Not done: {name} was not run.")
         return said in NO
     result = await ctx.services.planner.executor.run_confirmed(ctx, name, args)
-    await ctx.reply(f"✅ {name}: {result}" if not result.startswith("error:") else
-                    f"⚠️ {name}: {result}")
+    await ctx.reply(
+        f"✅ {name}: {result}" if not result.startswith("error:") else f"⚠️ {name}: {result}"
+    )
     return True

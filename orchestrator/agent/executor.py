@@ -47,9 +47,11 @@ class ToolExecutor:
         """(call id, result) in call order, and whether the turn ended."""
         checked = [await self._check(ctx, call) for call in calls]
         reads = [c for c in checked if c.tool is not None and c.tool.kind == "read"]
-        for c, (content, final) in zip(reads, await asyncio.gather(
-                *(self._read(ctx, c.tool, c.args or {}) for c in reads if c.tool)),
-                strict=True):
+        for c, (content, final) in zip(
+            reads,
+            await asyncio.gather(*(self._read(ctx, c.tool, c.args or {}) for c in reads if c.tool)),
+            strict=True,
+        ):
             c.content, c.final = content, final
         ended = any(c.final for c in checked)
         for c in checked:
@@ -68,8 +70,12 @@ class ToolExecutor:
     async def run_confirmed(self, ctx: Context, name: str, args: dict[str, Any]) -> str:
         """A tool the owner said yes to: checked again (a grant may be gone), then run."""
         tool = self.tools.get(name)
-        if tool is None or not ctx.services.permissions.decide(
-                ctx.subject, f"tool:{name}", ctx.session.key).allowed:
+        if (
+            tool is None
+            or not ctx.services.permissions.decide(
+                ctx.subject, f"tool:{name}", ctx.session.key
+            ).allowed
+        ):
             return f"error: {name} is not allowed any more"
         content, _final = await self._write(ctx, tool, args)
         return content
@@ -83,18 +89,23 @@ class ToolExecutor:
             return checked
         tool = self.tools.get(function.name)
         permissions = ctx.services.permissions
-        if tool is None or not permissions.may(ctx.subject, f"tool:{tool.name}",
-                                               ctx.session.key):
-            shown = [n for n in self.tools.names()
-                     if permissions.may(ctx.subject, f"tool:{n}", ctx.session.key)]
-            checked.content = (f"error: unknown tool {function.name!r}; available: "
-                               f"{', '.join(shown)}")
+        if tool is None or not permissions.may(ctx.subject, f"tool:{tool.name}", ctx.session.key):
+            shown = [
+                n
+                for n in self.tools.names()
+                if permissions.may(ctx.subject, f"tool:{n}", ctx.session.key)
+            ]
+            checked.content = (
+                f"error: unknown tool {function.name!r}; available: {', '.join(shown)}"
+            )
             return checked
         if not permissions.decide(ctx.subject, f"tool:{tool.name}", ctx.session.key).allowed:
             # An "ask" rule: the owner is asked; this turn ends here.
             await ctx.permit(f"tool:{tool.name}", tool.name)
-            checked.content, checked.final = ("the owner was asked; this tool waits for "
-                                              "their answer"), True
+            checked.content, checked.final = (
+                ("the owner was asked; this tool waits for their answer"),
+                True,
+            )
             return checked
         try:
             checked.args = check_args(tool, json.loads(function.arguments or "{}"))

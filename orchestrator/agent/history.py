@@ -18,8 +18,13 @@ SUMMARIES = 3  # archived chunks shown, newest; memory_search reaches the rest
 RESERVE = 1_000  # tokens left for the model's answer and this turn's tool results
 
 
-async def build_messages(ctx: Context, text: str, now: float, tools: list[dict[str, Any]],
-                         summarise: Summarise | None = None) -> list[Message]:
+async def build_messages(
+    ctx: Context,
+    text: str,
+    now: float,
+    tools: list[dict[str, Any]],
+    summarise: Summarise | None = None,
+) -> list[Message]:
     s = ctx.services
     settings = s.settings.model
     key = ctx.session.key
@@ -29,20 +34,37 @@ async def build_messages(ctx: Context, text: str, now: float, tools: list[dict[s
         rows = rows[:-1]  # the message this turn answers: it goes last, as ``text``
     system = await frozen_prompt(ctx, now, current or 0)
     since = int(ctx.session.data.frozen_prompt.get("since", "0"))
-    rows = [r for r in rows if r[0] >= since][-settings.history_messages:] \
-        if settings.history_messages else []
+    rows = (
+        [r for r in rows if r[0] >= since][-settings.history_messages :]
+        if settings.history_messages
+        else []
+    )
     history: list[Message] = [
         {"role": "user" if direction == "in" else "assistant", "content": clip(body)}
-        for _id, direction, body in rows]
+        for _id, direction, body in rows
+    ]
     first = rows[0][0] if rows else (current or 2**62)
-    older = [summary for start, _end, summary in
-             await s.memory.summaries_before(key, first, SUMMARIES) if start >= since]
+    older = [
+        summary
+        for start, _end, summary in await s.memory.summaries_before(key, first, SUMMARIES)
+        if start >= since
+    ]
     if older:
-        history.insert(0, {"role": "user", "content": "[earlier in this chat, from archival "
-                           "memory]\n" + "\n".join(f"- {o}" for o in older)})
+        history.insert(
+            0,
+            {
+                "role": "user",
+                "content": "[earlier in this chat, from archival "
+                "memory]\n" + "\n".join(f"- {o}" for o in older),
+            },
+        )
     note = turn_note(ctx)
     fixed = tokens(system) + tokens(json.dumps(tools)) + tokens(text) + tokens(note)
     budget = max(RESERVE, settings.context_tokens - fixed - RESERVE)
     history = await compact(history, budget, summarise)
-    return [{"role": "system", "content": system}, *history,
-            {"role": "user", "content": text}, {"role": "user", "content": note}]
+    return [
+        {"role": "system", "content": system},
+        *history,
+        {"role": "user", "content": text},
+        {"role": "user", "content": note},
+    ]

@@ -40,12 +40,15 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
     since = stored.get("since") or str(message_id)
     if stored.get("text") and stored.get("day") == day and stored.get("identity") == digest:
         return stored["text"]
-    text = build_system_prompt(s.identity, FrozenContext(
-        workspace=str(s.workspace.root),
-        repos=tuple(s.workspace.repos()),
-        day=day,
-        skills=tuple(f"{k.name}: {k.description}" for k in s.skills),
-    ))
+    text = build_system_prompt(
+        s.identity,
+        FrozenContext(
+            workspace=str(s.workspace.root),
+            repos=tuple(s.workspace.repos()),
+            day=day,
+            skills=tuple(f"{k.name}: {k.description}" for k in s.skills),
+        ),
+    )
     data.frozen_prompt = {"text": text, "day": day, "identity": digest, "since": since}
     await ctx.session.persist()
     return text
@@ -56,10 +59,12 @@ def turn_note(ctx: Context) -> str:
     s = ctx.services
     repo = ctx.session.data.repo
     repos = tuple(s.workspace.repos())
-    return session_note(PromptContext(
-        state=ctx.session.state,
-        repos=repos,
-        active_repo=repo,
-        repo_status=s.workspace.describe(repo) if repo and repo in repos else None,
-        harness=ctx.session.data.harness or s.runner.default_harness(),
-    ))
+    return session_note(
+        PromptContext(
+            state=ctx.session.state,
+            repos=repos,
+            active_repo=repo,
+            repo_status=s.workspace.describe(repo) if repo and repo in repos else None,
+            harness=ctx.session.data.harness or s.runner.default_harness(),
+        )
+    )

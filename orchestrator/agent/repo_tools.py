@@ -48,8 +48,15 @@ def confined(root: Path, raw: str) -> tuple[str, Path]:
 
 def tracked(repo: Repo, under: str) -> list[str]:
     """Tracked and untracked, not ignored, files (git lists symlinks, never follows)."""
-    out = repo.run("ls-files", "--cached", "--others", "--exclude-standard", "-z",
-                   *(["--", under] if under else []), strip=False)
+    out = repo.run(
+        "ls-files",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+        "-z",
+        *(["--", under] if under else []),
+        strip=False,
+    )
     return sorted({p for p in out.split("\0") if p})
 
 
@@ -75,14 +82,13 @@ def _read(repo: Repo, raw: str, start: int, count: int) -> str:
         return f"{rel}: a binary file ({size} bytes)"
     lines = data.decode(errors="replace").splitlines()
     first = max(1, start)
-    chosen = lines[first - 1:first - 1 + min(count, MAX_LINES)]
+    chosen = lines[first - 1 : first - 1 + min(count, MAX_LINES)]
     body = "\n".join(f"{first + i}: {line}" for i, line in enumerate(chosen))
     cut = len(body) > MAX_READ
     body = body[:MAX_READ]
     end = first + len(chosen) - 1
     total = f"{len(lines)}" if size <= MAX_FILE else f"the first {len(lines)} (of {size} bytes)"
-    tail = f"\n[lines {first}-{end} of {total}]" if cut or end < len(lines) or first > 1 \
-        else ""
+    tail = f"\n[lines {first}-{end} of {total}]" if cut or end < len(lines) or first > 1 else ""
     return f"{rel}:\n{body}{tail}"
 
 
@@ -124,9 +130,16 @@ def _log(repo: Repo, path: str, count: int) -> str:
     if not repo.has_commits():
         return "(no commits yet)"
     rel = confined(repo.path, path)[0] if path else ""
-    return _git(repo, "log", f"-n{max(1, min(count, 50))}", "--no-color",
-                "--format=%h %ad %an: %s", "--date=short", "--",
-                *([rel] if rel else [])).rstrip("\n")
+    return _git(
+        repo,
+        "log",
+        f"-n{max(1, min(count, 50))}",
+        "--no-color",
+        "--format=%h %ad %an: %s",
+        "--date=short",
+        "--",
+        *([rel] if rel else []),
+    ).rstrip("\n")
 
 
 def _show(repo: Repo, rev: str, path: str) -> str:
@@ -149,39 +162,78 @@ def register_tools(registry: ToolRegistry) -> None:
     def repo(ctx: Context, args: dict[str, Any]) -> Repo:
         return ctx.services.workspace.repo(repo_of(ctx, args))
 
-    @registry.tool("repo_list_files", "List files (under path).",
-                   {**REPO, "path": {"type": "string"}}, [],
-                   kind="read", cached=True)
+    @registry.tool(
+        "repo_list_files",
+        "List files (under path).",
+        {**REPO, "path": {"type": "string"}},
+        [],
+        kind="read",
+        cached=True,
+    )
     async def repo_list_files(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(_list, repo(ctx, args),
-                                                  args.get("path") or ""))
+        return ToolResult(await asyncio.to_thread(_list, repo(ctx, args), args.get("path") or ""))
 
-    @registry.tool("repo_read_file", "Read a file, numbered lines.",
-                   {**REPO, "path": {"type": "string"}, "start": {"type": "integer"},
-                    "lines": {"type": "integer"}}, ["path"], kind="read", cached=True)
+    @registry.tool(
+        "repo_read_file",
+        "Read a file, numbered lines.",
+        {
+            **REPO,
+            "path": {"type": "string"},
+            "start": {"type": "integer"},
+            "lines": {"type": "integer"},
+        },
+        ["path"],
+        kind="read",
+        cached=True,
+    )
     async def repo_read_file(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(
-            _read, repo(ctx, args), args["path"], _number(args, "start", 1),
-            _number(args, "lines", MAX_LINES)))
+        return ToolResult(
+            await asyncio.to_thread(
+                _read,
+                repo(ctx, args),
+                args["path"],
+                _number(args, "start", 1),
+                _number(args, "lines", MAX_LINES),
+            )
+        )
 
-    @registry.tool("repo_search", "Find text in files.",
-                   {**REPO, "query": {"type": "string"}, "path": {"type": "string"}},
-                   ["query"], kind="read", cached=True)
+    @registry.tool(
+        "repo_search",
+        "Find text in files.",
+        {**REPO, "query": {"type": "string"}, "path": {"type": "string"}},
+        ["query"],
+        kind="read",
+        cached=True,
+    )
     async def repo_search(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(_search, repo(ctx, args), args["query"],
-                                                  args.get("path") or ""))
+        return ToolResult(
+            await asyncio.to_thread(_search, repo(ctx, args), args["query"], args.get("path") or "")
+        )
 
-    @registry.tool("git_log", "Recent commits (of path).",
-                   {**REPO, "path": {"type": "string"}, "count": {"type": "integer"}}, [],
-                   kind="read", cached=True)
+    @registry.tool(
+        "git_log",
+        "Recent commits (of path).",
+        {**REPO, "path": {"type": "string"}, "count": {"type": "integer"}},
+        [],
+        kind="read",
+        cached=True,
+    )
     async def git_log(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(_log, repo(ctx, args),
-                                                  args.get("path") or "",
-                                                  _number(args, "count", 10)))
+        return ToolResult(
+            await asyncio.to_thread(
+                _log, repo(ctx, args), args.get("path") or "", _number(args, "count", 10)
+            )
+        )
 
-    @registry.tool("git_show", "A commit's patch, or path at rev.",
-                   {**REPO, "rev": {"type": "string"}, "path": {"type": "string"}},
-                   ["rev"], kind="read", cached=True)
+    @registry.tool(
+        "git_show",
+        "A commit's patch, or path at rev.",
+        {**REPO, "rev": {"type": "string"}, "path": {"type": "string"}},
+        ["rev"],
+        kind="read",
+        cached=True,
+    )
     async def git_show(ctx: Context, args: dict[str, Any]) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(_show, repo(ctx, args), args["rev"],
-                                                  args.get("path") or ""))
+        return ToolResult(
+            await asyncio.to_thread(_show, repo(ctx, args), args["rev"], args.get("path") or "")
+        )

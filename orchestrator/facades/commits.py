@@ -16,8 +16,9 @@ from orchestrator.workspace import Workspace
 
 
 class CommitsFacade:
-    def __init__(self, store: Store, workspace: Workspace, subject: str = "owner",
-                 undo_others: bool = True) -> None:
+    def __init__(
+        self, store: Store, workspace: Workspace, subject: str = "owner", undo_others: bool = True
+    ) -> None:
         self._store = store
         self._workspace = workspace
         self._subject = subject
@@ -31,10 +32,14 @@ class CommitsFacade:
         if last is None:
             return "Nothing to undo: I haven't committed anything here."
         if last.requester != self._subject and not self._undo_others:
-            return (f"🔒 The last commit here ({last.sha[:7]}: {last.summary}) was made for "
-                    "someone else; only they or the owner can undo it.")
-        message = (f"fetch: undo {last.sha[:7]}\n\nReverts {last.sha}: {last.summary}\n\n"
-                   f"Fetch-Undo: {last.sha}")
+            return (
+                f"🔒 The last commit here ({last.sha[:7]}: {last.summary}) was made for "
+                "someone else; only they or the owner can undo it."
+            )
+        message = (
+            f"fetch: undo {last.sha[:7]}\n\nReverts {last.sha}: {last.summary}\n\n"
+            f"Fetch-Undo: {last.sha}"
+        )
         try:
             repo = self._workspace.repo(last.repo)
             head = await asyncio.to_thread(repo.head)
@@ -42,8 +47,9 @@ class CommitsFacade:
             return f"❌ Couldn't undo {last.sha[:7]}: {err}"
         # Journalled: a kill between the revert's ref move and this record is settled
         # from git at the next start (orchestrator/recovery.py).
-        intent = await self._store.work.open_intent("undo", key, last.repo, last.id, head,
-                                                    "", message)
+        intent = await self._store.work.open_intent(
+            "undo", key, last.repo, last.id, head, "", message
+        )
         crash_point("undo:intent")
         try:
             new = await asyncio.to_thread(repo.revert, last.sha, message)
@@ -55,5 +61,7 @@ class CommitsFacade:
             new = moved  # the ref moved before git failed: reverted all the same
         crash_point("undo:ref")
         await self._store.work.undo_done(intent.id, new)
-        return (f"↩️ Reverted {last.sha[:7]} in {last.repo}: {last.summary}\n"
-                f"New commit {new[:7]}; the files are as they were before it.")
+        return (
+            f"↩️ Reverted {last.sha[:7]} in {last.repo}: {last.summary}\n"
+            f"New commit {new[:7]}; the files are as they were before it."
+        )

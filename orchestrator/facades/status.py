@@ -27,12 +27,20 @@ class StatusFacade:
         except Exception as err:  # an unknown harness name must not break /status
             lines.append(f"harness: {harness_name} ({err})")
         lines.append(f"sandbox: {s.kennel.isolation()}")
-        lines.append("model: " + (s.settings.model.name if s.planner.configured
-                                   else "none (tasks go straight to the harness)"))
+        lines.append(
+            "model: "
+            + (
+                s.settings.model.name
+                if s.planner.configured
+                else "none (tasks go straight to the harness)"
+            )
+        )
         handle = s.runner.running(session.key)
         if handle is not None:
-            lines.append(f"⏳ task #{handle.task_id}: {handle.prompt[:50]} "
-                         f"({time.monotonic() - handle.started:.0f} s)")
+            lines.append(
+                f"⏳ task #{handle.task_id}: {handle.prompt[:50]} "
+                f"({time.monotonic() - handle.started:.0f} s)"
+            )
         if session.data.approval_id is not None:
             lines.append("⏸ a diff waits for your yes/no")
         if session.data.question:

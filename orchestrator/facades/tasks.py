@@ -23,8 +23,7 @@ LEVEL_WORDS = {
 
 
 class TasksFacade:
-    def __init__(self, runner: TaskRunner, permissions: Permissions,
-                 workspace: Workspace) -> None:
+    def __init__(self, runner: TaskRunner, permissions: Permissions, workspace: Workspace) -> None:
         self._runner = runner
         self._permissions = permissions
         self._workspace = workspace
@@ -33,8 +32,9 @@ class TasksFacade:
         result = await self._runner.stop(key)
         if result is None:
             return None
-        return StoppedTask(result.task_id, result.harness, result.kill_seconds,
-                           len(result.leftover_pids))
+        return StoppedTask(
+            result.task_id, result.harness, result.kill_seconds, len(result.leftover_pids)
+        )
 
     async def pause(self, key: SessionKey) -> PausedTask | None:
         return _plain(await self._runner.pause(key))
@@ -57,12 +57,16 @@ class TasksFacade:
             self._permissions.chat_overrides.set(chat, "approvals.autonomy", level)
         resolved = await self._permissions.explain_value("approvals.autonomy", key, repo)
         now = str(resolved.value)
-        lines = [f"🎚 Autonomy{' set' if level else ''} for this chat"
-                 f"{f' in {repo}' if repo else ''}: {now} ({LEVEL_WORDS[now]})."]
+        lines = [
+            f"🎚 Autonomy{' set' if level else ''} for this chat"
+            f"{f' in {repo}' if repo else ''}: {now} ({LEVEL_WORDS[now]})."
+        ]
         if level and now != level:
             lines.append(f"⚠️ {resolved.source} caps it at {now}.")
-        lines.append("Risky changes (many files, deletions, CI/build/dependency files) are "
-                     "never committed unasked.")
+        lines.append(
+            "Risky changes (many files, deletions, CI/build/dependency files) are "
+            "never committed unasked."
+        )
         if not level:
             lines.append(f"/autonomy {' or '.join(LEVELS)} to change it.")
         return "\n".join(lines)
@@ -74,23 +78,28 @@ class TasksFacade:
         try:
             git = self._workspace.repo(repo_name)
             branch, head, dirty = await asyncio.to_thread(
-                lambda: (git.branch(), git.head(), git.status_lines()))
+                lambda: (git.branch(), git.head(), git.status_lines())
+            )
         except (GitError, KeyError, ValueError) as err:
             return f"📁 {repo_name}: {err}"
         kind = await asyncio.to_thread(testrun.project_type, git.path)
         policy = await self._permissions.policy(session.key, repo_name)
         plan = await asyncio.to_thread(testrun.detect, git.path, policy.test_command or None)
         status = "clean" if not dirty else f"dirty ({len(dirty)} file(s))"
-        lines = [f"📁 {repo_name} · {kind}",
-                 f"branch: {branch} @ {head[:7]}",
-                 f"status: {status}",
-                 f"tests: {plan.tool if plan else 'none found'}",
-                 f"autonomy: {policy.autonomy}"]
+        lines = [
+            f"📁 {repo_name} · {kind}",
+            f"branch: {branch} @ {head[:7]}",
+            f"status: {status}",
+            f"tests: {plan.tool if plan else 'none found'}",
+            f"autonomy: {policy.autonomy}",
+        ]
         handle = self._runner.running(session.key)
         if handle is not None and handle.repo == repo_name:
             paused = " (paused)" if handle.paused else ""
-            lines.append(f"task: #{handle.task_id} {handle.harness}{paused}, "
-                         f"{time.monotonic() - handle.started:.0f} s: {handle.prompt[:50]}")
+            lines.append(
+                f"task: #{handle.task_id} {handle.harness}{paused}, "
+                f"{time.monotonic() - handle.started:.0f} s: {handle.prompt[:50]}"
+            )
         elif session.data.approval_id is not None:
             lines.append("task: a diff waits for your answer")
         else:
@@ -99,5 +108,4 @@ class TasksFacade:
 
 
 def _plain(result: PauseResult | None) -> PausedTask | None:
-    return None if result is None else PausedTask(result.task_id, result.harness,
-                                                  result.processes)
+    return None if result is None else PausedTask(result.task_id, result.harness, result.processes)

@@ -14,8 +14,11 @@ class WorkspaceFacade:
     def listing(self, active: str | None) -> str:
         ws = self._workspace
         lines = [f"{'▶' if n == active else '•'} {ws.describe(n)}" for n in ws.repos()]
-        return (f"📂 {ws.root}\n" + ("\n".join(lines) or "(no git repos yet)")
-                + "\n'use <name>' to pick one.")
+        return (
+            f"📂 {ws.root}\n"
+            + ("\n".join(lines) or "(no git repos yet)")
+            + "\n'use <name>' to pick one."
+        )
 
     async def use(self, session: SessionPort, name: str) -> str:
         """Make ``name`` this chat's active repo."""

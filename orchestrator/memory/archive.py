@@ -66,8 +66,9 @@ class ChunkPlan:
 
 
 def watermark(conn: Any, thread: str) -> int:
-    row = conn.execute("SELECT last_msg FROM memory_watermarks WHERE thread=?",
-                       (thread,)).fetchone()
+    row = conn.execute(
+        "SELECT last_msg FROM memory_watermarks WHERE thread=?", (thread,)
+    ).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -75,26 +76,38 @@ def plan_chunk(conn: Any, log_conn: Any, thread: str, threshold: int) -> ChunkPl
     after = watermark(conn, thread)
     (size,) = log_conn.execute(
         "SELECT COALESCE(SUM(LENGTH(text) / 4 + 1), 0) FROM messages WHERE session=? AND id>?",
-        (thread, after)).fetchone()
+        (thread, after),
+    ).fetchone()
     if int(size) <= threshold:
         return None
-    rows = log_conn.execute("SELECT id, direction, text, ts FROM messages WHERE session=? AND"
-                            " id>? ORDER BY id LIMIT ?", (thread, after, READ_LIMIT)).fetchall()
+    rows = log_conn.execute(
+        "SELECT id, direction, text, ts FROM messages WHERE session=? AND id>? ORDER BY id LIMIT ?",
+        (thread, after, READ_LIMIT),
+    ).fetchall()
     budget, used = threshold // 2, 0
     chunk: list[dict[str, Any]] = []
     for r in rows:
         cost = tokens_of(str(r[2]))
         if chunk and used + cost > budget:
             break
-        chunk.append({"id": int(r[0]), "direction": str(r[1]), "text": str(r[2]),
-                      "ts": float(r[3])})
+        chunk.append(
+            {"id": int(r[0]), "direction": str(r[1]), "text": str(r[2]), "ts": float(r[3])}
+        )
         used += cost
     return ChunkPlan(thread, after, chunk) if chunk else None
 
 
-def commit_chunk(conn: Any, plan: ChunkPlan, summary: str, path: str, vec: bytes | None,
-                 signature: str, vec_ok: bool) -> int | None:
+def commit_chunk(
+    conn: Any,
+    plan: ChunkPlan,
+    summary: str,
+    path: str,
+    vec: bytes | None,
+    signature: str,
+    vec_ok: bool,
+) -> int | None:
     """Record the chunk and advance the watermark atomically; None if already done."""
+
     def run() -> int | None:
         if watermark(conn, plan.thread) != plan.after:
             return None  # another run archived these messages first
@@ -103,23 +116,39 @@ def commit_chunk(conn: Any, plan: ChunkPlan, summary: str, path: str, vec: bytes
             "INSERT INTO memory_items(kind, content, tags, source, thread, first_msg, last_msg,"
             " started, ended, path, created, updated) VALUES ('archive',?,?,'archive',?,?,?,?,?,"
             "?,?,?) ON CONFLICT DO NOTHING",
-            (summary, "", plan.thread, plan.first, plan.last, plan.messages[0]["ts"],
-             plan.messages[-1]["ts"], path, now, now))
+            (
+                summary,
+                "",
+                plan.thread,
+                plan.first,
+                plan.last,
+                plan.messages[0]["ts"],
+                plan.messages[-1]["ts"],
+                path,
+                now,
+                now,
+            ),
+        )
         if cur.rowcount != 1:
             return None
         chunk_id = int(cur.lastrowid)
         if vec is not None:
             put_vector(conn, chunk_id, "archive", vec, signature, vec_ok)
-        conn.execute("INSERT INTO memory_watermarks(thread, last_msg) VALUES (?, ?) ON CONFLICT"
-                     "(thread) DO UPDATE SET last_msg=excluded.last_msg", (plan.thread, plan.last))
+        conn.execute(
+            "INSERT INTO memory_watermarks(thread, last_msg) VALUES (?, ?) ON CONFLICT"
+            "(thread) DO UPDATE SET last_msg=excluded.last_msg",
+            (plan.thread, plan.last),
+        )
         return chunk_id
+
     result: int | None = write(conn, run)
     return result
 
 
 def recorded_paths(conn: Any, thread: str) -> set[str]:
-    rows = conn.execute("SELECT path FROM memory_items WHERE kind='archive' AND thread=?",
-                        (thread,)).fetchall()
+    rows = conn.execute(
+        "SELECT path FROM memory_items WHERE kind='archive' AND thread=?", (thread,)
+    ).fetchall()
     return {str(r[0]) for r in rows}
 
 
@@ -137,8 +166,15 @@ Embed = Callable[[str], Awaitable[tuple[bytes, str] | None]]
 
 
 class Archiver:
-    def __init__(self, db: MemoryDB, home: Path, threshold: int, summarizer: Summarizer,
-                 embed: Embed, supervisor: TaskSupervisor) -> None:
+    def __init__(
+        self,
+        db: MemoryDB,
+        home: Path,
+        threshold: int,
+        summarizer: Summarizer,
+        embed: Embed,
+        supervisor: TaskSupervisor,
+    ) -> None:
         self._db = db
         self._home = home
         self._threshold = threshold
@@ -200,8 +236,12 @@ class Archiver:
         except Exception as err:  # logged only: archiving never reaches the owner
             self.last_error = f"{type(err).__name__}: {err}"[:200]
             self._retry_at[key] = time.monotonic() + RETRY_AFTER
-            log.warning("memory: archiving %s failed (retry in %.0f s): %s", key.slug,
-                        RETRY_AFTER, self.last_error)
+            log.warning(
+                "memory: archiving %s failed (retry in %.0f s): %s",
+                key.slug,
+                RETRY_AFTER,
+                self.last_error,
+            )
         finally:
             self._running.discard(key)
 
@@ -214,16 +254,22 @@ class Archiver:
                 break
             folder = self.folder(key)
             path = folder / plan.file_name
-            body = {"thread": thread, "first": plan.first, "last": plan.last,
-                    "messages": plan.messages}
-            await asyncio.to_thread(write_atomic, path,
-                                    json.dumps(body, ensure_ascii=False, indent=1).encode())
+            body = {
+                "thread": thread,
+                "first": plan.first,
+                "last": plan.last,
+                "messages": plan.messages,
+            }
+            await asyncio.to_thread(
+                write_atomic, path, json.dumps(body, ensure_ascii=False, indent=1).encode()
+            )
             summary = await self._summarizer.summarize(plan.messages)
             embedded = await self._embed(summary)
             vec, signature = embedded if embedded else (None, "")
             rel = str(path.relative_to(self._home))
-            chunk_id = await self._db.run(commit_chunk, plan, summary, rel, vec, signature,
-                                          self._db.vec_ok)
+            chunk_id = await self._db.run(
+                commit_chunk, plan, summary, rel, vec, signature, self._db.vec_ok
+            )
             if chunk_id is not None:
                 made.append(chunk_id)
                 self.archived += 1
@@ -240,23 +286,28 @@ class Archiver:
             for file in folder.glob("*.json"):
                 if str(file.relative_to(self._home)) not in keep:
                     file.unlink(missing_ok=True)
+
         await asyncio.to_thread(sweep)
 
 
-def summaries_before(conn: Any, thread: str, before: int,
-                     limit: int) -> list[tuple[int, int, str]]:
+def summaries_before(conn: Any, thread: str, before: int, limit: int) -> list[tuple[int, int, str]]:
     """The newest ``limit`` chunk summaries of ``thread`` that end before message
     ``before``, oldest first: the orchestrator model sees them in place of old turns."""
-    rows = conn.execute("SELECT first_msg, last_msg, content FROM memory_items WHERE"
-                        " kind='archive' AND thread=? AND last_msg<? ORDER BY last_msg DESC"
-                        " LIMIT ?", (thread, before, limit)).fetchall()
+    rows = conn.execute(
+        "SELECT first_msg, last_msg, content FROM memory_items WHERE"
+        " kind='archive' AND thread=? AND last_msg<? ORDER BY last_msg DESC"
+        " LIMIT ?",
+        (thread, before, limit),
+    ).fetchall()
     return [(int(r[0]), int(r[1]), str(r[2])) for r in reversed(rows)]
 
 
 def read_transcript(conn: Any, log_conn: Any, home: Path, chunk_id: int) -> str | None:
     """A chunk's full transcript: its JSON file, or the message log if the file is gone."""
-    row = conn.execute("SELECT thread, first_msg, last_msg, path FROM memory_items WHERE id=?"
-                       " AND kind='archive'", (chunk_id,)).fetchone()
+    row = conn.execute(
+        "SELECT thread, first_msg, last_msg, path FROM memory_items WHERE id=? AND kind='archive'",
+        (chunk_id,),
+    ).fetchone()
     if row is None:
         return None
     thread, first, last, rel = row
@@ -264,9 +315,12 @@ def read_transcript(conn: Any, log_conn: Any, home: Path, chunk_id: int) -> str 
         body = json.loads((home / str(rel)).read_text(encoding="utf-8"))
         messages = list(body["messages"])
     except (OSError, ValueError, KeyError, TypeError):
-        rows = log_conn.execute("SELECT id, direction, text, ts FROM messages WHERE session=?"
-                                " AND id BETWEEN ? AND ? ORDER BY id", (thread, first, last)
-                                ).fetchall()
+        rows = log_conn.execute(
+            "SELECT id, direction, text, ts FROM messages WHERE session=?"
+            " AND id BETWEEN ? AND ? ORDER BY id",
+            (thread, first, last),
+        ).fetchall()
         messages = [{"id": r[0], "direction": r[1], "text": r[2], "ts": r[3]} for r in rows]
     return f"Archive chunk #{chunk_id} ({thread}, messages {first}-{last}):\n" + transcript(
-        messages)
+        messages
+    )

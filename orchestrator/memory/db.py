@@ -110,8 +110,9 @@ class MemoryDB:
             log.warning("memory: vector search unavailable: %s", self.vec_problem)
         migrate(conn)
         self._conn = conn
-        log_conn = sqlite3.connect(str(self.log_path), isolation_level=None,
-                                   check_same_thread=False)
+        log_conn = sqlite3.connect(
+            str(self.log_path), isolation_level=None, check_same_thread=False
+        )
         log_conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         log_conn.execute("PRAGMA query_only=ON")
         self._log = log_conn
@@ -137,18 +138,22 @@ class MemoryDB:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on the memory thread."""
+
         def call() -> T:
             if self._conn is None:
                 raise StoreError("memory db is not open")
             return fn(self._conn, *args)
+
         return await self._submit(partial(call))
 
     async def run_with_log(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, log_conn, *args)``: memory.db and the conversation log."""
+
         def call() -> T:
             if self._conn is None or self._log is None:
                 raise StoreError("memory db is not open")
             return fn(self._conn, self._log, *args)
+
         return await self._submit(partial(call))
 
 

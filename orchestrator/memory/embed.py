@@ -54,7 +54,9 @@ class Embedder:
         self._client: AsyncOpenAI = AsyncOpenAI(
             base_url=settings.embedding_base_url,
             api_key=settings.embedding_api_key or "not-needed",
-            timeout=timeout, max_retries=1)
+            timeout=timeout,
+            max_retries=1,
+        )
         self._cache: OrderedDict[str, bytes] = OrderedDict()
 
     async def close(self) -> None:
@@ -65,16 +67,19 @@ class Embedder:
 
         out: list[bytes] = []
         for start in range(0, len(texts), BATCH):
-            batch = [t[:8000] or " " for t in texts[start:start + BATCH]]  # empty is refused
+            batch = [t[:8000] or " " for t in texts[start : start + BATCH]]  # empty is refused
             try:
                 response = await self._client.embeddings.create(
-                    model=self.model, input=batch, dimensions=self.dims)
+                    model=self.model, input=batch, dimensions=self.dims
+                )
             except openai.APIError as err:
                 raise EmbeddingError(f"embedding endpoint failed: {_describe(err)}") from err
             except (AttributeError, TypeError, ValueError, KeyError) as err:
                 # The SDK parsing a 200 that is not embeddings (HTML, an error object).
-                raise EmbeddingError("embedding endpoint answered something that is not "
-                                     f"embeddings ({type(err).__name__})") from err
+                raise EmbeddingError(
+                    "embedding endpoint answered something that is not "
+                    f"embeddings ({type(err).__name__})"
+                ) from err
             out += self._vectors(response, len(batch))
         return out
 
@@ -84,21 +89,22 @@ class Embedder:
         falls back to keyword search instead of failing."""
         data = getattr(response, "data", None)
         if not isinstance(data, list):
-            raise EmbeddingError(f"embedding endpoint answered without vectors: "
-                                 f"{_snippet(response)}")
+            raise EmbeddingError(
+                f"embedding endpoint answered without vectors: {_snippet(response)}"
+            )
         try:
             rows = sorted(data, key=lambda d: int(d.index))
             vectors = [[float(v) for v in row.embedding] for row in rows]
         except (AttributeError, TypeError, ValueError) as err:
-            raise EmbeddingError(f"embedding endpoint answered malformed vectors ({err})"
-                                 ) from err
+            raise EmbeddingError(f"embedding endpoint answered malformed vectors ({err})") from err
         if len(vectors) != wanted:
             raise EmbeddingError(f"asked for {wanted} embeddings, got {len(vectors)}")
         for vec in vectors:
             if len(vec) != self.dims:
                 raise EmbeddingError(
                     f"{self.model} returns {len(vec)}-dimensional vectors; set "
-                    f"memory.embedding_dimensions to {len(vec)}")
+                    f"memory.embedding_dimensions to {len(vec)}"
+                )
         return [pack(vec) for vec in vectors]
 
     async def query(self, text: str) -> bytes:

@@ -31,14 +31,17 @@ class MemoryFacade:
     async def remember(self, kind: str, text: str, tags: tuple[str, ...]) -> str:
         try:
             source = "owner" if self._subject == "owner" else f"member:{self._subject}"
-            result = await self._memory.write(text, kind, tags, source=source,
-                                              subject=self._subject)
+            result = await self._memory.write(
+                text, kind, tags, source=source, subject=self._subject
+            )
         except FetchError as err:
             return f"❌ {err}"
         item = result.item
         if result.merged:
-            return (f"🧠 Updated memory #{item.id} (it said nearly the same):\n"
-                    f"{_short(item.content, 200)}")
+            return (
+                f"🧠 Updated memory #{item.id} (it said nearly the same):\n"
+                f"{_short(item.content, 200)}"
+            )
         return f"🧠 Remembered #{item.id} ({item.kind}). /forget {item.id} undoes it."
 
     async def overview(self) -> str:
@@ -49,13 +52,16 @@ class MemoryFacade:
         archives = counts.pop("archive", 0)
         total = sum(counts.values())
         by_kind = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none yet"
-        lines = [f"🧠 {total} memories ({by_kind}) · {archives} archived conversation chunks",
-                 f"search: {self._memory.mode()}"]
+        lines = [
+            f"🧠 {total} memories ({by_kind}) · {archives} archived conversation chunks",
+            f"search: {self._memory.mode()}",
+        ]
         if newest:
             lines.append("Newest:")
             lines += [f"  #{i.id} {i.kind}: {_short(i.content)}" for i in newest]
-            lines.append(f"/forget <id> removes one (e.g. /forget {newest[0].id}) · "
-                         "/memory <words> searches")
+            lines.append(
+                f"/forget <id> removes one (e.g. /forget {newest[0].id}) · /memory <words> searches"
+            )
         else:
             lines.append("Teach me with /remember <fact>.")
         return "\n".join(lines)
@@ -71,11 +77,12 @@ class MemoryFacade:
         for hit in hits:
             item = hit.item
             if item.kind == "archive":
-                lines.append(f"  #{item.id} chat of {_day(item.started)}–{_day(item.ended)}: "
-                             f"{_short(item.content)} ({hit.score:.2f})")
+                lines.append(
+                    f"  #{item.id} chat of {_day(item.started)}–{_day(item.ended)}: "
+                    f"{_short(item.content)} ({hit.score:.2f})"
+                )
             else:
-                lines.append(f"  #{item.id} {item.kind}: {_short(item.content)} "
-                             f"({hit.score:.2f})")
+                lines.append(f"  #{item.id} {item.kind}: {_short(item.content)} ({hit.score:.2f})")
         return "\n".join(lines)
 
     async def forget(self, item_id: int) -> str:
@@ -85,6 +92,8 @@ class MemoryFacade:
         except FetchError as err:
             return f"❌ {err}"
         if item is None:
-            return (f"No memory #{item_id} (archived conversations are kept). "
-                    "/memory lists what I remember.")
+            return (
+                f"No memory #{item_id} (archived conversations are kept). "
+                "/memory lists what I remember."
+            )
         return f"🗑 Forgot #{item.id}: {_short(item.content)}"

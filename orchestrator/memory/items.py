@@ -17,31 +17,48 @@ def _layer(kind: str) -> str:
 def has_vec_index(conn: Any, vec_ok: bool) -> bool:
     """The binary index exists only once an embedding endpoint told its dimension
     (schema.ensure_vec_index): without one, there is nothing in it to keep in step."""
-    return vec_ok and conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE name = 'memory_vec_bits'").fetchone() is not None
+    return (
+        vec_ok
+        and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec_bits'").fetchone()
+        is not None
+    )
 
 
-def put_vector(conn: Any, item_id: int, kind: str, vec: bytes, signature: str,
-               vec_ok: bool) -> None:
+def put_vector(
+    conn: Any, item_id: int, kind: str, vec: bytes, signature: str, vec_ok: bool
+) -> None:
     """Store the exact vector and its binary code; call inside a write transaction."""
-    conn.execute("INSERT INTO memory_vectors(id, vec) VALUES (?, ?) ON CONFLICT(id) DO UPDATE"
-                 " SET vec=excluded.vec", (item_id, vec))
+    conn.execute(
+        "INSERT INTO memory_vectors(id, vec) VALUES (?, ?) ON CONFLICT(id) DO UPDATE"
+        " SET vec=excluded.vec",
+        (item_id, vec),
+    )
     if vec_ok:
         conn.execute("DELETE FROM memory_vec_bits WHERE rowid = ?", (item_id,))
-        conn.execute("INSERT INTO memory_vec_bits(rowid, embedding, layer) VALUES"
-                     " (?, vec_quantize_binary(vec_f32(?)), ?)", (item_id, vec, _layer(kind)))
+        conn.execute(
+            "INSERT INTO memory_vec_bits(rowid, embedding, layer) VALUES"
+            " (?, vec_quantize_binary(vec_f32(?)), ?)",
+            (item_id, vec, _layer(kind)),
+        )
     conn.execute("UPDATE memory_items SET embedded=? WHERE id=?", (signature, item_id))
 
 
 def get(conn: Any, item_id: int) -> Item | None:
-    row = conn.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id=?",
-                       (item_id,)).fetchone()
+    row = conn.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id=?", (item_id,)).fetchone()
     return Item.from_row(row) if row else None
 
 
 def remember(
-    conn: Any, *, kind: str, content: str, tags: tuple[str, ...], source: str,
-    vec: bytes | None, signature: str, threshold: float, vec_ok: bool,
+    conn: Any,
+    *,
+    kind: str,
+    content: str,
+    tags: tuple[str, ...],
+    source: str,
+    vec: bytes | None,
+    signature: str,
+    threshold: float,
+    vec_ok: bool,
     subject: str = "owner",
 ) -> WriteResult:
     """Add a memory, or update the one of the same subject it nearly duplicates
@@ -50,6 +67,7 @@ def remember(
     The nearest-neighbour check and the write share one transaction, so two writers
     of the same fact cannot both add it.
     """
+
     def run() -> WriteResult:
         now = time.time()
         twin: tuple[int, float] | None = None
@@ -58,17 +76,21 @@ def remember(
             if near is not None and near[1] >= threshold:
                 twin = near
         else:  # no embedding: only a word-for-word repeat counts as a duplicate
-            row = conn.execute("SELECT id FROM memory_items WHERE kind != 'archive' AND"
-                               " subject = ? AND lower(trim(content)) = lower(trim(?))",
-                               (subject, content)).fetchone()
+            row = conn.execute(
+                "SELECT id FROM memory_items WHERE kind != 'archive' AND"
+                " subject = ? AND lower(trim(content)) = lower(trim(?))",
+                (subject, content),
+            ).fetchone()
             if row:
                 twin = (int(row[0]), 1.0)
         if twin is not None:
             old = get(conn, twin[0])
             assert old is not None
             merged_tags = " ".join(dict.fromkeys((*old.tags, *tags)))
-            conn.execute("UPDATE memory_items SET content=?, kind=?, tags=?, updated=? WHERE"
-                         " id=?", (content, kind, merged_tags, now, twin[0]))
+            conn.execute(
+                "UPDATE memory_items SET content=?, kind=?, tags=?, updated=? WHERE id=?",
+                (content, kind, merged_tags, now, twin[0]),
+            )
             if vec is not None:
                 put_vector(conn, twin[0], kind, vec, signature, vec_ok)
             new = get(conn, twin[0])
@@ -77,13 +99,15 @@ def remember(
         cur = conn.execute(
             "INSERT INTO memory_items(kind, content, tags, source, created, updated, subject)"
             " VALUES (?,?,?,?,?,?,?)",
-            (kind, content, " ".join(dict.fromkeys(tags)), source, now, now, subject))
+            (kind, content, " ".join(dict.fromkeys(tags)), source, now, now, subject),
+        )
         item_id = int(cur.lastrowid)
         if vec is not None:
             put_vector(conn, item_id, kind, vec, signature, vec_ok)
         item = get(conn, item_id)
         assert item is not None
         return WriteResult(item, False)
+
     result: WriteResult = write(conn, run)
     return result
 
@@ -91,6 +115,7 @@ def remember(
 def forget(conn: Any, item_id: int, vec_ok: bool, subject: str | None = None) -> Item | None:
     """Delete a memory (archives are history: they are not forgotten one by one).
     ``subject`` given: only that subject's memory (another's counts as absent)."""
+
     def run() -> Item | None:
         item = get(conn, item_id)
         if item is None or item.kind == "archive":
@@ -101,46 +126,61 @@ def forget(conn: Any, item_id: int, vec_ok: bool, subject: str | None = None) ->
             conn.execute("DELETE FROM memory_vec_bits WHERE rowid=?", (item_id,))
         conn.execute("DELETE FROM memory_items WHERE id=?", (item_id,))  # cascades vectors
         return item
+
     result: Item | None = write(conn, run)
     return result
 
 
 def counts(conn: Any, subject: str = "owner") -> dict[str, int]:
-    rows = conn.execute("SELECT kind, COUNT(*) FROM memory_items WHERE subject = ? GROUP BY"
-                        " kind", (subject,)).fetchall()
+    rows = conn.execute(
+        "SELECT kind, COUNT(*) FROM memory_items WHERE subject = ? GROUP BY kind", (subject,)
+    ).fetchall()
     return {str(r[0]): int(r[1]) for r in rows}
 
 
 def newest(conn: Any, limit: int, subject: str = "owner") -> list[Item]:
-    rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE kind != 'archive'"
-                        " AND subject = ? ORDER BY updated DESC, id DESC LIMIT ?",
-                        (subject, limit)).fetchall()
+    rows = conn.execute(
+        f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE kind != 'archive'"
+        " AND subject = ? ORDER BY updated DESC, id DESC LIMIT ?",
+        (subject, limit),
+    ).fetchall()
     return [Item.from_row(r) for r in rows]
 
 
 def unembedded(conn: Any, signature: str, limit: int) -> tuple[list[tuple[int, str, str]], int]:
     """Up to ``limit`` items whose vector is missing or from another model; and how many."""
-    left = int(conn.execute("SELECT COUNT(*) FROM memory_items WHERE embedded IS NULL OR"
-                            " embedded != ?", (signature,)).fetchone()[0])
-    rows = conn.execute("SELECT id, kind, content FROM memory_items WHERE embedded IS NULL OR"
-                        " embedded != ? ORDER BY id LIMIT ?", (signature, limit)).fetchall()
+    left = int(
+        conn.execute(
+            "SELECT COUNT(*) FROM memory_items WHERE embedded IS NULL OR embedded != ?",
+            (signature,),
+        ).fetchone()[0]
+    )
+    rows = conn.execute(
+        "SELECT id, kind, content FROM memory_items WHERE embedded IS NULL OR"
+        " embedded != ? ORDER BY id LIMIT ?",
+        (signature, limit),
+    ).fetchall()
     return [(int(r[0]), str(r[1]), str(r[2])) for r in rows], left
 
 
-def store_vectors(conn: Any, batch: list[tuple[int, str, bytes]], signature: str,
-                  vec_ok: bool) -> None:
+def store_vectors(
+    conn: Any, batch: list[tuple[int, str, bytes]], signature: str, vec_ok: bool
+) -> None:
     def run() -> None:
         for item_id, kind, vec in batch:
             if conn.execute("SELECT 1 FROM memory_items WHERE id=?", (item_id,)).fetchone():
                 put_vector(conn, item_id, kind, vec, signature, vec_ok)
+
     write(conn, run)
 
 
 def drop_vectors(conn: Any, vec_ok: bool) -> None:
     """The embedding model changed: old vectors are not comparable with new ones."""
+
     def run() -> None:
         if has_vec_index(conn, vec_ok):
             conn.execute("DELETE FROM memory_vec_bits")
         conn.execute("DELETE FROM memory_vectors")
         conn.execute("UPDATE memory_items SET embedded = NULL")
+
     write(conn, run)

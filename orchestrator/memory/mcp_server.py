@@ -34,9 +34,12 @@ MAX_WRITES_PER_RUN = 20  # a runaway CLI cannot flood the owner's memory
 INSTRUCTIONS = (
     "Fetch's long-term memory of this owner: facts, preferences, learnings, and summaries "
     "of past conversations. memory_search first, memory_read(id) for a past conversation's "
-    "full transcript, memory_write for something worth remembering across tasks.")
+    "full transcript, memory_write for something worth remembering across tasks."
+)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
 # Set per request by the bridge (the app runs each request in a task of its own that
 # copies this context), read by the tools.
 @dataclass
@@ -55,17 +58,20 @@ class MemoryMcp:
         from mcp.server.transport_security import TransportSecuritySettings
 
         self._memory = memory
-        server: Any = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS,
-                                log_level="WARNING")
+        server: Any = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
         self._register(server)
         # Loopback only: inside the kennel the CLI reaches the relay as 127.0.0.1:PORT.
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=["127.0.0.1:*", "localhost:*", "127.0.0.1", "localhost"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*"])
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*"],
+        )
         self._app = server.streamable_http_app(
-            streamable_http_path="/mcp", json_response=True, stateless_http=True,
-            transport_security=security)
+            streamable_http_path="/mcp",
+            json_response=True,
+            stateless_http=True,
+            transport_security=security,
+        )
         self._manager = server.session_manager
         # JSON-RPC methods served, for /status-style checks and tests (e.g. a CLI that
         # lists the tools but defers them behind its own tool search: codex).
@@ -79,10 +85,10 @@ class MemoryMcp:
 
         async def memory_search(query: str, limit: int = 5) -> str:
             caller = _CALLER.get() or _Caller("harness")
-            hits = await memory.search(query, max(1, min(int(limit), 20)),
-                                       subject=caller.subject)
-            return json.dumps({"mode": memory.mode(), "hits": [h.as_dict() for h in hits]},
-                              ensure_ascii=False)
+            hits = await memory.search(query, max(1, min(int(limit), 20)), subject=caller.subject)
+            return json.dumps(
+                {"mode": memory.mode(), "hits": [h.as_dict() for h in hits]}, ensure_ascii=False
+            )
 
         async def memory_read(id: int) -> str:
             caller = _CALLER.get() or _Caller("harness")
@@ -91,28 +97,42 @@ class MemoryMcp:
             text = await memory.read(int(id))
             return text or f"no archived conversation #{id} (ids come from memory_search)"
 
-        async def memory_write(content: str, type: str = "learning",
-                               tags: list[str] | None = None) -> str:
+        async def memory_write(
+            content: str, type: str = "learning", tags: list[str] | None = None
+        ) -> str:
             caller = _CALLER.get() or _Caller("harness")
             if caller.writes >= MAX_WRITES_PER_RUN:
                 return f"refused: at most {MAX_WRITES_PER_RUN} memories per task"
             caller.writes += 1
-            result = await memory.write(content, type, tuple(tags or ()),
-                                        source=caller.source, subject=caller.subject)
+            result = await memory.write(
+                content, type, tuple(tags or ()), source=caller.source, subject=caller.subject
+            )
             verb = "updated the near-duplicate" if result.merged else "saved as"
             return f"{verb} memory #{result.item.id}"
 
-        server.add_tool(memory_search, description=(
-            "Search Fetch's memory (facts, preferences, learnings and past conversations). "
-            "Returns JSON hits with id, source, content or summary, score, thread and time "
-            "range."))
-        server.add_tool(memory_read, description=(
-            "The full transcript of an archived conversation chunk, by the id memory_search "
-            "returned for it."))
-        server.add_tool(memory_write, description=(
-            "Remember something for later tasks: a fact about the project, a preference of "
-            "the owner, or a learning (a fix or command that worked). type: fact | "
-            "preference | learning."))
+        server.add_tool(
+            memory_search,
+            description=(
+                "Search Fetch's memory (facts, preferences, learnings and past conversations). "
+                "Returns JSON hits with id, source, content or summary, score, thread and time "
+                "range."
+            ),
+        )
+        server.add_tool(
+            memory_read,
+            description=(
+                "The full transcript of an archived conversation chunk, by the id memory_search "
+                "returned for it."
+            ),
+        )
+        server.add_tool(
+            memory_write,
+            description=(
+                "Remember something for later tasks: a fact about the project, a preference of "
+                "the owner, or a learning (a fix or command that worked). type: fact | "
+                "preference | learning."
+            ),
+        )
 
     # -- lifecycle: the session manager's task group lives in its own task ---------------
     async def start(self) -> None:
@@ -144,19 +164,30 @@ class MemoryMcp:
                 return await self._bridge(request)
             finally:
                 _CALLER.reset(token)
+
         return handle
 
     async def _bridge(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             self.methods[str(json.loads(body or b"{}").get("method") or request.method)] += 1
-        headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                   for k, v in request.headers.items() if k.lower() != CALLER_HEADER]
+        headers = [
+            (k.lower().encode("latin-1"), v.encode("latin-1"))
+            for k, v in request.headers.items()
+            if k.lower() != CALLER_HEADER
+        ]
         scope: dict[str, Any] = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-            "method": request.method, "scheme": "http", "path": request.path,
-            "raw_path": request.path.encode(), "query_string": request.query_string.encode(),
-            "root_path": "", "headers": headers, "client": ("127.0.0.1", 0),
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": request.method,
+            "scheme": "http",
+            "path": request.path,
+            "raw_path": request.path.encode(),
+            "query_string": request.query_string.encode(),
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 0),
             "server": ("127.0.0.1", 0),
         }
         sent = False

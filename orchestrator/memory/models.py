@@ -7,8 +7,10 @@ from typing import Any, Literal
 
 MemoryKind = Literal["fact", "preference", "learning"]
 KINDS: tuple[MemoryKind, ...] = ("fact", "preference", "learning")
-ITEM_COLUMNS = ("id, kind, content, tags, source, thread, first_msg, last_msg, started, ended,"
-                " path, created, updated, subject")
+ITEM_COLUMNS = (
+    "id, kind, content, tags, source, thread, first_msg, last_msg, started, ended,"
+    " path, created, updated, subject"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +36,22 @@ class Item:
 
     @classmethod
     def from_row(cls, row: Any) -> Item:
-        return cls(int(row[0]), str(row[1]), str(row[2]), tuple(str(row[3]).split()),
-                   str(row[4]), row[5], row[6], row[7], row[8], row[9], row[10],
-                   float(row[11]), float(row[12]), str(row[13]))
+        return cls(
+            int(row[0]),
+            str(row[1]),
+            str(row[2]),
+            tuple(str(row[3]).split()),
+            str(row[4]),
+            row[5],
+            row[6],
+            row[7],
+            row[8],
+            row[9],
+            row[10],
+            float(row[11]),
+            float(row[12]),
+            str(row[13]),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +63,19 @@ class Hit:
 
     def as_dict(self) -> dict[str, Any]:
         i = self.item
-        out: dict[str, Any] = {"id": i.id, "source": i.layer, "kind": i.kind,
-                               "score": round(self.score, 3)}
+        out: dict[str, Any] = {
+            "id": i.id,
+            "source": i.layer,
+            "kind": i.kind,
+            "score": round(self.score, 3),
+        }
         if i.kind == "archive":
-            out |= {"summary": i.content, "thread": i.thread,
-                    "time_range": [i.started, i.ended],
-                    "read": f"memory_read({i.id}) returns the full transcript"}
+            out |= {
+                "summary": i.content,
+                "thread": i.thread,
+                "time_range": [i.started, i.ended],
+                "read": f"memory_read({i.id}) returns the full transcript",
+            }
         else:
             out |= {"content": i.content, "tags": list(i.tags), "updated": i.updated}
         return out

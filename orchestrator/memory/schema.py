@@ -104,8 +104,11 @@ def migrate(conn: Any) -> None:
         try:
             for statement in _statements(script):
                 conn.execute(statement)
-            conn.execute("INSERT INTO memory_meta(key, value) VALUES ('schema', ?) ON CONFLICT"
-                         "(key) DO UPDATE SET value=excluded.value", (str(number),))
+            conn.execute(
+                "INSERT INTO memory_meta(key, value) VALUES ('schema', ?) ON CONFLICT"
+                "(key) DO UPDATE SET value=excluded.value",
+                (str(number),),
+            )
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -118,8 +121,11 @@ def meta(conn: Any, key: str) -> str | None:
 
 
 def set_meta(conn: Any, key: str, value: str) -> None:
-    conn.execute("INSERT INTO memory_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
-                 " SET value=excluded.value", (key, value))
+    conn.execute(
+        "INSERT INTO memory_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
+        " SET value=excluded.value",
+        (key, value),
+    )
 
 
 def ensure_vec_index(conn: Any, dims: int) -> bool:
@@ -133,12 +139,17 @@ def ensure_vec_index(conn: Any, dims: int) -> bool:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("DROP TABLE IF EXISTS memory_vec_bits")
-        conn.execute(f"CREATE VIRTUAL TABLE memory_vec_bits USING vec0("
-                     f"embedding bit[{int(dims)}], layer text)")
-        conn.execute("INSERT INTO memory_vec_bits(rowid, embedding, layer) SELECT v.id,"
-                     " vec_quantize_binary(vec_f32(v.vec)), CASE i.kind WHEN 'archive' THEN"
-                     " 'archive' ELSE 'memory' END FROM memory_vectors v JOIN memory_items i"
-                     " ON i.id = v.id WHERE length(v.vec) = ?", (4 * dims,))
+        conn.execute(
+            f"CREATE VIRTUAL TABLE memory_vec_bits USING vec0("
+            f"embedding bit[{int(dims)}], layer text)"
+        )
+        conn.execute(
+            "INSERT INTO memory_vec_bits(rowid, embedding, layer) SELECT v.id,"
+            " vec_quantize_binary(vec_f32(v.vec)), CASE i.kind WHEN 'archive' THEN"
+            " 'archive' ELSE 'memory' END FROM memory_vectors v JOIN memory_items i"
+            " ON i.id = v.id WHERE length(v.vec) = ?",
+            (4 * dims,),
+        )
         set_meta(conn, "vec_dims", str(dims))
     except BaseException:
         conn.execute("ROLLBACK")

@@ -34,7 +34,8 @@ _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 _STOP = (
     "a an and are as at be but by can could did do does for from had has have how i if in"
     " into is it its me my no not of on or our so that the their them then there these"
-    " they this to us was we were what when where which who why will with would you your")
+    " they this to us was we were what when where which who why will with would you your"
+)
 STOPWORDS = frozenset(_STOP.split())
 
 
@@ -66,18 +67,27 @@ def vector_scores(conn: Any, qvec: bytes, k: int, layer: str | None = None) -> d
             where = f" WHERE id IN (SELECT id FROM memory_items WHERE kind {op} 'archive')"
         rows = conn.execute(
             f"SELECT id, vec_distance_cosine(vec_f32(vec), vec_f32(?)) AS d FROM memory_vectors"
-            f"{where} ORDER BY d LIMIT ?", (qvec, k)).fetchall()
+            f"{where} ORDER BY d LIMIT ?",
+            (qvec, k),
+        ).fetchall()
     else:
         filt = " AND layer = ?" if layer is not None else ""
         args: tuple[Any, ...] = (qvec, max(COARSE_K, k), *((layer,) if layer else ()))
-        cand = [r[0] for r in conn.execute(
-            "SELECT rowid FROM memory_vec_bits WHERE embedding MATCH vec_quantize_binary("
-            f"vec_f32(?)) AND k = ?{filt}", args)]
+        cand = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM memory_vec_bits WHERE embedding MATCH vec_quantize_binary("
+                f"vec_f32(?)) AND k = ?{filt}",
+                args,
+            )
+        ]
         if not cand:
             return {}
         rows = conn.execute(
             "SELECT id, vec_distance_cosine(vec_f32(vec), vec_f32(?)) AS d FROM memory_vectors"
-            f" WHERE id IN ({_marks(cand)}) ORDER BY d LIMIT ?", (qvec, k)).fetchall()
+            f" WHERE id IN ({_marks(cand)}) ORDER BY d LIMIT ?",
+            (qvec, k),
+        ).fetchall()
     return {int(r[0]): max(0.0, 1.0 - float(r[1])) for r in rows}
 
 
@@ -88,7 +98,9 @@ def exact_scores(conn: Any, qvec: bytes, ids: Iterable[int], vec_ok: bool) -> di
     if vec_ok:
         rows = conn.execute(
             "SELECT id, vec_distance_cosine(vec_f32(vec), vec_f32(?)) FROM memory_vectors WHERE"
-            f" id IN ({_marks(ids)}) AND length(vec) = ?", (qvec, len(qvec))).fetchall()
+            f" id IN ({_marks(ids)}) AND length(vec) = ?",
+            (qvec, len(qvec)),
+        ).fetchall()
         return {int(r[0]): max(0.0, 1.0 - float(r[1])) for r in rows}
     rows = conn.execute(f"SELECT id, vec FROM memory_vectors WHERE id IN ({_marks(ids)})")
     return {int(r[0]): max(0.0, cosine(qvec, bytes(r[1]))) for r in rows}
@@ -98,8 +110,11 @@ def keyword_scores(conn: Any, text: str, k: int = KEYWORD_K) -> dict[int, float]
     query = fts_query(text)
     if query is None:
         return {}
-    rows = conn.execute("SELECT rowid, bm25(memory_fts) AS b FROM memory_fts WHERE memory_fts"
-                        " MATCH ? ORDER BY b LIMIT ?", (query, k)).fetchall()
+    rows = conn.execute(
+        "SELECT rowid, bm25(memory_fts) AS b FROM memory_fts WHERE memory_fts"
+        " MATCH ? ORDER BY b LIMIT ?",
+        (query, k),
+    ).fetchall()
     raw = {int(r[0]): -float(r[1]) for r in rows}
     best = max(raw.values(), default=0.0)
     if best <= 0:
@@ -119,14 +134,24 @@ def _of_subject(conn: Any, ids: Iterable[int], subject: str) -> set[int]:
     ids = list(ids)
     if not ids:
         return set()
-    return {int(r[0]) for r in conn.execute(
-        f"SELECT id FROM memory_items WHERE id IN ({_marks(ids)}) AND subject = ?",
-        (subject,))}
+    return {
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT id FROM memory_items WHERE id IN ({_marks(ids)}) AND subject = ?", (subject,)
+        )
+    }
 
 
 def hybrid(
-    conn: Any, text: str, qvec: bytes | None, *, limit: int, vector_weight: float,
-    min_score: float, vec_ok: bool, subject: str = "owner",
+    conn: Any,
+    text: str,
+    qvec: bytes | None,
+    *,
+    limit: int,
+    vector_weight: float,
+    min_score: float,
+    vec_ok: bool,
+    subject: str = "owner",
 ) -> list[Hit]:
     """Only ``subject``'s items take part (a member never sees the owner's)."""
     keyword = keyword_scores(conn, text)
@@ -154,18 +179,22 @@ def hybrid(
     return [Hit(found[i], score, v, k) for score, i, v, k in top if i in found]
 
 
-def nearest_memory(conn: Any, qvec: bytes, vec_ok: bool,
-                   subject: str = "owner") -> tuple[int, float] | None:
+def nearest_memory(
+    conn: Any, qvec: bytes, vec_ok: bool, subject: str = "owner"
+) -> tuple[int, float] | None:
     """The most similar memory (not archive) of ``subject`` and its cosine, for dedup."""
     if vec_ok:
         scores = vector_scores(conn, qvec, 20, layer="memory")
-        scores = exact_scores(conn, qvec, _of_subject(conn, scores, subject), vec_ok) \
-            if scores else {}
+        scores = (
+            exact_scores(conn, qvec, _of_subject(conn, scores, subject), vec_ok) if scores else {}
+        )
     else:
         # Without sqlite-vec: memories are few (hundreds), so Python can compare them all.
-        rows = conn.execute("SELECT v.id, v.vec FROM memory_vectors v JOIN memory_items i ON"
-                            " i.id = v.id WHERE i.kind != 'archive' AND i.subject = ?",
-                            (subject,))
+        rows = conn.execute(
+            "SELECT v.id, v.vec FROM memory_vectors v JOIN memory_items i ON"
+            " i.id = v.id WHERE i.kind != 'archive' AND i.subject = ?",
+            (subject,),
+        )
         scores = {int(r[0]): cosine(qvec, bytes(r[1])) for r in rows}
     if not scores:
         return None

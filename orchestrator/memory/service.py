@@ -78,14 +78,18 @@ class Memory:
             if self.config.embedding_base_url:
                 self.embedder = Embedder(self.config)
             self.summarizer = Summarizer(self.settings)
-            self.archiver = Archiver(self.db, self.settings.home_dir,
-                                     self.config.archive_tokens, self.summarizer,
-                                     self._embed_or_none, self.supervisor)
+            self.archiver = Archiver(
+                self.db,
+                self.settings.home_dir,
+                self.config.archive_tokens,
+                self.summarizer,
+                self._embed_or_none,
+                self.supervisor,
+            )
             await self._check_model()
             # The mcp package takes ~0.7 s to import: do it off the start-up path, in a
             # thread. Until it is up, a task simply runs without memory over MCP.
-            self._mcp_task = self.supervisor.spawn(self._start_mcp(),
-                                                   name="memory:mcp-start")
+            self._mcp_task = self.supervisor.spawn(self._start_mcp(), name="memory:mcp-start")
         except BaseException:
             await self.stop()
             raise
@@ -146,6 +150,7 @@ class Memory:
                 ensure_vec_index(conn, self.embedder.dims if self.embedder else 0)
             set_meta(conn, "embedding", signature)
             return changed
+
         if await self.db.run(check):
             log.warning("memory: embedding model is now %s; re-embedding", signature)
             await self.db.run(items.drop_vectors, vec_ok)
@@ -170,15 +175,16 @@ class Memory:
             _, left = await self.db.run(items.unembedded, embedder.signature, 0)
             progress.total, progress.done, progress.error = left, 0, None
             while True:
-                batch, left = await self.db.run(items.unembedded, embedder.signature,
-                                                REEMBED_BATCH)
+                batch, left = await self.db.run(items.unembedded, embedder.signature, REEMBED_BATCH)
                 if not batch:
                     break
                 vectors = await embedder.embed([text for _, _, text in batch])
-                await self.db.run(items.store_vectors,
-                                  [(i, k, v) for (i, k, _), v in zip(batch, vectors,
-                                                                      strict=True)],
-                                  embedder.signature, self.db.vec_ok)
+                await self.db.run(
+                    items.store_vectors,
+                    [(i, k, v) for (i, k, _), v in zip(batch, vectors, strict=True)],
+                    embedder.signature,
+                    self.db.vec_ok,
+                )
                 progress.done += len(batch)
                 progress.total = max(progress.total, progress.done + left - len(batch))
         except expected as err:
@@ -224,20 +230,30 @@ class Memory:
     # -- the two layers ----------------------------------------------------------------
     def _require(self) -> None:
         if not self.enabled:
-            why = (f"it failed to start: {self.start_error}" if self.start_error
-                   else "memory.enabled: false")
+            why = (
+                f"it failed to start: {self.start_error}"
+                if self.start_error
+                else "memory.enabled: false"
+            )
             raise MemoryRefused(f"memory is off ({why})")
 
-    async def write(self, content: str, kind: str = "fact", tags: tuple[str, ...] = (),
-                    source: str = "owner", subject: str = "owner") -> WriteResult:
+    async def write(
+        self,
+        content: str,
+        kind: str = "fact",
+        tags: tuple[str, ...] = (),
+        source: str = "owner",
+        subject: str = "owner",
+    ) -> WriteResult:
         """``subject``: whose memory (the owner's, or a member's own)."""
         self._require()
         content = " ".join(content.split())
         if not content:
             raise MemoryRefused("nothing to remember: the text is empty")
         if len(content) > MAX_CONTENT:
-            raise MemoryRefused(f"a memory is at most {MAX_CONTENT} characters "
-                               f"(this one has {len(content)})")
+            raise MemoryRefused(
+                f"a memory is at most {MAX_CONTENT} characters (this one has {len(content)})"
+            )
         if kind not in KINDS:
             raise MemoryRefused(f"type must be one of {', '.join(KINDS)}")
         clean_tags = tuple(t.strip().lower().lstrip("#") for t in tags if t.strip())[:10]
@@ -245,32 +261,51 @@ class Memory:
         vec, signature = embedded if embedded else (None, "")
         result = await self.db.run(
             lambda conn: items.remember(
-                conn, kind=kind, content=content, tags=clean_tags, source=source, vec=vec,
-                signature=signature, threshold=self.config.dedup_threshold,
-                vec_ok=self.db.vec_ok, subject=subject))
+                conn,
+                kind=kind,
+                content=content,
+                tags=clean_tags,
+                source=source,
+                vec=vec,
+                signature=signature,
+                threshold=self.config.dedup_threshold,
+                vec_ok=self.db.vec_ok,
+                subject=subject,
+            )
+        )
         if embedded is None and self.embedder is not None:
             self._start_reembed()  # catches this one up once the endpoint is back
         return result
 
-    async def search(self, query: str, limit: int = 5,
-                     min_score: float | None = None, subject: str = "owner") -> list[Hit]:
+    async def search(
+        self, query: str, limit: int = 5, min_score: float | None = None, subject: str = "owner"
+    ) -> list[Hit]:
         self._require()
         qvec = await self._query_vector(query)
         threshold = self.config.min_score if min_score is None else min_score
         return await self.db.run(
-            lambda conn: hybrid(conn, query, qvec, limit=limit,
-                                vector_weight=self.config.vector_weight,
-                                min_score=threshold, vec_ok=self.db.vec_ok,
-                                subject=subject))
+            lambda conn: hybrid(
+                conn,
+                query,
+                qvec,
+                limit=limit,
+                vector_weight=self.config.vector_weight,
+                min_score=threshold,
+                vec_ok=self.db.vec_ok,
+                subject=subject,
+            )
+        )
 
     async def read(self, chunk_id: int) -> str | None:
         self._require()
         home = self.settings.home_dir
         return await self.db.run_with_log(
-            lambda conn, log_conn: read_transcript(conn, log_conn, home, chunk_id))
+            lambda conn, log_conn: read_transcript(conn, log_conn, home, chunk_id)
+        )
 
-    async def summaries_before(self, key: SessionKey, before: int,
-                               limit: int = 3) -> list[tuple[int, int, str]]:
+    async def summaries_before(
+        self, key: SessionKey, before: int, limit: int = 3
+    ) -> list[tuple[int, int, str]]:
         """Summaries of this chat's archived turns older than message ``before`` (first id,
         last id, summary; oldest first); [] when memory is off or fails: a model turn
         never waits on memory's problems."""
@@ -291,8 +326,9 @@ class Memory:
         self._require()
         return await self.db.run(items.forget, item_id, self.db.vec_ok, subject)
 
-    async def overview(self, newest: int = 5,
-                       subject: str = "owner") -> tuple[dict[str, int], list[Item]]:
+    async def overview(
+        self, newest: int = 5, subject: str = "owner"
+    ) -> tuple[dict[str, int], list[Item]]:
         self._require()
         counts = await self.db.run(items.counts, subject)
         return counts, await self.db.run(items.newest, newest, subject)
@@ -313,16 +349,17 @@ class Memory:
             return ""
         try:
             async with asyncio.timeout(CONTEXT_TIMEOUT):
-                hits = await self.search(prompt, CONTEXT_LIMIT,
-                                         max(CONTEXT_MIN_SCORE, self.config.min_score),
-                                         subject)
+                hits = await self.search(
+                    prompt, CONTEXT_LIMIT, max(CONTEXT_MIN_SCORE, self.config.min_score), subject
+                )
         except Exception as err:  # a task runs without memory rather than not at all
             log.warning("memory: no context for the task: %s", err)
             return ""
         if not hits:
             return ""
-        lines = ["Fetch remembers (may be outdated; the memory_search / memory_read tools "
-                 "have more):"]
+        lines = [
+            "Fetch remembers (may be outdated; the memory_search / memory_read tools have more):"
+        ]
         for hit in hits:
             item = hit.item
             if item.kind == "archive":
@@ -359,8 +396,11 @@ class Memory:
         if not self.config.enabled:
             return "memory: off"
         if not self._started:
-            return f"memory: off, it failed to start ({self.start_error})" if \
-                self.start_error else "memory: not started"
+            return (
+                f"memory: off, it failed to start ({self.start_error})"
+                if self.start_error
+                else "memory: not started"
+            )
         parts = [f"memory: {self.mode()}"]
         progress = self.reembed
         if progress.running and progress.total:

@@ -20,7 +20,8 @@ PROMPT = (
     "Summarize this part of it for long-term memory in at most 150 words: decisions made, "
     "the owner's preferences, facts about their projects, commands or fixes that worked, "
     "open questions. Plain sentences, no preamble. Keep names, file paths and commands "
-    "exact, since the summary is searched by keyword.")
+    "exact, since the summary is searched by keyword."
+)
 MAX_INPUT_CHARS = 120_000  # a chunk is ~12.5k tokens by default; this is a hard stop
 
 
@@ -56,9 +57,12 @@ class Summarizer:
         if model.base_url:
             from openai import AsyncOpenAI
 
-            self._client = AsyncOpenAI(base_url=model.base_url,
-                                       api_key=model.api_key or "not-needed",
-                                       timeout=model.timeout_seconds, max_retries=1)
+            self._client = AsyncOpenAI(
+                base_url=model.base_url,
+                api_key=model.api_key or "not-needed",
+                timeout=model.timeout_seconds,
+                max_retries=1,
+            )
 
     @property
     def configured(self) -> bool:
@@ -77,8 +81,8 @@ class Summarizer:
         try:
             response = await self._client.chat.completions.create(
                 model=self.model,
-                messages=[{"role": "system", "content": PROMPT},
-                          {"role": "user", "content": text}])
+                messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": text}],
+            )
         except openai.APIError as err:
             raise SummaryError(f"summary model failed ({type(err).__name__})") from err
         content = response.choices[0].message.content if response.choices else None

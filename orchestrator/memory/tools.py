@@ -26,9 +26,11 @@ def register_tools(registry: ToolRegistry) -> None:
         "Remember something across conversations: a fact about the owner's projects, a "
         "preference of the owner, or a learning (a fix or command that worked). A near-"
         "duplicate of an existing memory updates it instead.",
-        {"content": {"type": "string", "description": "one self-contained sentence or three"},
-         "type": {"type": "string", "enum": list(KINDS), "description": "default fact"},
-         "tags": {"type": "array", "items": {"type": "string"}}},
+        {
+            "content": {"type": "string", "description": "one self-contained sentence or three"},
+            "type": {"type": "string", "enum": list(KINDS), "description": "default fact"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
         ["content"],
     )
     async def memory_write(ctx: Context, args: dict[str, Any]) -> ToolResult:
@@ -37,8 +39,12 @@ def register_tools(registry: ToolRegistry) -> None:
             return ToolResult("error: tags must be a list of strings")
         kind = str(args.get("type") or "fact")
         result = await ctx.services.memory.write(
-            args["content"], kind, tuple(str(t) for t in tags), source="orchestrator",
-            subject=ctx.subject.id)
+            args["content"],
+            kind,
+            tuple(str(t) for t in tags),
+            source="orchestrator",
+            subject=ctx.subject.id,
+        )
         verb = "updated near-duplicate" if result.merged else "saved"
         return ToolResult(f"{verb} memory #{result.item.id}")
 
@@ -46,23 +52,27 @@ def register_tools(registry: ToolRegistry) -> None:
         "memory_search",
         "Search long-term memory (facts, preferences, learnings, summaries of past "
         "conversations). Returns id, source, content/summary, score, thread, time range.",
-        {"query": {"type": "string"},
-         "limit": {"type": "integer", "minimum": 1, "maximum": 20}},
-        ["query"], kind="read",
+        {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 20}},
+        ["query"],
+        kind="read",
     )
     async def memory_search(ctx: Context, args: dict[str, Any]) -> ToolResult:
         memory = ctx.services.memory
-        hits = await memory.search(args["query"], _int(args.get("limit"), 5, 1, 20),
-                                   subject=ctx.subject.id)
-        return ToolResult(json.dumps({"mode": memory.mode(),
-                                      "hits": [h.as_dict() for h in hits]},
-                                     ensure_ascii=False))
+        hits = await memory.search(
+            args["query"], _int(args.get("limit"), 5, 1, 20), subject=ctx.subject.id
+        )
+        return ToolResult(
+            json.dumps(
+                {"mode": memory.mode(), "hits": [h.as_dict() for h in hits]}, ensure_ascii=False
+            )
+        )
 
     @registry.tool(
         "memory_read",
         "The full transcript of a past conversation chunk, by the id memory_search gave.",
         {"chunk_id": {"type": "integer"}},
-        ["chunk_id"], kind="read",
+        ["chunk_id"],
+        kind="read",
     )
     async def memory_read(ctx: Context, args: dict[str, Any]) -> ToolResult:
         chunk_id = _int(args.get("chunk_id"), -1, -1, 2**62)

@@ -36,25 +36,32 @@ class Asks:
         self._open: dict[str, Ask] = {}
 
     async def load(self) -> None:
-        await self._db.write("DELETE FROM asks WHERE expires < ?",
-                             (time.time() - KEEP_EXPIRED_SECONDS,))
+        await self._db.write(
+            "DELETE FROM asks WHERE expires < ?", (time.time() - KEEP_EXPIRED_SECONDS,)
+        )
         rows = await self._db.conn.execute_fetchall(
-            "SELECT nonce, subject, action, channel, chat, expires FROM asks")
-        self._open = {str(r[0]): Ask(str(r[0]), str(r[1]), str(r[2]),
-                                     SessionKey(str(r[3]), str(r[4])), float(r[5]))
-                      for r in rows}
+            "SELECT nonce, subject, action, channel, chat, expires FROM asks"
+        )
+        self._open = {
+            str(r[0]): Ask(
+                str(r[0]), str(r[1]), str(r[2]), SessionKey(str(r[3]), str(r[4])), float(r[5])
+            )
+            for r in rows
+        }
 
     async def open(self, subject: str, action: str, key: SessionKey) -> Ask:
         now = time.time()
         for ask in self._open.values():  # asking twice sends one question
-            if (ask.subject, ask.action, ask.key) == (subject, action, key) and \
-                    not ask.expired(now):
+            if (ask.subject, ask.action, ask.key) == (subject, action, key) and not ask.expired(
+                now
+            ):
                 return ask
         ask = Ask(secrets.token_hex(4), subject, action, key, now + self._ttl)
         await self._db.write(
             "INSERT INTO asks(nonce, subject, action, channel, chat, created, expires)"
             " VALUES (?,?,?,?,?,?,?)",
-            (ask.nonce, subject, action, key.channel, key.chat, now, ask.expires_at))
+            (ask.nonce, subject, action, key.channel, key.chat, now, ask.expires_at),
+        )
         self._open[ask.nonce] = ask
         return ask
 

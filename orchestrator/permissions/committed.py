@@ -34,5 +34,6 @@ def committed_values(repo: Repo, name: str, head: str) -> dict[str, Any]:
 def committed_layer(values: dict[str, Any], name: str, head: str) -> Layer | None:
     if not values:
         return None
-    return Layer("repo (committed)", f"{name}:{COMMITTED_FILE} at {head[:7]}", values,
-                 narrow_only=True)
+    return Layer(
+        "repo (committed)", f"{name}:{COMMITTED_FILE} at {head[:7]}", values, narrow_only=True
+    )

@@ -35,13 +35,21 @@ def _global_source(path: Path, env: Mapping[str, str]) -> Any:
                 return "default"
             node = node[part]
         return f"{path}: {dotted}"
+
     return source_of
 
 
-def explain(settings: Settings, key: str, *, config_path: Path, env: Mapping[str, str],
-            repo: str | None = None, chat: str | None = None) -> str:
+def explain(
+    settings: Settings,
+    key: str,
+    *,
+    config_path: Path,
+    env: Mapping[str, str],
+    repo: str | None = None,
+    chat: str | None = None,
+) -> str:
     if key not in LAYERED:
-        return (f"{key} is not a layered setting; layered: {', '.join(LAYERED)}")
+        return f"{key} is not a layered setting; layered: {', '.join(LAYERED)}"
     group = chat is not None and looks_like_group(chat.partition(":")[2])
     layers: list[Layer] = global_layer(settings, group, _global_source(config_path, env))
     if repo is not None:

@@ -45,27 +45,33 @@ class GrantStore:
     async def load(self) -> None:
         rows = await self._db.conn.execute_fetchall(
             "SELECT id, subject, action, scope, session, granted_by, created FROM grants"
-            " WHERE revoked IS NULL")
-        self._live = {int(r[0]): Grant(int(r[0]), r[1], r[2], r[3], r[4], r[5], float(r[6]))
-                      for r in rows}
+            " WHERE revoked IS NULL"
+        )
+        self._live = {
+            int(r[0]): Grant(int(r[0]), r[1], r[2], r[3], r[4], r[5], float(r[6])) for r in rows
+        }
 
     def active(self) -> list[Grant]:
         return sorted(self._live.values(), key=lambda g: g.id)
 
-    def find(self, subject: str, action: str, key: SessionKey | None,
-             scopes: tuple[Scope, ...]) -> Grant | None:
+    def find(
+        self, subject: str, action: str, key: SessionKey | None, scopes: tuple[Scope, ...]
+    ) -> Grant | None:
         for grant in self.active():
             if grant.scope in scopes and grant.covers(subject, action, key):
                 return grant
         return None
 
-    async def add(self, subject: str, action: str, scope: Scope, key: SessionKey | None,
-                  granted_by: str) -> Grant:
+    async def add(
+        self, subject: str, action: str, scope: Scope, key: SessionKey | None, granted_by: str
+    ) -> Grant:
         session = None if scope == "persisted" or key is None else key_str(key)
         now = time.time()
         cur = await self._db.write(
             "INSERT INTO grants(subject, action, scope, session, granted_by, created)"
-            " VALUES (?,?,?,?,?,?)", (subject, action, scope, session, granted_by, now))
+            " VALUES (?,?,?,?,?,?)",
+            (subject, action, scope, session, granted_by, now),
+        )
         grant = Grant(int(cur.lastrowid or 0), subject, action, scope, session, granted_by, now)
         self._live[grant.id] = grant
         return grant
@@ -73,8 +79,7 @@ class GrantStore:
     async def revoke(self, grant_id: int) -> Grant | None:
         grant = self._live.pop(grant_id, None)
         if grant is not None:
-            await self._db.write("UPDATE grants SET revoked=? WHERE id=?",
-                                 (time.time(), grant_id))
+            await self._db.write("UPDATE grants SET revoked=? WHERE id=?", (time.time(), grant_id))
         return grant
 
     async def end_session(self, key: SessionKey) -> int:

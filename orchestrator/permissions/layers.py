@@ -82,8 +82,9 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
             continue
         check = LAYERED.get(dotted)
         if check is None:
-            raise ValueError(f"{dotted} cannot be set per repository or chat (only "
-                             f"{', '.join(LAYERED)})")
+            raise ValueError(
+                f"{dotted} cannot be set per repository or chat (only {', '.join(LAYERED)})"
+            )
         try:
             out[dotted] = check(value)
         except ValueError as err:
@@ -125,8 +126,9 @@ def _combine(key: str, current: Any, new: Any, narrow_only: bool) -> tuple[Any, 
     if key == "approvals.autonomy":
         wider = AUTONOMY.index(new) > AUTONOMY.index(current)
     else:
-        wider = (_MODE_RANK[new] < _MODE_RANK[current]) if key == "permissions.mode" \
-            else new > current
+        wider = (
+            (_MODE_RANK[new] < _MODE_RANK[current]) if key == "permissions.mode" else new > current
+        )
     if wider:
         return current, "IGNORED: would widen (a repository may only narrow)"
     return new, "narrows"
@@ -140,17 +142,19 @@ CAPPED = ("approvals.autonomy",)
 def resolve(key: str, layers: list[Layer]) -> Resolved:
     """The first layer must be the global one and hold every key."""
     if key in CAPPED:
-        layers = [x for x in layers if not x.narrow_only] + [x for x in layers
-                                                             if x.narrow_only]
+        layers = [x for x in layers if not x.narrow_only] + [x for x in layers if x.narrow_only]
     first = layers[0]
-    result = Resolved(key, first.values[key], first.source_of(key),
-                      [f"  {first.name}: {first.values[key]!r} ({first.source_of(key)})"])
+    result = Resolved(
+        key,
+        first.values[key],
+        first.source_of(key),
+        [f"  {first.name}: {first.values[key]!r} ({first.source_of(key)})"],
+    )
     for layer in layers[1:]:
         if key not in layer.values:
             continue
         value, note = _combine(key, result.value, layer.values[key], layer.narrow_only)
-        result.steps.append(f"  {layer.name}: {layer.values[key]!r} ({layer.source}) "
-                            f"-> {note}")
+        result.steps.append(f"  {layer.name}: {layer.values[key]!r} ({layer.source}) -> {note}")
         if value != result.value:
             result.value, result.source = value, layer.source
     return result
@@ -170,40 +174,45 @@ def looks_like_group(chat: str) -> bool:
     return chat.endswith("@g.us") or chat.startswith("-")
 
 
-def global_layer(settings: Settings, group: bool,
-                 source_of: Callable[[str], str] | None = None) -> list[Layer]:
+def global_layer(
+    settings: Settings, group: bool, source_of: Callable[[str], str] | None = None
+) -> list[Layer]:
     """The global layer; ``source_of(dotted)`` names where a global value came from."""
     p = settings.permissions
     mode_key = "permissions.group_mode" if group else "permissions.mode"
-    values = {"permissions.mode": p.group_mode if group else p.mode,
-              "permissions.deny": p.deny,
-              "approvals.ttl_seconds": settings.approvals.ttl_seconds,
-              "approvals.autonomy": settings.approvals.autonomy,
-              "test_command": ""}  # "": detected (orchestrator/testrun.py)
+    values = {
+        "permissions.mode": p.group_mode if group else p.mode,
+        "permissions.deny": p.deny,
+        "approvals.ttl_seconds": settings.approvals.ttl_seconds,
+        "approvals.autonomy": settings.approvals.autonomy,
+        "test_command": "",
+    }  # "": detected (orchestrator/testrun.py)
     name = source_of or (lambda dotted: "global config")
-    sources = {k: f"{name(mode_key if k == 'permissions.mode' else k)}"
-                  f"{' (' + mode_key + ')' if k == 'permissions.mode' else ''}"
-               for k in values}
+    sources = {
+        k: f"{name(mode_key if k == 'permissions.mode' else k)}"
+        f"{' (' + mode_key + ')' if k == 'permissions.mode' else ''}"
+        for k in values
+    }
     return [Layer("global", "global config", values, sources=sources)]
 
 
-def chat_layer(settings: Settings, chat: str | None, config_source: str = "config") \
-        -> list[Layer]:
+def chat_layer(settings: Settings, chat: str | None, config_source: str = "config") -> list[Layer]:
     if chat is None or chat not in settings.chats:
         return []
     return [Layer("chat", f"{config_source}: chats.{chat}", flatten(settings.chats[chat]))]
 
 
-def home_repo_layers(home: Path, repo: str, configured: Mapping[str, Any],
-                     config_source: str) -> list[Layer]:
+def home_repo_layers(
+    home: Path, repo: str, configured: Mapping[str, Any], config_source: str
+) -> list[Layer]:
     """The owner's own layers for ``repo``: config.yaml ``repos.<repo>``, then the file
     ``FETCH_HOME/repos/<repo>.yaml``."""
     layers: list[Layer] = []
     if repo in configured:
-        layers.append(Layer("repo", f"{config_source}: repos.{repo}",
-                            flatten(configured[repo])))
+        layers.append(Layer("repo", f"{config_source}: repos.{repo}", flatten(configured[repo])))
     path = home / "repos" / f"{repo}.yaml"
     if path.is_file():
-        layers.append(Layer("repo", str(path), read_yaml_layer(
-            path.read_text(encoding="utf-8"), str(path))))
+        layers.append(
+            Layer("repo", str(path), read_yaml_layer(path.read_text(encoding="utf-8"), str(path)))
+        )
     return layers

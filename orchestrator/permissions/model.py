@@ -61,14 +61,32 @@ def matches(pattern: str, action: str) -> bool:
 # What each profile may do when no rule and no grant speaks ("defaults", the last step).
 VIEWER_ALLOWS = ("instinct:help", "instinct:commands", "instinct:status")
 COLLABORATOR_ALLOWS = (
-    *VIEWER_ALLOWS, "instinct:stop", "instinct:clear", "instinct:undo", "instinct:workspace",
-    "instinct:harness", "instinct:remember", "instinct:memory", "instinct:forget",
-    "tool:workspace_list", "tool:workspace_select", "tool:task_create", "tool:ask_user",
-    "tool:memory_write", "tool:memory_search", "talk",
+    *VIEWER_ALLOWS,
+    "instinct:stop",
+    "instinct:clear",
+    "instinct:undo",
+    "instinct:workspace",
+    "instinct:harness",
+    "instinct:remember",
+    "instinct:memory",
+    "instinct:forget",
+    "tool:workspace_list",
+    "tool:workspace_select",
+    "tool:task_create",
+    "tool:ask_user",
+    "tool:memory_write",
+    "tool:memory_search",
+    "talk",
     # Reading the repositories it may work in (the tools check repo:<name> too), its
     # tasks, and telling the chat how things go; /stop's twin.
-    "tool:workspace_status", "tool:task_status", "tool:task_cancel", "tool:report_progress",
-    "tool:repo_list_files", "tool:repo_read_file", "tool:repo_search", "tool:git_log",
+    "tool:workspace_status",
+    "tool:task_status",
+    "tool:task_cancel",
+    "tool:report_progress",
+    "tool:repo_list_files",
+    "tool:repo_read_file",
+    "tool:repo_search",
+    "tool:git_log",
     "tool:git_show",
 )
 PROFILES: dict[str, tuple[str, ...]] = {
@@ -82,6 +100,6 @@ def profile_allows(subject: Subject, action: str) -> bool:
     if any(matches(p, action) for p in PROFILES.get(subject.profile, ())):
         return True
     if action.startswith("repo:") and subject.profile == "collaborator":
-        return any(matches(r, action[len("repo:"):]) for r in subject.repos)
+        return any(matches(r, action[len("repo:") :]) for r in subject.repos)
     # A changed file is judged by path rules only (deny/ask); no rule, no objection.
     return action.startswith("path:") and subject.profile != "viewer"

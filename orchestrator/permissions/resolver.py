@@ -35,8 +35,15 @@ from orchestrator.permissions.model import (
 )
 from orchestrator.permissions.settings import RuleSettings
 
-ORDER = ("deny rule", "mode", "ask rule", "allow rule", "session grant", "persisted grant",
-         "default")
+ORDER = (
+    "deny rule",
+    "mode",
+    "ask rule",
+    "allow rule",
+    "session grant",
+    "persisted grant",
+    "default",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +60,8 @@ class Policy:
 
 def _who(rule: RuleSettings, subject: Subject) -> bool:
     return rule.who in ("*", subject.id, f"profile:{subject.profile}") or (
-        rule.who == OWNER and subject.is_owner)
+        rule.who == OWNER and subject.is_owner
+    )
 
 
 class Resolver:
@@ -62,11 +70,18 @@ class Resolver:
         self._grants = grants
 
     def _rule(self, effect: str, subject: Subject, action: str) -> RuleSettings | None:
-        return next((r for r in self._rules if r.effect == effect and _who(r, subject)
-                     and matches(r.what, action)), None)
+        return next(
+            (
+                r
+                for r in self._rules
+                if r.effect == effect and _who(r, subject) and matches(r.what, action)
+            ),
+            None,
+        )
 
-    def decide(self, subject: Subject, action: str, key: SessionKey | None,
-               policy: Policy = Policy()) -> Decision:
+    def decide(
+        self, subject: Subject, action: str, key: SessionKey | None, policy: Policy = Policy()
+    ) -> Decision:
         def say(effect: Effect, step: str, why: str) -> Decision:
             return Decision(effect, action, step, why)
 

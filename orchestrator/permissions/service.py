@@ -41,8 +41,14 @@ NOBODY = "nobody"  # the profile of a sender the gate would not have let in
 
 
 class Permissions:
-    def __init__(self, settings: Settings, store: Store, messenger: Messenger,
-                 workspace: Workspace, owner_chats: dict[str, str]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        messenger: Messenger,
+        workspace: Workspace,
+        owner_chats: dict[str, str],
+    ) -> None:
         self._settings = settings
         self._messenger = messenger
         self._workspace = workspace
@@ -106,13 +112,15 @@ class Permissions:
     def _layers(self, key: SessionKey | None, repo_layers: list[Layer]) -> list[Layer]:
         group = key is not None and self.is_group(key)
         chat = f"{key.channel}:{key.chat}" if key is not None else None
-        return global_layer(self._settings, group) + repo_layers + \
-            chat_layer(self._settings, chat) + (
-                self.chat_overrides.layer(chat) if chat is not None else [])
+        return (
+            global_layer(self._settings, group)
+            + repo_layers
+            + chat_layer(self._settings, chat)
+            + (self.chat_overrides.layer(chat) if chat is not None else [])
+        )
 
     async def repo_layers(self, repo: str) -> list[Layer]:
-        layers = home_repo_layers(self._settings.home_dir, repo, self._settings.repos,
-                                  "config")
+        layers = home_repo_layers(self._settings.home_dir, repo, self._settings.repos, "config")
         committed = await asyncio.to_thread(self._committed_layer, repo)
         if committed is not None:
             layers.append(committed)
@@ -137,8 +145,14 @@ class Permissions:
         ttl = resolve("approvals.ttl_seconds", layers)
         autonomy = resolve("approvals.autonomy", layers)  # the committed cap binds (CAPPED)
         tests = resolve("test_command", layers)
-        return Policy(str(mode.value), tuple(deny.value), mode.source, int(ttl.value),
-                      str(autonomy.value), str(tests.value))
+        return Policy(
+            str(mode.value),
+            tuple(deny.value),
+            mode.source,
+            int(ttl.value),
+            str(autonomy.value),
+            str(tests.value),
+        )
 
     def chat_policy(self, key: SessionKey | None) -> Policy:
         return self._policy(self._layers(key, []))
@@ -147,32 +161,44 @@ class Permissions:
         repo_layers = await self.repo_layers(repo) if repo else []
         return self._policy(self._layers(key, repo_layers))
 
-    async def explain_value(self, setting: str, key: SessionKey | None,
-                            repo: str | None) -> Resolved:
+    async def explain_value(
+        self, setting: str, key: SessionKey | None, repo: str | None
+    ) -> Resolved:
         repo_layers = await self.repo_layers(repo) if repo else []
         return resolve(setting, self._layers(key, repo_layers))
 
     # -- decisions ------------------------------------------------------------------------
-    def decide(self, subject: Subject, action: str, key: SessionKey | None,
-               policy: Policy | None = None) -> Decision:
+    def decide(
+        self, subject: Subject, action: str, key: SessionKey | None, policy: Policy | None = None
+    ) -> Decision:
         if subject.profile == NOBODY:
-            return Decision(Effect.DENY, action, "gate", "not the owner, a member or on "
-                                                         "the allowlist")
-        return self.resolver.decide(subject, action, key,
-                                    policy if policy is not None else self.chat_policy(key))
+            return Decision(
+                Effect.DENY, action, "gate", "not the owner, a member or on the allowlist"
+            )
+        return self.resolver.decide(
+            subject, action, key, policy if policy is not None else self.chat_policy(key)
+        )
 
     def may(self, subject: Subject, action: str, key: SessionKey | None) -> bool:
         """For listings (/help, /commands, the tool list): an action that would ask the
         owner is shown, one that is denied is not."""
         return self.decide(subject, action, key).effect is not Effect.DENY
 
-    def visible(self, subject: Subject, key: SessionKey | None, actions: Iterable[str]) \
-            -> list[str]:
+    def visible(
+        self, subject: Subject, key: SessionKey | None, actions: Iterable[str]
+    ) -> list[str]:
         return [a for a in actions if self.may(subject, a, key)]
 
-    async def check(self, subject: Subject, action: str, key: SessionKey,
-                    reply: Callable[[str], Awaitable[object]], *,
-                    policy: Policy | None = None, what: str | None = None) -> bool:
+    async def check(
+        self,
+        subject: Subject,
+        action: str,
+        key: SessionKey,
+        reply: Callable[[str], Awaitable[object]],
+        *,
+        policy: Policy | None = None,
+        what: str | None = None,
+    ) -> bool:
         """Allowed: True (a ``once`` grant is used up). Otherwise say why, ask the owner
         when a rule says ask, and return False."""
         decision = self.decide(subject, action, key, policy)
@@ -189,24 +215,39 @@ class Permissions:
         await reply(f"🔒 You can't use {shown} here ({decision.why}).")
         return False
 
-    async def ask_owner(self, subject: Subject, action: str, key: SessionKey,
-                        reply: Callable[[str], Awaitable[object]], shown: str) -> None:
+    async def ask_owner(
+        self,
+        subject: Subject,
+        action: str,
+        key: SessionKey,
+        reply: Callable[[str], Awaitable[object]],
+        shown: str,
+    ) -> None:
         """Ask the owner for ``action`` although a rule allows it: the orchestrator's
         auto-approve table (orchestrator/agent/confirm.py) says this tool asks first."""
         await self._ask(subject, action, key, reply, shown)
 
-    async def _ask(self, subject: Subject, action: str, key: SessionKey,
-                   reply: Callable[[str], Awaitable[object]], shown: str) -> None:
+    async def _ask(
+        self,
+        subject: Subject,
+        action: str,
+        key: SessionKey,
+        reply: Callable[[str], Awaitable[object]],
+        shown: str,
+    ) -> None:
         owner = self.owner_chat(key.channel)
         if owner is None:
             await reply(f"🔒 {shown} needs the owner's yes, and I cannot reach them.")
             return
         ask = await self.asks.open(subject.id, action, key)
-        await self._messenger.send(owner, (
-            f"🔐 {subject.id} asks to use {shown} ({action}) in {key.channel}:{key.chat}.\n"
-            f"/grants yes {ask.nonce} once|session|always — or /grants no {ask.nonce}"))
-        await reply(f"🔐 {shown} needs the owner's yes; I asked them. Try again once they "
-                    "answer.")
+        await self._messenger.send(
+            owner,
+            (
+                f"🔐 {subject.id} asks to use {shown} ({action}) in {key.channel}:{key.chat}.\n"
+                f"/grants yes {ask.nonce} once|session|always — or /grants no {ask.nonce}"
+            ),
+        )
+        await reply(f"🔐 {shown} needs the owner's yes; I asked them. Try again once they answer.")
 
     # -- the owner's side (/grants) ------------------------------------------------------
     async def answer(self, nonce: str, yes: bool, scope: str) -> str:
@@ -214,16 +255,19 @@ class Permissions:
         if ask is None:
             return f"No open question {nonce!r} (it expired, or was answered)."
         if ask.expired(time.time()):
-            return (f"No open question {nonce!r}: it expired unanswered "
-                    f"({_ago(ask.expires_at)} ago), so nothing was allowed. {ask.subject} "
-                    "can ask again.")
+            return (
+                f"No open question {nonce!r}: it expired unanswered "
+                f"({_ago(ask.expires_at)} ago), so nothing was allowed. {ask.subject} "
+                "can ask again."
+            )
         if not yes:
             await self._messenger.send(ask.key, f"🔒 The owner said no to {ask.action}.")
             return f"Refused {ask.subject}: {ask.action}."
         chosen = _scope(scope, "once")
         grant = await self.grants.add(ask.subject, ask.action, chosen, ask.key, OWNER)
-        await self._messenger.send(ask.key, f"✅ The owner allowed {ask.action} "
-                                            f"({chosen}). Send it again.")
+        await self._messenger.send(
+            ask.key, f"✅ The owner allowed {ask.action} ({chosen}). Send it again."
+        )
         return f"✅ Granted {grant.describe()}. /grants revoke {grant.id} takes it back."
 
     async def grant(self, who: str, action: str, scope: str, key: SessionKey) -> str:

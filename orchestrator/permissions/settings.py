@@ -16,7 +16,8 @@ Profile = Literal["owner", "collaborator", "viewer"]
 MEMBER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 SENDER_ID = re.compile(
     r"^(?:whatsapp:\d{6,15}|telegram:-?\d{1,20}|webhook:[A-Za-z0-9_.-]{1,64}"
-    r"|terminal:[A-Za-z0-9_.-]{1,64})$")
+    r"|terminal:[A-Za-z0-9_.-]{1,64})$"
+)
 
 
 class MemberSettings(StrictSettings):
@@ -33,8 +34,10 @@ class MemberSettings(StrictSettings):
             raise ValueError("a member needs at least one id ('channel:id')")
         for entry in value:
             if not SENDER_ID.match(entry):
-                raise ValueError(f"{entry!r} is not 'channel:id' (whatsapp:<digits>, "
-                                 "telegram:<user id>, webhook:<name>, terminal:<name>)")
+                raise ValueError(
+                    f"{entry!r} is not 'channel:id' (whatsapp:<digits>, "
+                    "telegram:<user id>, webhook:<name>, terminal:<name>)"
+                )
         return value
 
 

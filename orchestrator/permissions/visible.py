@@ -11,13 +11,21 @@ from orchestrator.permissions.service import Permissions
 
 
 class VisibleCommands:
-    def __init__(self, registry: InstinctRegistry, permissions: Permissions,
-                 subject: Subject, key: SessionKey) -> None:
+    def __init__(
+        self,
+        registry: InstinctRegistry,
+        permissions: Permissions,
+        subject: Subject,
+        key: SessionKey,
+    ) -> None:
         self._registry = registry
         self._permissions = permissions
         self._subject = subject
         self._key = key
 
     def all(self) -> Sequence[Instinct]:
-        return [i for i in self._registry.all()
-                if self._permissions.may(self._subject, f"instinct:{i.name}", self._key)]
+        return [
+            i
+            for i in self._registry.all()
+            if self._permissions.may(self._subject, f"instinct:{i.name}", self._key)
+        ]

@@ -21,18 +21,31 @@ from croniter.croniter import CroniterError
 from orchestrator.scheduler.localtime import instant_of, is_repeated
 
 ALIASES = {
-    "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
-          ("day of week", 0, 7))
+FIELDS = (
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day of month", 1, 31),
+    ("month", 1, 12),
+    ("day of week", 0, 7),
+)
 EXAMPLE = "/cron 0 9 * * 1-5 check the nightly build of myapp"
-FIELD_HELP = ("five fields: minute hour day-of-month month day-of-week, e.g. "
-              "'0 9 * * 1-5' (weekdays 09:00), '*/15 * * * *' (every 15 min), or "
-              "@hourly @daily @weekly @monthly @yearly")
-NAMES = re.compile(r"^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
-                   r"sun|mon|tue|wed|thu|fri|sat)$")
+FIELD_HELP = (
+    "five fields: minute hour day-of-month month day-of-week, e.g. "
+    "'0 9 * * 1-5' (weekdays 09:00), '*/15 * * * *' (every 15 min), or "
+    "@hourly @daily @weekly @monthly @yearly"
+)
+NAMES = re.compile(
+    r"^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
+    r"sun|mon|tue|wed|thu|fri|sat)$"
+)
 
 
 class CronError(ValueError):
@@ -56,8 +69,11 @@ class Cron:
             if when <= after:
                 continue
             naive = candidate.replace(tzinfo=None)
-            if (not self.follows_elapsed_time and is_repeated(naive, tz)
-                    and when != instant_of(naive, tz)):
+            if (
+                not self.follows_elapsed_time
+                and is_repeated(naive, tz)
+                and when != instant_of(naive, tz)
+            ):
                 continue  # the second copy of a repeated hour: already ran in the first
             return when
         raise CronError(f"'{self.expr}' never matches a date")
@@ -70,23 +86,28 @@ def parse_cron(text: str) -> Cron:
     expr = ALIASES.get(raw.lower())
     if expr is None:
         if raw.startswith("@"):
-            raise CronError(f"I don't know {raw}. Aliases: {', '.join(sorted(ALIASES))}. "
-                            f"Example: {EXAMPLE}")
+            raise CronError(
+                f"I don't know {raw}. Aliases: {', '.join(sorted(ALIASES))}. Example: {EXAMPLE}"
+            )
         expr = raw
     fields = expr.split()
     if len(fields) != 5:
-        raise CronError(f"'{raw}' has {len(fields)} field(s); I need {FIELD_HELP}. "
-                        f"Example: {EXAMPLE}")
+        raise CronError(
+            f"'{raw}' has {len(fields)} field(s); I need {FIELD_HELP}. Example: {EXAMPLE}"
+        )
     for value, (name, lo, hi) in zip(fields, FIELDS, strict=True):
         problem = _field_problem(value.lower(), lo, hi)
         if problem:
-            raise CronError(f"In '{raw}', the {name} field '{value}' {problem} "
-                            f"(allowed {lo}-{hi}). Example: {EXAMPLE}")
+            raise CronError(
+                f"In '{raw}', the {name} field '{value}' {problem} "
+                f"(allowed {lo}-{hi}). Example: {EXAMPLE}"
+            )
     try:
         croniter(expr)
     except (CroniterError, ValueError) as err:
-        raise CronError(f"'{raw}' is not a cron expression I can use ({err}). "
-                        f"Example: {EXAMPLE}") from None
+        raise CronError(
+            f"'{raw}' is not a cron expression I can use ({err}). Example: {EXAMPLE}"
+        ) from None
     return Cron(expr)
 
 
@@ -112,12 +133,16 @@ def _field_problem(value: str, lo: int, hi: int) -> str | None:
 def describe(expr: str) -> str:
     """Common shapes in words ("every weekday at 09:00"); anything else as the expression."""
     minute, hour, dom, month, dow = expr.split()
-    at = (f"at {int(hour):02d}:{int(minute):02d}" if minute.isdigit() and hour.isdigit()
-          else None)
-    days = {"*": "every day", "1-5": "every weekday", "mon-fri": "every weekday",
-            "0,6": "every weekend day", "6,0": "every weekend day", "sat,sun": "every weekend day"}
-    names = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
-             "Sunday"]
+    at = f"at {int(hour):02d}:{int(minute):02d}" if minute.isdigit() and hour.isdigit() else None
+    days = {
+        "*": "every day",
+        "1-5": "every weekday",
+        "mon-fri": "every weekday",
+        "0,6": "every weekend day",
+        "6,0": "every weekend day",
+        "sat,sun": "every weekend day",
+    }
+    names = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
     if dom == "*" and month == "*" and at:
         if dow in days:
             return f"{days[dow]} {at}"

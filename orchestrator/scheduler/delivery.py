@@ -57,8 +57,9 @@ def late_note(claim: Claim) -> str:
 
 
 class ChatDelivery:
-    def __init__(self, store: Store, messenger: Messenger, inject: Inject,
-                 ntfy: Ntfy | None) -> None:
+    def __init__(
+        self, store: Store, messenger: Messenger, inject: Inject, ntfy: Ntfy | None
+    ) -> None:
         self._store = store
         self._messenger = messenger
         self._inject = inject
@@ -73,10 +74,18 @@ class ChatDelivery:
             return
         session = job_session(claim)  # routed to the owner's chat by the scheduler
         await self._messenger.send(
-            job.key, f"🔁 Job #{job.id} ({job.spec}): {job.text}{late_note(claim)}")
-        await self._inject(Inbound(channel=job.channel, chat=session.chat, sender=job.chat,
-                                   message_id=run_key(claim), text=job.text,
-                                   from_owner=True))
+            job.key, f"🔁 Job #{job.id} ({job.spec}): {job.text}{late_note(claim)}"
+        )
+        await self._inject(
+            Inbound(
+                channel=job.channel,
+                chat=session.chat,
+                sender=job.chat,
+                message_id=run_key(claim),
+                text=job.text,
+                from_owner=True,
+            )
+        )
         if not await self._accepted(claim):
             raise DeliveryError("the gateway did not accept it (Fetch is stopping)")
 

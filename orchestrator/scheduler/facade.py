@@ -19,8 +19,11 @@ _CANCEL = ("cancel", "delete", "rm", "stop")
 
 
 class SchedulingFacade:
-    def __init__(self, scheduler: Callable[[], Scheduler | None],
-                 check: Callable[[str], str | None] = lambda text: None) -> None:
+    def __init__(
+        self,
+        scheduler: Callable[[], Scheduler | None],
+        check: Callable[[str], str | None] = lambda text: None,
+    ) -> None:
         # Late-bound: the App creates the scheduler after the services it needs.
         self._scheduler = scheduler
         # Why a prompt job could not run when it fires (scheduler/prompt_check.py).
@@ -55,8 +58,9 @@ class SchedulingFacade:
         if verb in ("list", "ls"):
             return listing(await self._jobs(viewer), now)
         if not words or not words[0].lstrip("#").isdigit():
-            return (f"Which job? /{verb} needs its number, e.g. /cron {verb} 3 "
-                    "(/cron list shows them).")
+            return (
+                f"Which job? /{verb} needs its number, e.g. /cron {verb} 3 (/cron list shows them)."
+            )
         job = await scheduler.owned(int(words[0].lstrip("#")), viewer)
         if job is None:
             return f"I have no job #{words[0].lstrip('#')}. /cron list shows yours."
@@ -65,21 +69,32 @@ class SchedulingFacade:
             return f"🗑 Cancelled {label(job)}." if ok else f"{label(job)} is already {job.status}."
         if verb == "pause":
             ok = await scheduler.pause(job)
-            return (f"⏸ Paused {label(job)}. /cron resume {job.id} to start it again."
-                    if ok else f"{label(job)} is {job.status}, not active.")
+            return (
+                f"⏸ Paused {label(job)}. /cron resume {job.id} to start it again."
+                if ok
+                else f"{label(job)} is {job.status}, not active."
+            )
         if verb == "resume":
             resumed = await scheduler.resume(job)
-            return (confirmation(resumed, now) if resumed is not None else
-                    f"{label(job)} is {job.status}; only paused or failed jobs resume.")
+            return (
+                confirmation(resumed, now)
+                if resumed is not None
+                else f"{label(job)} is {job.status}; only paused or failed jobs resume."
+            )
         policy = {"skip": "skip", "run": "run_once", "once": "run_once"}.get(
-            words[1].lower() if len(words) > 1 else "")
+            words[1].lower() if len(words) > 1 else ""
+        )
         if policy is None:
-            return (f"/cron missed {job.id} skip — runs missed while I was off are "
-                    f"only reported\n/cron missed {job.id} run — the latest missed "
-                    "run happens once, late")
+            return (
+                f"/cron missed {job.id} skip — runs missed while I was off are "
+                f"only reported\n/cron missed {job.id} run — the latest missed "
+                "run happens once, late"
+            )
         await scheduler.jobs.set_missed_policy(job.id, policy)
-        return (f"OK: missed runs of {label(job)} will be "
-                f"{'skipped (and reported)' if policy == 'skip' else 'run once, late'}.")
+        return (
+            f"OK: missed runs of {label(job)} will be "
+            f"{'skipped (and reported)' if policy == 'skip' else 'run once, late'}."
+        )
 
     async def create(self, kind: str, line: str, home: SessionKey) -> str:
         """A job of ``kind`` from "<what> in|at|every <when>" (or a cron expression)."""
@@ -90,7 +105,7 @@ class SchedulingFacade:
             return f"⚠️ {err}"
 
     async def create_cron(self, line: str, home: SessionKey) -> str:
-        """"0 9 * * 1-5 <prompt>" or "@daily <prompt>": a recurring prompt job."""
+        """ "0 9 * * 1-5 <prompt>" or "@daily <prompt>": a recurring prompt job."""
         scheduler = self._get()
         words = line.split()
         size = 1 if words[0].startswith("@") else 5
@@ -105,8 +120,9 @@ class SchedulingFacade:
         if refused is not None:
             return refused
         try:
-            job = await scheduler.create(kind="prompt", text=prompt,
-                                         when=When(None, parsed, expr), home=home)
+            job = await scheduler.create(
+                kind="prompt", text=prompt, when=When(None, parsed, expr), home=home
+            )
         except SchedulingOff as err:
             return f"⚠️ {err}"
         return confirmation(job, scheduler.clock.now())

@@ -38,8 +38,12 @@ class SchedulerLock:
             os.close(fd)
             return False
         os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                 "since": time.time()}).encode())
+        os.write(
+            fd,
+            json.dumps(
+                {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+            ).encode(),
+        )
         self._fd = fd
         return True
 

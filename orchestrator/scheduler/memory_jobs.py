@@ -37,8 +37,9 @@ class _RunRow:
     reported: bool = False
 
     def run(self) -> Run:
-        return Run(self.id, self.job_id, self.slot, self.status, self.attempt, self.late,
-                   self.error)
+        return Run(
+            self.id, self.job_id, self.slot, self.status, self.attempt, self.late, self.error
+        )
 
 
 def _lt(value: float | None, bound: float) -> bool:
@@ -63,10 +64,32 @@ class MemoryJobs:
         return len(self._runs) + 1
 
     # -- jobs ------------------------------------------------------------------------
-    async def add(self, *, kind: str, text: str, key: SessionKey, cron: str | None,
-                  tz: str, spec: str, missed: str, next_at: float) -> Job:
-        job = Job(len(self._jobs) + 1, kind, text, key.channel, key.chat, cron, tz, spec,
-                  missed, "active", next_at, time.time())
+    async def add(
+        self,
+        *,
+        kind: str,
+        text: str,
+        key: SessionKey,
+        cron: str | None,
+        tz: str,
+        spec: str,
+        missed: str,
+        next_at: float,
+    ) -> Job:
+        job = Job(
+            len(self._jobs) + 1,
+            kind,
+            text,
+            key.channel,
+            key.chat,
+            cron,
+            tz,
+            spec,
+            missed,
+            "active",
+            next_at,
+            time.time(),
+        )
         self._jobs[job.id] = job
         return job
 
@@ -75,17 +98,26 @@ class MemoryJobs:
 
     async def listing(self, key: SessionKey | None, statuses: tuple[str, ...]) -> list[Job]:
         await self.close_finished(time.time())  # a reminder that just fired is not listed
-        found = [j for j in self._jobs.values() if j.status in statuses
-                 and (key is None or (j.channel, j.chat) == (key.channel, key.chat))]
+        found = [
+            j
+            for j in self._jobs.values()
+            if j.status in statuses
+            and (key is None or (j.channel, j.chat) == (key.channel, key.chat))
+        ]
         return sorted(found, key=lambda j: (j.next_at is None, j.next_at or 0.0, j.id))
 
-    async def set_status(self, job_id: int, new: str, allowed_from: tuple[str, ...],
-                         next_at: float | None = None, keep_next: bool = True) -> bool:
+    async def set_status(
+        self,
+        job_id: int,
+        new: str,
+        allowed_from: tuple[str, ...],
+        next_at: float | None = None,
+        keep_next: bool = True,
+    ) -> bool:
         job = self._jobs.get(job_id)
         if job is None or job.status not in allowed_from:
             return False
-        self._jobs[job_id] = replace(job, status=new, next_at=job.next_at if keep_next
-                                     else next_at)
+        self._jobs[job_id] = replace(job, status=new, next_at=job.next_at if keep_next else next_at)
         return True
 
     async def set_missed_policy(self, job_id: int, policy: str) -> bool:
@@ -96,23 +128,38 @@ class MemoryJobs:
         return True
 
     async def next_due(self) -> float | None:
-        due = [j.next_at for j in self._jobs.values()
-               if j.status == "active" and j.next_at is not None]
+        due = [
+            j.next_at for j in self._jobs.values() if j.status == "active" and j.next_at is not None
+        ]
         return min(due) if due else None
 
     # -- claiming --------------------------------------------------------------------
-    async def claim_due(self, now: float, holder: str, lease: float, up_since: float,
-                        limit: int) -> tuple[list[Claim], int]:
-        due = sorted((j for j in self._jobs.values() if j.status == "active"
-                      and j.next_at is not None and j.next_at <= now),
-                     key=lambda j: (j.next_at, j.id))[:limit]
+    async def claim_due(
+        self, now: float, holder: str, lease: float, up_since: float, limit: int
+    ) -> tuple[list[Claim], int]:
+        due = sorted(
+            (
+                j
+                for j in self._jobs.values()
+                if j.status == "active" and j.next_at is not None and j.next_at <= now
+            ),
+            key=lambda j: (j.next_at, j.id),
+        )[:limit]
         claims: list[Claim] = []
         for job in due:
             assert job.next_at is not None
             p = plan(job.next_at, job.cron, zone(job.tz), job.missed, up_since)
             for slot in p.missed:
-                self._insert_run(_RunRow(self._next_run_id(), job.id, slot, "missed",
-                                         finished_at=now, error="Fetch was not running"))
+                self._insert_run(
+                    _RunRow(
+                        self._next_run_id(),
+                        job.id,
+                        slot,
+                        "missed",
+                        finished_at=now,
+                        error="Fetch was not running",
+                    )
+                )
             if p.more_missed:
                 last = self._runs[self._slots[(job.id, p.missed[-1])]]
                 last.error = "Fetch was not running (and more slots after this one)"
@@ -120,24 +167,37 @@ class MemoryJobs:
             self._jobs[job.id] = replace(job, next_at=p.next_at)
             if p.run_slot is None:
                 continue  # all skipped: a one-shot is closed by close_finished
-            row = _RunRow(self._next_run_id(), job.id, p.run_slot, "claimed", attempt=1,
-                          holder=holder, lease_until=now + lease, claimed_at=now,
-                          late=p.late)
+            row = _RunRow(
+                self._next_run_id(),
+                job.id,
+                p.run_slot,
+                "claimed",
+                attempt=1,
+                holder=holder,
+                lease_until=now + lease,
+                claimed_at=now,
+                late=p.late,
+            )
             if self._insert_run(row):  # never a second run for a slot
                 claims.append(Claim(job, row.run()))
         return claims, len(due)
 
-    async def reclaim(self, now: float, holder: str, lease: float, *,
-                      orphans_of_others: bool) -> tuple[list[Claim], list[Claim]]:
+    async def reclaim(
+        self, now: float, holder: str, lease: float, *, orphans_of_others: bool
+    ) -> tuple[list[Claim], list[Claim]]:
         def stale(r: _RunRow) -> bool:
             other = orphans_of_others and r.holder is not None and r.holder != holder
             return other or _lt(r.lease_until, now)
 
-        found = sorted((r for r in self._runs.values()
-                        if (r.status == "retry" and r.next_try is not None
-                            and r.next_try <= now)
-                        or (r.status in ("claimed", "delivering") and stale(r))),
-                       key=lambda r: r.slot)[:1000]
+        found = sorted(
+            (
+                r
+                for r in self._runs.values()
+                if (r.status == "retry" and r.next_try is not None and r.next_try <= now)
+                or (r.status in ("claimed", "delivering") and stale(r))
+            ),
+            key=lambda r: r.slot,
+        )[:1000]
         again: list[Claim] = []
         unsure: list[Claim] = []
         for r in found:
@@ -176,8 +236,12 @@ class MemoryJobs:
     async def close_finished(self, now: float) -> None:
         open_jobs = {r.job_id for r in self._runs.values() if r.status in OPEN}
         for job in list(self._jobs.values()):
-            if job.status == "active" and job.cron is None and job.next_at is None \
-                    and job.id not in open_jobs:
+            if (
+                job.status == "active"
+                and job.cron is None
+                and job.next_at is None
+                and job.id not in open_jobs
+            ):
                 self._jobs[job.id] = replace(job, status="done")
 
     async def undeliver(self, run_id: int, holder: str) -> bool:
@@ -209,9 +273,10 @@ class MemoryJobs:
 
     # -- what the owner must hear about ------------------------------------------------
     async def unreported(self, limit: int = 500) -> list[tuple[Job, Run]]:
-        found = sorted((r for r in self._runs.values()
-                        if not r.reported and r.status in REPORTED_STATUSES),
-                       key=lambda r: (r.job_id, r.slot))[:limit]
+        found = sorted(
+            (r for r in self._runs.values() if not r.reported and r.status in REPORTED_STATUSES),
+            key=lambda r: (r.job_id, r.slot),
+        )[:limit]
         return [(self._jobs[r.job_id], r.run()) for r in found]
 
     async def mark_reported(self, run_ids: list[int]) -> None:
@@ -220,8 +285,11 @@ class MemoryJobs:
                 self._runs[run_id].reported = True
 
     async def runs(self, job_id: int, limit: int = 20) -> list[Run]:
-        mine = sorted((r for r in self._runs.values() if r.job_id == job_id),
-                      key=lambda r: r.slot, reverse=True)
+        mine = sorted(
+            (r for r in self._runs.values() if r.job_id == job_id),
+            key=lambda r: r.slot,
+            reverse=True,
+        )
         return [r.run() for r in mine[:limit]]
 
     async def counts(self) -> dict[str, int]:
@@ -231,7 +299,11 @@ class MemoryJobs:
         return counts
 
     async def recent_prompt_runs(self, since: float) -> list[Claim]:
-        return [Claim(self._jobs[r.job_id], r.run()) for r in self._runs.values()
-                if self._jobs[r.job_id].kind == "prompt" and r.claimed_at is not None
-                and r.claimed_at >= since
-                and r.status in ("done", "delivering", "claimed", "retry")]
+        return [
+            Claim(self._jobs[r.job_id], r.run())
+            for r in self._runs.values()
+            if self._jobs[r.job_id].kind == "prompt"
+            and r.claimed_at is not None
+            and r.claimed_at >= since
+            and r.status in ("done", "delivering", "claimed", "retry")
+        ]

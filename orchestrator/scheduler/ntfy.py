@@ -28,8 +28,7 @@ class Ntfy:
         # header values must be latin-1, so the title is kept to ASCII.
         headers = {"Title": title.encode("ascii", "replace").decode(), "Tags": tags}
         try:
-            async with self._session.post(self.url, data=text.encode(),
-                                          headers=headers) as resp:
+            async with self._session.post(self.url, data=text.encode(), headers=headers) as resp:
                 if resp.status >= 300:
                     raise aiohttp.ClientError(f"HTTP {resp.status}")
         except (aiohttp.ClientError, TimeoutError) as err:

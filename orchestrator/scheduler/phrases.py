@@ -17,28 +17,84 @@ from zoneinfo import ZoneInfo
 from orchestrator.scheduler.cron import Cron, CronError, parse_cron
 from orchestrator.scheduler.localtime import instant_of, local
 
-EXAMPLES = ("in 20m · in 2 hours · at 9am · at 18:30 · tomorrow 9:00 · "
-            "monday at 10 · 2026-03-01 09:30 · every weekday at 9")
+EXAMPLES = (
+    "in 20m · in 2 hours · at 9am · at 18:30 · tomorrow 9:00 · "
+    "monday at 10 · 2026-03-01 09:30 · every weekday at 9"
+)
 DEFAULT_HOUR = 9  # a day without a time ("tomorrow") means the start of a working day
 
 UNIT_SECONDS = {
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-    "w": 604800, "wk": 604800, "week": 604800, "weeks": 604800,
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 604800,
+    "wk": 604800,
+    "week": 604800,
+    "weeks": 604800,
 }
-WEEKDAYS = {name: i for i, names in enumerate((
-    ("monday", "mon"), ("tuesday", "tue", "tues"), ("wednesday", "wed"),
-    ("thursday", "thu", "thur", "thurs"), ("friday", "fri"), ("saturday", "sat"),
-    ("sunday", "sun"))) for name in names}
-MONTHS = {name: i + 1 for i, names in enumerate((
-    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
-    ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
-    ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-    ("december", "dec"))) for name in names}
-STARTERS = {"in", "at", "on", "every", "today", "tonight", "tomorrow", "next", "daily",
-            "hourly", *WEEKDAYS}
+WEEKDAYS = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("monday", "mon"),
+            ("tuesday", "tue", "tues"),
+            ("wednesday", "wed"),
+            ("thursday", "thu", "thur", "thurs"),
+            ("friday", "fri"),
+            ("saturday", "sat"),
+            ("sunday", "sun"),
+        )
+    )
+    for name in names
+}
+MONTHS = {
+    name: i + 1
+    for i, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        )
+    )
+    for name in names
+}
+STARTERS = {
+    "in",
+    "at",
+    "on",
+    "every",
+    "today",
+    "tonight",
+    "tomorrow",
+    "next",
+    "daily",
+    "hourly",
+    *WEEKDAYS,
+}
 
 AMOUNT = r"(?:\d+(?:\.\d+)?|an?|half\s+an?|one|two|three|four|five|ten|fifteen|twenty|thirty)"
 UNIT = "|".join(sorted(UNIT_SECONDS, key=len, reverse=True))
@@ -46,10 +102,23 @@ UNIT = "|".join(sorted(UNIT_SECONDS, key=len, reverse=True))
 PIECE = re.compile(rf"({AMOUNT})\s*({UNIT})(?![a-z])")
 DURATION = re.compile(rf"^(?:{AMOUNT}\s*(?:{UNIT})(?![a-z])(?:\s*(?:,|and)?\s*)?)+$")
 CALENDAR_UNITS = {"d", "day", "days", "w", "wk", "week", "weeks"}
-WORD_NUMBERS = {"a": 1.0, "an": 1.0, "one": 1.0, "two": 2.0, "three": 3.0, "four": 4.0,
-                "five": 5.0, "ten": 10.0, "fifteen": 15.0, "twenty": 20.0, "thirty": 30.0}
-CLOCK = re.compile(r"^(?:(noon|midday)|(midnight)"
-                   r"|(\d{1,2})(?:[:.h](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?)$")
+WORD_NUMBERS = {
+    "a": 1.0,
+    "an": 1.0,
+    "one": 1.0,
+    "two": 2.0,
+    "three": 3.0,
+    "four": 4.0,
+    "five": 5.0,
+    "ten": 10.0,
+    "fifteen": 15.0,
+    "twenty": 20.0,
+    "thirty": 30.0,
+}
+CLOCK = re.compile(
+    r"^(?:(noon|midday)|(midnight)"
+    r"|(\d{1,2})(?:[:.h](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?)$"
+)
 ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 ISO_START = re.compile(r"^\d{4}-\d{2}-\d{2}")
 ISO_DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[t ](\d{1,2}:\d{2}(?::\d{2})?)$")
@@ -90,8 +159,9 @@ def parse_duration(text: str) -> tuple[int, float]:
     DST change, while "in 24h" is 24 elapsed hours."""
     text = text.strip()
     if not DURATION.match(text):
-        raise PhraseError(f"'{text}' is not a duration I know (like 20m, 2 hours, 1d, "
-                          "1h30m, half an hour)")
+        raise PhraseError(
+            f"'{text}' is not a duration I know (like 20m, 2 hours, 1d, 1h30m, half an hour)"
+        )
     days, seconds = 0, 0.0
     for amount, unit in PIECE.findall(text):
         value = _amount(amount) * UNIT_SECONDS[unit]
@@ -120,8 +190,9 @@ def parse_clock(text: str) -> tuple[int, int]:
             raise PhraseError(f"'{text}': with am/pm the hour is 1-12", definite=True)
         hour = hour % 12 + (12 if half.startswith("p") else 0)
     if hour > 23 or minute > 59:
-        raise PhraseError(f"'{text}' is not a time of day (hours 0-23, minutes 0-59)",
-                          definite=True)
+        raise PhraseError(
+            f"'{text}' is not a time of day (hours 0-23, minutes 0-59)", definite=True
+        )
     return hour, minute
 
 
@@ -135,11 +206,16 @@ def _date(text: str, today: dt.date) -> dt.date | None:
             raise PhraseError(f"{text} is not a date on the calendar", definite=True) from None
     words = text.replace(",", " ").split()
     if len(words) == 2:
-        day_word, month_word = (words if words[0][:1].isdigit() else words[::-1])
+        day_word, month_word = words if words[0][:1].isdigit() else words[::-1]
         day_word = re.sub(r"(st|nd|rd|th)$", "", day_word)
         if day_word.isdigit() and month_word in MONTHS:
-            for year in (today.year, today.year + 1, today.year + 2, today.year + 3,
-                         today.year + 4):
+            for year in (
+                today.year,
+                today.year + 1,
+                today.year + 2,
+                today.year + 3,
+                today.year + 4,
+            ):
                 try:
                     date = dt.date(year, MONTHS[month_word], int(day_word))
                 except ValueError:
@@ -189,8 +265,10 @@ def _one_shot(phrase: str, now: float, tz: ZoneInfo) -> float:
     day_text, clock_text = _split_day_clock(phrase)
     day = _day(day_text, today) if day_text else (today, True)
     if day is None:
-        raise PhraseError(f"'{day_text}' is not a day I know (today, tomorrow, monday, "
-                          "next friday, 2026-03-01, 30 march)")
+        raise PhraseError(
+            f"'{day_text}' is not a day I know (today, tomorrow, monday, "
+            "next friday, 2026-03-01, 30 march)"
+        )
     date, flexible = day
     if clock_text:
         hour, minute = parse_clock(clock_text)
@@ -199,8 +277,9 @@ def _one_shot(phrase: str, now: float, tz: ZoneInfo) -> float:
     at = instant_of(dt.datetime.combine(date, dt.time(hour, minute)), tz)
     if at <= now and flexible:
         step = 7 if day_text else 1  # "at 9am" after 9am is tomorrow; "monday" is next week
-        at = instant_of(dt.datetime.combine(date + dt.timedelta(days=step),
-                                            dt.time(hour, minute)), tz)
+        at = instant_of(
+            dt.datetime.combine(date + dt.timedelta(days=step), dt.time(hour, minute)), tz
+        )
     return _future(at, now, phrase)
 
 
@@ -211,7 +290,7 @@ def _future(at: float, now: float, phrase: str) -> float:
 
 
 def _split_day_clock(phrase: str) -> tuple[str, str]:
-    """"tomorrow at 9", "at 9 tomorrow", "at 18:30 on friday", "monday 10am" -> (day, clock)."""
+    """ "tomorrow at 9", "at 9 tomorrow", "at 18:30 on friday", "monday 10am" -> (day, clock)."""
     m = re.match(r"^(?:at\s+)?(\S+(?:\s*(?:am|pm))?)(?:\s+(?:on\s+)?(.+))?$", phrase)
     if m and phrase.startswith("at ") and CLOCK.match(m.group(1)):
         return (m.group(2) or "").strip(), m.group(1)
@@ -234,14 +313,15 @@ def _every(phrase: str) -> Cron:
     if phrase == "hourly":
         return parse_cron("0 * * * *")
     if phrase.startswith("daily"):
-        body = "day" + phrase[len("daily"):]
+        body = "day" + phrase[len("daily") :]
     m = re.match(rf"^(?:({AMOUNT})\s*)?(minutes?|mins?|m|hours?|hrs?|h)$", body)
     if m:
         n = int(_amount(m.group(1))) if m.group(1) else 1
         minutes = m.group(2).startswith("m")
         if n < 1 or n > (59 if minutes else 23) or _amount(m.group(1) or "1") != n:
-            raise PhraseError(f"'{phrase}': say every 1-59 minutes or every 1-23 hours",
-                              definite=True)
+            raise PhraseError(
+                f"'{phrase}': say every 1-59 minutes or every 1-23 hours", definite=True
+            )
         if minutes:
             return parse_cron("* * * * *" if n == 1 else f"*/{n} * * * *")
         return parse_cron("0 * * * *" if n == 1 else f"0 */{n} * * *")
@@ -256,14 +336,16 @@ def _every(phrase: str) -> Cron:
         dow = "0,6"
     else:
         names = [d for d in re.split(r"\s*(?:,|and|&)\s*|\s+", days) if d]
-        if not names or any(n.rstrip("s") not in WEEKDAYS and n not in WEEKDAYS
-                            for n in names):
-            raise PhraseError(f"'{phrase}' is not a repeat I know (every day at 9, every "
-                              "weekday at 8:30, every monday and thursday at 17:00, every "
-                              "15 minutes, every 2 hours)")
+        if not names or any(n.rstrip("s") not in WEEKDAYS and n not in WEEKDAYS for n in names):
+            raise PhraseError(
+                f"'{phrase}' is not a repeat I know (every day at 9, every "
+                "weekday at 8:30, every monday and thursday at 17:00, every "
+                "15 minutes, every 2 hours)"
+            )
         # cron counts Sunday as 0; Python's weekday() counts Monday as 0.
-        dow = ",".join(str((WEEKDAYS[n if n in WEEKDAYS else n.rstrip("s")] + 1) % 7)
-                       for n in names)
+        dow = ",".join(
+            str((WEEKDAYS[n if n in WEEKDAYS else n.rstrip("s")] + 1) % 7) for n in names
+        )
     return parse_cron(f"{minute} {hour} * * {dow}")
 
 
@@ -314,6 +396,8 @@ def split_request(text: str, now: float, tz: ZoneInfo) -> Request:
 def _message(words: list[str]) -> str:
     text = " ".join(words).strip(" ,:;-")
     # "remind me to call mom" reads naturally; the reminder itself is "call mom".
-    return re.sub(r"^(?:me\s+)?(?:to|that|about)\s+", "", text, flags=re.IGNORECASE) \
-        if re.match(r"^(?:me\s+)?(?:to|that|about)\s+\S", text, re.IGNORECASE) else \
-        re.sub(r"^me\s+", "", text, flags=re.IGNORECASE)
+    return (
+        re.sub(r"^(?:me\s+)?(?:to|that|about)\s+", "", text, flags=re.IGNORECASE)
+        if re.match(r"^(?:me\s+)?(?:to|that|about)\s+\S", text, re.IGNORECASE)
+        else re.sub(r"^me\s+", "", text, flags=re.IGNORECASE)
+    )

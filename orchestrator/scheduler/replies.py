@@ -29,14 +29,18 @@ def confirmation(job: Job, now: float) -> str:
     when = next_run_words(job.next_at, now, tz)
     if job.cron is None:
         return f"{head}\n{when}\n/cron cancel {job.id} to drop it"
-    return (f"{head}\n{repeat_words(job)} ({job.tz})\nnext run {when}\n"
-            f"/cron pause {job.id} · /cron cancel {job.id}")
+    return (
+        f"{head}\n{repeat_words(job)} ({job.tz})\nnext run {when}\n"
+        f"/cron pause {job.id} · /cron cancel {job.id}"
+    )
 
 
 def listing(jobs: list[Job], now: float) -> str:
     if not jobs:
-        return ("Nothing scheduled. Try /remind stretch in 20m, or "
-                "/cron 0 9 * * 1-5 check the nightly build of myapp")
+        return (
+            "Nothing scheduled. Try /remind stretch in 20m, or "
+            "/cron 0 9 * * 1-5 check the nightly build of myapp"
+        )
     lines = [f"📅 {len(jobs)} scheduled:"]
     for job in jobs:
         tz = zone(job.tz)
@@ -49,8 +53,9 @@ def listing(jobs: list[Job], now: float) -> str:
         else:
             state = f"next {when_words(job.next_at, now, tz)}"
         kind = "" if job.kind == "reminder" else " [runs as a prompt]"
-        lines.append(f"{ICONS.get(job.kind, '⏰')} {label(job)}{kind} · {repeat_words(job)}"
-                     f" · {state}")
+        lines.append(
+            f"{ICONS.get(job.kind, '⏰')} {label(job)}{kind} · {repeat_words(job)} · {state}"
+        )
     return "\n".join(lines)
 
 
@@ -69,18 +74,27 @@ def problems_text(items: list[tuple[Job, Run]], now: float) -> str:
             more = f" and {len(missed) - 5} more" if len(missed) > 5 else ""
             if any("and more" in (r.error or "") for r in missed):
                 more += " (and more before I caught up)"
-            then = ("I ran the latest one late" if job.missed == "run_once"
-                    else "skipped, as set for this job")
-            lines.append(f"⚠️ Missed while I was offline: {label(job)} at {times}{more} "
-                         f"— {then}.")
+            then = (
+                "I ran the latest one late"
+                if job.missed == "run_once"
+                else "skipped, as set for this job"
+            )
+            lines.append(f"⚠️ Missed while I was offline: {label(job)} at {times}{more} — {then}.")
         for _j, run in runs:
             if run.status == "interrupted":
-                lines.append(f"⚠️ I was stopped while sending {label(job)} (due "
-                             f"{when_words(run.slot, now, tz)}); it may not have reached you.")
+                lines.append(
+                    f"⚠️ I was stopped while sending {label(job)} (due "
+                    f"{when_words(run.slot, now, tz)}); it may not have reached you."
+                )
             elif run.status == "failed":
-                again = (f"/cron resume {job.id} starts it again" if job.cron
-                         else f"/cron resume {job.id} tries once more")
-                lines.append(f"❌ {label(job)} failed {run.attempt} time"
-                             f"{'s' * (run.attempt != 1)}: {run.error}. I stopped it; "
-                             f"{again}.")
+                again = (
+                    f"/cron resume {job.id} starts it again"
+                    if job.cron
+                    else f"/cron resume {job.id} tries once more"
+                )
+                lines.append(
+                    f"❌ {label(job)} failed {run.attempt} time"
+                    f"{'s' * (run.attempt != 1)}: {run.error}. I stopped it; "
+                    f"{again}."
+                )
     return "\n".join(lines)

@@ -22,25 +22,31 @@ from orchestrator.scheduler.service import Scheduler
 CRONISH = re.compile(r"^(?:@\w+|[\d*?/,LlA-Za-z-]+(?:\s+[\d*?/,LlA-Za-z-]+){4})$")
 USAGE = {
     "reminder": "/remind call mom in 20m · /remind standup at 9:30 · "
-                "/remind pay rent tomorrow 9:00 · /remind stretch every 2 hours",
+    "/remind pay rent tomorrow 9:00 · /remind stretch every 2 hours",
     "prompt": "/schedule check the nightly build of myapp at 9am · "
-              "/schedule summarise open TODOs in myapp every monday at 8:30",
+    "/schedule summarise open TODOs in myapp every monday at 8:30",
 }
 
 
 def when_of(spec: str, now: float, tz_name: str) -> When:
     """A time phrase, or a cron expression (five fields or an @alias)."""
     spec = " ".join(spec.split())
-    if CRONISH.match(spec) and (spec.startswith("@") or any(c.isdigit() or c == "*"
-                                                            for c in spec.split()[0])):
+    if CRONISH.match(spec) and (
+        spec.startswith("@") or any(c.isdigit() or c == "*" for c in spec.split()[0])
+    ):
         return When(None, parse_cron(spec), spec)
     return parse_when(spec, now, zone(tz_name))
 
 
-async def schedule_line(scheduler: Scheduler, kind: str, line: str, home: SessionKey,
-                        missed: str = "run_once",
-                        check: Callable[[str], str | None] | None = None) -> str:
-    """"call mom in 20m" -> a job and its confirmation, or an error with examples;
+async def schedule_line(
+    scheduler: Scheduler,
+    kind: str,
+    line: str,
+    home: SessionKey,
+    missed: str = "run_once",
+    check: Callable[[str], str | None] | None = None,
+) -> str:
+    """ "call mom in 20m" -> a job and its confirmation, or an error with examples;
     ``check`` says why a prompt could not run when it fires (then nothing is created)."""
     now = scheduler.clock.now()
     try:
@@ -53,13 +59,20 @@ async def schedule_line(scheduler: Scheduler, kind: str, line: str, home: Sessio
     refused = check(request.message) if check is not None else None
     if refused is not None:
         return refused
-    job = await scheduler.create(kind=kind, text=request.message, when=request.when,
-                                 home=home, missed=missed)
+    job = await scheduler.create(
+        kind=kind, text=request.message, when=request.when, home=home, missed=missed
+    )
     return confirmation(job, now)
 
 
-async def schedule_parts(scheduler: Scheduler, kind: str, text: str, when: str,
-                         home: SessionKey, missed: str = "run_once") -> str:
+async def schedule_parts(
+    scheduler: Scheduler,
+    kind: str,
+    text: str,
+    when: str,
+    home: SessionKey,
+    missed: str = "run_once",
+) -> str:
     """The model's form: what and when given apart."""
     now = scheduler.clock.now()
     if not text.strip():
@@ -68,6 +81,7 @@ async def schedule_parts(scheduler: Scheduler, kind: str, text: str, when: str,
         parsed = when_of(when, now, scheduler.settings.timezone)
     except (PhraseError, CronError) as err:
         return f"error: {err} (time phrases: {EXAMPLES}; or a five-field cron expression)"
-    job = await scheduler.create(kind=kind, text=text.strip(), when=parsed, home=home,
-                                 missed=missed)
+    job = await scheduler.create(
+        kind=kind, text=text.strip(), when=parsed, home=home, missed=missed
+    )
     return confirmation(job, now)

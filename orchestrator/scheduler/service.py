@@ -48,8 +48,13 @@ class SchedulingOff(Exception):
 
 class Scheduler:
     def __init__(
-        self, settings: Settings, store: Store, inject: Inject, messenger: Messenger,
-        supervisor: TaskSupervisor, clock: Clock,
+        self,
+        settings: Settings,
+        store: Store,
+        inject: Inject,
+        messenger: Messenger,
+        supervisor: TaskSupervisor,
+        clock: Clock,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -89,8 +94,10 @@ class Scheduler:
         """Take the database's scheduler lock and start ticking. If another process holds
         it, Fetch still runs (chat, tasks, approvals) and says scheduling is elsewhere."""
         if not self.lock.acquire():
-            self.refusal = (f"not running here: {self.lock.holder()} already runs the "
-                            f"scheduler for {self.settings.db_path}")
+            self.refusal = (
+                f"not running here: {self.lock.holder()} already runs the "
+                f"scheduler for {self.settings.db_path}"
+            )
             log.warning("scheduler %s", self.refusal)
             return
         self.up_since = self.clock.now()
@@ -150,8 +157,9 @@ class Scheduler:
         cfg = self.settings.scheduler
         now = self.clock.now()
         started = 0
-        again, unsure = await self.jobs.reclaim(now, self.holder, cfg.lease_seconds,
-                                                orphans_of_others=self._first_tick)
+        again, unsure = await self.jobs.reclaim(
+            now, self.holder, cfg.lease_seconds, orphans_of_others=self._first_tick
+        )
         self._first_tick = False
         for claim in unsure:
             if claim.run.id not in self._in_flight:
@@ -161,8 +169,9 @@ class Scheduler:
                 self._start(claim)
                 started += 1
         while True:
-            claims, handled = await self.jobs.claim_due(now, self.holder, cfg.lease_seconds,
-                                                        self.up_since, CLAIM_BATCH)
+            claims, handled = await self.jobs.claim_due(
+                now, self.holder, cfg.lease_seconds, self.up_since, CLAIM_BATCH
+            )
             for claim in claims:
                 self._start(claim)
             started += len(claims)
@@ -181,8 +190,7 @@ class Scheduler:
         self._active = (await self.jobs.counts()).get("active", 0)
 
     def _start(self, claim: Claim) -> None:
-        task = self.supervisor.spawn(self._fire(claim),
-                                     name=f"job:{claim.job.id}:{claim.run.id}")
+        task = self.supervisor.spawn(self._fire(claim), name=f"job:{claim.job.id}:{claim.run.id}")
         run_id = claim.run.id
         self._in_flight[run_id] = task
 
@@ -215,8 +223,13 @@ class Scheduler:
     async def _attempt_failed(self, claim: Claim, err: Exception) -> None:
         cfg = self.settings.scheduler
         error = f"{type(err).__name__}: {err}"[:300]
-        log.warning("job %d run %d attempt %d failed: %s", claim.job.id, claim.run.id,
-                    claim.run.attempt, error)
+        log.warning(
+            "job %d run %d attempt %d failed: %s",
+            claim.job.id,
+            claim.run.id,
+            claim.run.attempt,
+            error,
+        )
         now = self.clock.now()
         if claim.run.attempt < cfg.max_attempts:
             backoff = cfg.retry_base_seconds * 2 ** (claim.run.attempt - 1)
@@ -284,7 +297,8 @@ class Scheduler:
             try:
                 task = self.supervisor.spawn(
                     ntfy.push(f"Fetch job #{job.id}", text, tags="repeat"),
-                    name=f"ntfy:job:{job.id}")
+                    name=f"ntfy:job:{job.id}",
+                )
             except RuntimeError:  # the supervisor is stopping
                 return
             self._pushes.add(task)
@@ -300,11 +314,13 @@ class Scheduler:
     def _check_running(self) -> None:
         if not self.running:
             why = self.refusal or "the scheduler is not started"
-            raise SchedulingOff(f"Scheduling is off in this Fetch: {why}. Use that one, or "
-                                "stop it and restart me.")
+            raise SchedulingOff(
+                f"Scheduling is off in this Fetch: {why}. Use that one, or stop it and restart me."
+            )
 
-    async def create(self, *, kind: str, text: str, when: When, home: SessionKey,
-                     missed: str = "run_once") -> Job:
+    async def create(
+        self, *, kind: str, text: str, when: When, home: SessionKey, missed: str = "run_once"
+    ) -> Job:
         self._check_running()
         tz = self.settings.timezone
         if when.cron is not None:
@@ -312,9 +328,16 @@ class Scheduler:
         else:
             assert when.at is not None
             first = when.at
-        job = await self.jobs.add(kind=kind, text=text, key=self.home_of(home),
-                                  cron=when.cron.expr if when.cron else None, tz=tz,
-                                  spec=when.spec, missed=missed, next_at=first)
+        job = await self.jobs.add(
+            kind=kind,
+            text=text,
+            key=self.home_of(home),
+            cron=when.cron.expr if when.cron else None,
+            tz=tz,
+            spec=when.spec,
+            missed=missed,
+            next_at=first,
+        )
         await self._refresh_summary()
         self.wake()
         return job
@@ -329,8 +352,9 @@ class Scheduler:
         return job
 
     async def cancel(self, job: Job) -> bool:
-        ok = await self.jobs.set_status(job.id, "cancelled", ("active", "paused", "failed"),
-                                        keep_next=False, next_at=None)
+        ok = await self.jobs.set_status(
+            job.id, "cancelled", ("active", "paused", "failed"), keep_next=False, next_at=None
+        )
         await self._refresh_summary()
         return ok
 
@@ -349,8 +373,9 @@ class Scheduler:
             next_at: float | None = Cron(job.cron).next_after(now, zone(job.tz))
         else:
             next_at = max(job.next_at or now, now)
-        ok = await self.jobs.set_status(job.id, "active", ("paused", "failed"),
-                                        keep_next=False, next_at=next_at)
+        ok = await self.jobs.set_status(
+            job.id, "active", ("paused", "failed"), keep_next=False, next_at=next_at
+        )
         await self._refresh_summary()
         self.wake()
         return await self.jobs.get(job.id) if ok else None

@@ -27,8 +27,7 @@ class Plan:
     more_missed: bool = False  # past MAX_MISSES_RECORDED (a minutely job, down for days)
 
 
-def plan(slot: float, cron: str | None, tz: ZoneInfo, missed_policy: str,
-         up_since: float) -> Plan:
+def plan(slot: float, cron: str | None, tz: ZoneInfo, missed_policy: str, up_since: float) -> Plan:
     cutoff = up_since - MISS_GRACE_SECONDS
     if cron is None:
         if slot >= cutoff:
@@ -50,6 +49,5 @@ def plan(slot: float, cron: str | None, tz: ZoneInfo, missed_policy: str,
         overdue.append(upcoming)
         upcoming = expr.next_after(upcoming, tz)
     if missed_policy == "run_once":
-        return Plan(overdue[-1], late=True, missed=overdue[:-1], next_at=upcoming,
-                    more_missed=more)
+        return Plan(overdue[-1], late=True, missed=overdue[:-1], next_at=upcoming, more_missed=more)
     return Plan(None, late=False, missed=overdue, next_at=upcoming, more_missed=more)

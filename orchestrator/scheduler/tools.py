@@ -26,13 +26,20 @@ def register_tools(registry: ToolRegistry) -> None:
         "Schedule a reminder (text sent to the owner) or a prompt (run later as a fresh "
         "conversation, so make it self-contained: repo, what to check, what to report). "
         "Times are in the owner's timezone.",
-        {"text": {"type": "string", "description": "the reminder text, or the prompt"},
-         "when": {"type": "string", "description":
-                  "'in 20m', 'at 9am', 'tomorrow 9:00', '2026-03-01 10:00', "
-                  "'every weekday at 9', or a five-field cron expression like '0 9 * * 1-5'"},
-         "kind": {"type": "string", "enum": ["reminder", "prompt"]},
-         "missed": {"type": "string", "enum": ["run_once", "skip"], "description":
-                    "if Fetch was off at the time: run once late (default) or skip"}},
+        {
+            "text": {"type": "string", "description": "the reminder text, or the prompt"},
+            "when": {
+                "type": "string",
+                "description": "'in 20m', 'at 9am', 'tomorrow 9:00', '2026-03-01 10:00', "
+                "'every weekday at 9', or a five-field cron expression like '0 9 * * 1-5'",
+            },
+            "kind": {"type": "string", "enum": ["reminder", "prompt"]},
+            "missed": {
+                "type": "string",
+                "enum": ["run_once", "skip"],
+                "description": "if Fetch was off at the time: run once late (default) or skip",
+            },
+        },
         ["text", "when", "kind"],
     )
     async def schedule(ctx: Context, args: dict[str, Any]) -> ToolResult:
@@ -42,11 +49,19 @@ def register_tools(registry: ToolRegistry) -> None:
         kind, missed = args["kind"], args.get("missed", "run_once")
         if kind not in ("reminder", "prompt") or missed not in ("run_once", "skip"):
             return ToolResult("error: kind is reminder|prompt, missed is run_once|skip")
-        return ToolResult(await schedule_parts(scheduler, kind, args["text"], args["when"],
-                                               ctx.session.key, missed))
+        return ToolResult(
+            await schedule_parts(
+                scheduler, kind, args["text"], args["when"], ctx.session.key, missed
+            )
+        )
 
-    @registry.tool("schedule_list", "List the scheduled reminders and jobs with their ids.",
-                   {}, [], kind="read")
+    @registry.tool(
+        "schedule_list",
+        "List the scheduled reminders and jobs with their ids.",
+        {},
+        [],
+        kind="read",
+    )
     async def schedule_list(ctx: Context, args: dict[str, Any]) -> ToolResult:
         scheduler = _scheduler(ctx)
         if scheduler is None:
@@ -54,9 +69,12 @@ def register_tools(registry: ToolRegistry) -> None:
         jobs = await scheduler.jobs.listing(None, ("active", "paused", "failed"))
         return ToolResult(listing(jobs, scheduler.clock.now()))
 
-    @registry.tool("schedule_cancel", "Cancel a scheduled reminder or job by its id.",
-                   {"id": {"type": "integer", "description": "the job id (#3 -> 3)"}},
-                   ["id"])
+    @registry.tool(
+        "schedule_cancel",
+        "Cancel a scheduled reminder or job by its id.",
+        {"id": {"type": "integer", "description": "the job id (#3 -> 3)"}},
+        ["id"],
+    )
     async def schedule_cancel(ctx: Context, args: dict[str, Any]) -> ToolResult:
         scheduler = _scheduler(ctx)
         if scheduler is None:
@@ -71,9 +89,12 @@ def register_tools(registry: ToolRegistry) -> None:
         await scheduler.cancel(job)
         return ToolResult(f"cancelled {label(job)}")
 
-    @registry.tool("send_message", "Send a message to the owner now (from a scheduled job "
-                   "too: it reaches the owner's chat).",
-                   {"text": {"type": "string"}}, ["text"])
+    @registry.tool(
+        "send_message",
+        "Send a message to the owner now (from a scheduled job too: it reaches the owner's chat).",
+        {"text": {"type": "string"}},
+        ["text"],
+    )
     async def send_message(ctx: Context, args: dict[str, Any]) -> ToolResult:
         text = args["text"].strip()
         if not text:

@@ -43,8 +43,9 @@ def _transient(err: BaseException) -> bool:
     """A write that may succeed later, unchanged (as opposed to a row SQLite refuses)."""
     if isinstance(err, OSError):
         return True
-    return isinstance(err, sqlite3.OperationalError) \
-        and any(mark in str(err).lower() for mark in _TRANSIENT)
+    return isinstance(err, sqlite3.OperationalError) and any(
+        mark in str(err).lower() for mark in _TRANSIENT
+    )
 
 
 def key_str(key: SessionKey) -> str:
@@ -68,8 +69,11 @@ class Database:
         self._behind_stopping = False
         self._behind_stop = asyncio.Event()  # ends a wait between failed attempts
         self._behind_dropped = 0  # rows dropped over the cap since the last good write
-        self.behind_cap, self.retry_first, self.retry_ceiling = (BEHIND_CAP, RETRY_FIRST,
-                                                                  RETRY_CEILING)
+        self.behind_cap, self.retry_first, self.retry_ceiling = (
+            BEHIND_CAP,
+            RETRY_FIRST,
+            RETRY_CEILING,
+        )
         self._fast: sqlite3.Connection | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -105,7 +109,8 @@ class Database:
         self._behind_stopping = False
         self._behind_stop.clear()
         self._behind_task = asyncio.get_running_loop().create_task(
-            self._behind_writer(), name="store:message-log")
+            self._behind_writer(), name="store:message-log"
+        )
 
     async def close(self) -> None:
         try:
@@ -114,8 +119,7 @@ class Database:
                 await self.flush()
             except Exception as err:
                 if left := sum(map(len, self._behind.values())):
-                    log.warning("message log: %d rows not written before closing (%s)",
-                                left, err)
+                    log.warning("message log: %d rows not written before closing (%s)", left, err)
         finally:
             if self._fast is not None:
                 self._fast.close()
@@ -214,9 +218,12 @@ class Database:
         if count <= 0:
             return
         if not self._behind_dropped:
-            log.warning("message log: more than %d rows wait for the disk; dropping the "
-                        "oldest until writes work again (messages themselves are kept "
-                        "in the inbox)", self.behind_cap)
+            log.warning(
+                "message log: more than %d rows wait for the disk; dropping the "
+                "oldest until writes work again (messages themselves are kept "
+                "in the inbox)",
+                self.behind_cap,
+            )
         self._behind_dropped += count
         for sql in list(self._behind):  # statements in the order they were first queued
             rows = self._behind[sql]
@@ -298,13 +305,20 @@ class Database:
                 delay = min(max(delay * 2, self.retry_first), self.retry_ceiling)
                 if loop.time() - said >= self.retry_ceiling:  # once per longest wait
                     said = loop.time()
-                    log.warning("message log cannot be written (%s); %d attempts failed, "
-                                "retrying within %.0fs, rows kept", err, failed,
-                                self.retry_ceiling)
+                    log.warning(
+                        "message log cannot be written (%s); %d attempts failed, "
+                        "retrying within %.0fs, rows kept",
+                        err,
+                        failed,
+                        self.retry_ceiling,
+                    )
                 with suppress(TimeoutError):  # new rows do not cut the wait short
                     await asyncio.wait_for(self._behind_stop.wait(), delay)
                 continue
             if failed or self._behind_dropped:
-                log.warning("message log written again after %d failed attempts (%d "
-                            "oldest rows dropped)", failed, self._behind_dropped)
+                log.warning(
+                    "message log written again after %d failed attempts (%d oldest rows dropped)",
+                    failed,
+                    self._behind_dropped,
+                )
             delay, failed, self._behind_dropped = 0.0, 0, 0

@@ -20,8 +20,9 @@ _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 def _sqlite(err: BaseException) -> bool:
     """sqlite3's errors, or pysqlite3's (memory's driver: the same tree, another module)."""
-    return any(cls.__module__.partition(".")[0] in ("sqlite3", "pysqlite3")
-               for cls in type(err).__mro__)
+    return any(
+        cls.__module__.partition(".")[0] in ("sqlite3", "pysqlite3") for cls in type(err).__mro__
+    )
 
 
 def _cause(err: BaseException) -> str | None:
@@ -50,5 +51,6 @@ def storage_error(err: BaseException) -> StoreError | None:
     cause = _cause(err)
     if cause is None:
         return None
-    return StoreError(f"I couldn't save that ({cause}) — nothing was done. Send it again "
-                      "once that is fixed.")
+    return StoreError(
+        f"I couldn't save that ({cause}) — nothing was done. Send it again once that is fixed."
+    )

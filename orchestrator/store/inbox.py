@@ -15,8 +15,9 @@ from orchestrator.store.db import Database, key_str
 
 
 class InboxPort(Protocol):
-    async def accept(self, channel: str, message_id: str, key: SessionKey,
-                     payload: dict[str, Any]) -> bool:
+    async def accept(
+        self, channel: str, message_id: str, key: SessionKey, payload: dict[str, Any]
+    ) -> bool:
         """Queue an inbound message; False if this (channel, id) was seen before."""
 
     async def finish(self, channel: str, message_id: str) -> None:
@@ -29,8 +30,10 @@ class InboxPort(Protocol):
         """Whether this (channel, id) was ever accepted."""
 
 
-ACCEPT = ("INSERT OR IGNORE INTO inbound(channel, message_id, session, payload, status,"
-          " received) VALUES (?,?,?,?, 'queued', ?)")
+ACCEPT = (
+    "INSERT OR IGNORE INTO inbound(channel, message_id, session, payload, status,"
+    " received) VALUES (?,?,?,?, 'queued', ?)"
+)
 FINISH = "UPDATE inbound SET status='done' WHERE channel=? AND message_id=?"
 
 
@@ -38,8 +41,9 @@ class SqliteInbox:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def accept(self, channel: str, message_id: str, key: SessionKey,
-                     payload: dict[str, Any]) -> bool:
+    async def accept(
+        self, channel: str, message_id: str, key: SessionKey, payload: dict[str, Any]
+    ) -> bool:
         params = (channel, message_id, key_str(key), json.dumps(payload), time.time())
         fast = self._db.write_now(ACCEPT, params)
         if fast is not None:
@@ -58,6 +62,9 @@ class SqliteInbox:
             return [json.loads(r[0]) for r in await cur.fetchall()]
 
     async def seen(self, channel: str, message_id: str) -> bool:
-        rows = list(await self._db.conn.execute_fetchall(
-            "SELECT 1 FROM inbound WHERE channel=? AND message_id=?", (channel, message_id)))
+        rows = list(
+            await self._db.conn.execute_fetchall(
+                "SELECT 1 FROM inbound WHERE channel=? AND message_id=?", (channel, message_id)
+            )
+        )
         return bool(rows)

@@ -36,8 +36,11 @@ class MemorySessions:
         self._rows[key_str(key)] = SessionRow(key, state, _copy(data))
 
     async def in_states(self, states: tuple[str, ...]) -> list[SessionRow]:
-        return [SessionRow(r.key, r.state, _copy(r.data)) for r in self._rows.values()
-                if r.state in states]
+        return [
+            SessionRow(r.key, r.state, _copy(r.data))
+            for r in self._rows.values()
+            if r.state in states
+        ]
 
 
 @dataclass(slots=True)
@@ -50,8 +53,9 @@ class MemoryInbox:
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str], _Inbound] = {}  # insertion order = received
 
-    async def accept(self, channel: str, message_id: str, key: SessionKey,
-                     payload: dict[str, Any]) -> bool:
+    async def accept(
+        self, channel: str, message_id: str, key: SessionKey, payload: dict[str, Any]
+    ) -> bool:
         if (channel, message_id) in self._seen:
             return False
         self._seen[(channel, message_id)] = _Inbound(json.dumps(payload))
@@ -84,17 +88,30 @@ class MemoryMessages:
         self._rows: list[_Message] = []  # written, in id order (id = index + 1)
         self._queued: list[_Message] = []
 
-    async def add(self, key: SessionKey, direction: str, text: str, *,
-                  model: str | None = None, tokens_in: int = 0,
-                  tokens_out: int = 0) -> int:
-        self._rows.append(_Message(key_str(key), direction, text, model, tokens_in,
-                                  tokens_out))
+    async def add(
+        self,
+        key: SessionKey,
+        direction: str,
+        text: str,
+        *,
+        model: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> int:
+        self._rows.append(_Message(key_str(key), direction, text, model, tokens_in, tokens_out))
         return len(self._rows)
 
-    def log(self, key: SessionKey, direction: str, text: str, *, model: str | None = None,
-            tokens_in: int = 0, tokens_out: int = 0) -> None:
-        self._queued.append(_Message(key_str(key), direction, text, model, tokens_in,
-                                     tokens_out))
+    def log(
+        self,
+        key: SessionKey,
+        direction: str,
+        text: str,
+        *,
+        model: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> None:
+        self._queued.append(_Message(key_str(key), direction, text, model, tokens_in, tokens_out))
 
     async def flush(self) -> None:
         queued, self._queued = self._queued, []
@@ -108,8 +125,11 @@ class MemoryMessages:
     async def recent(self, key: SessionKey, limit: int) -> list[tuple[int, str, str]]:
         await self.flush()  # like SQLite: queued rows belong to the conversation, with ids
         session = key_str(key)
-        mine = [(i + 1, m.direction, m.text) for i, m in enumerate(self._rows)
-                if m.session == session and m.direction in ("in", "out")]
+        mine = [
+            (i + 1, m.direction, m.text)
+            for i, m in enumerate(self._rows)
+            if m.session == session and m.direction in ("in", "out")
+        ]
         return mine[-limit:] if limit > 0 else []
 
 
@@ -132,16 +152,25 @@ class MemoryWork:
         self._intents: dict[int, IntentRow] = {}
 
     # -- tasks -----------------------------------------------------------------------
-    async def create_task(self, key: SessionKey, repo: str, prompt: str,
-                          harness: str, requester: str = "owner") -> int:
+    async def create_task(
+        self, key: SessionKey, repo: str, prompt: str, harness: str, requester: str = "owner"
+    ) -> int:
         task_id = len(self._tasks) + 1
-        self._tasks[task_id] = _Task(TaskRow(task_id, key_str(key), repo, prompt, harness,
-                                             "running", requester))
+        self._tasks[task_id] = _Task(
+            TaskRow(task_id, key_str(key), repo, prompt, harness, "running", requester)
+        )
         return task_id
 
-    async def finish_task(self, task_id: int, status: str, result: str = "", *,
-                          tokens_in: int = 0, tokens_out: int = 0,
-                          cost_usd: float = 0.0) -> None:
+    async def finish_task(
+        self,
+        task_id: int,
+        status: str,
+        result: str = "",
+        *,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        cost_usd: float = 0.0,
+    ) -> None:
         task = self._tasks.get(task_id)
         if task is None:
             return
@@ -168,17 +197,34 @@ class MemoryWork:
         return task.row if task else None
 
     # -- approvals -------------------------------------------------------------------
-    async def create_approval(self, key: SessionKey, task_id: int, repo: str, nonce: str,
-                              diff_hash: str, base_sha: str, owner: str,
-                              ttl_seconds: float) -> int:
+    async def create_approval(
+        self,
+        key: SessionKey,
+        task_id: int,
+        repo: str,
+        nonce: str,
+        diff_hash: str,
+        base_sha: str,
+        owner: str,
+        ttl_seconds: float,
+    ) -> int:
         session = key_str(key)
         for old in list(self._approvals.values()):
             if old.session == session and old.status == "pending":
                 self._approvals[old.id] = replace(old, status="superseded")
         approval_id = len(self._approvals) + 1
         self._approvals[approval_id] = ApprovalRow(
-            approval_id, session, task_id, repo, nonce, diff_hash, base_sha, owner,
-            "pending", time.time() + ttl_seconds)
+            approval_id,
+            session,
+            task_id,
+            repo,
+            nonce,
+            diff_hash,
+            base_sha,
+            owner,
+            "pending",
+            time.time() + ttl_seconds,
+        )
         return approval_id
 
     async def get_approval(self, approval_id: int) -> ApprovalRow | None:
@@ -196,17 +242,26 @@ class MemoryWork:
         return True
 
     # -- commits (for /undo) ---------------------------------------------------------
-    async def record_commit(self, key: SessionKey, repo: str, sha: str, parent: str,
-                            task_id: int | None, summary: str,
-                            requester: str = "owner") -> None:
+    async def record_commit(
+        self,
+        key: SessionKey,
+        repo: str,
+        sha: str,
+        parent: str,
+        task_id: int | None,
+        summary: str,
+        requester: str = "owner",
+    ) -> None:
         commit_id = len(self._commits) + 1
-        self._commits[commit_id] = CommitRow(commit_id, key_str(key), repo, sha, parent,
-                                             task_id, summary, requester)
+        self._commits[commit_id] = CommitRow(
+            commit_id, key_str(key), repo, sha, parent, task_id, summary, requester
+        )
 
     async def last_commit(self, key: SessionKey) -> CommitRow | None:
         session = key_str(key)
-        live = [c for c in self._commits.values()
-                if c.session == session and c.id not in self._undone]
+        live = [
+            c for c in self._commits.values() if c.session == session and c.id not in self._undone
+        ]
         return live[-1] if live else None
 
     async def mark_undone(self, commit_id: int, by_sha: str) -> None:
@@ -214,11 +269,13 @@ class MemoryWork:
             self._undone[commit_id] = by_sha
 
     # -- intents ---------------------------------------------------------------------
-    async def open_intent(self, kind: str, key: SessionKey, repo: str, target: int,
-                          base: str, tree: str, message: str) -> IntentRow:
+    async def open_intent(
+        self, kind: str, key: SessionKey, repo: str, target: int, base: str, tree: str, message: str
+    ) -> IntentRow:
         intent_id = len(self._intents) + 1
-        self._intents[intent_id] = IntentRow(intent_id, kind, key_str(key), repo, target,
-                                             base, tree, message)
+        self._intents[intent_id] = IntentRow(
+            intent_id, kind, key_str(key), repo, target, base, tree, message
+        )
         return self._intents[intent_id]
 
     async def open_intents(self) -> list[IntentRow]:
@@ -244,9 +301,15 @@ class MemoryWork:
             return False
         self._approvals[approval.id] = replace(approval, status="approved")
         task = self._tasks.get(approval.task_id)
-        await self.record_commit(_key_of(approval.session), approval.repo, sha,
-                                 approval.base_sha, approval.task_id, summary,
-                                 task.row.requester if task else "owner")
+        await self.record_commit(
+            _key_of(approval.session),
+            approval.repo,
+            sha,
+            approval.base_sha,
+            approval.task_id,
+            summary,
+            task.row.requester if task else "owner",
+        )
         await self.set_task_status(approval.task_id, "committed")
         self._settle(intent_id, "done")
         return True
@@ -263,21 +326,35 @@ class MemoryWork:
         if intent is None or intent.status != "open" or intent.kind != "unasked":
             return False
         task = self._tasks.get(intent.target)
-        await self.record_commit(_key_of(intent.session), intent.repo, sha, intent.base,
-                                 intent.target, summary,
-                                 task.row.requester if task else "owner")
+        await self.record_commit(
+            _key_of(intent.session),
+            intent.repo,
+            sha,
+            intent.base,
+            intent.target,
+            summary,
+            task.row.requester if task else "owner",
+        )
         await self.set_task_status(intent.target, "committed")
         self._settle(intent_id, "done")
         return True
 
-    async def branch_done(self, intent_id: int, nonce: str, diff_hash: str, owner: str,
-                          ttl_seconds: float) -> int:
+    async def branch_done(
+        self, intent_id: int, nonce: str, diff_hash: str, owner: str, ttl_seconds: float
+    ) -> int:
         intent = self._intents.get(intent_id)
         if intent is None or intent.status != "open" or intent.kind != "branch":
             return 0
         approval_id = await self.create_approval(
-            _key_of(intent.session), intent.target, intent.repo, nonce, diff_hash,
-            intent.base, owner, ttl_seconds)
+            _key_of(intent.session),
+            intent.target,
+            intent.repo,
+            nonce,
+            diff_hash,
+            intent.base,
+            owner,
+            ttl_seconds,
+        )
         await self.set_task_status(intent.target, "branched")
         self._settle(intent_id, "done")
         return approval_id

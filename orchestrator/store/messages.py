@@ -14,13 +14,28 @@ from orchestrator.store.db import Database, key_str
 
 
 class MessagePort(Protocol):
-    async def add(self, key: SessionKey, direction: str, text: str, *,
-                  model: str | None = None, tokens_in: int = 0,
-                  tokens_out: int = 0) -> int:
+    async def add(
+        self,
+        key: SessionKey,
+        direction: str,
+        text: str,
+        *,
+        model: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> int:
         """Write one log row now; returns its id."""
 
-    def log(self, key: SessionKey, direction: str, text: str, *, model: str | None = None,
-            tokens_in: int = 0, tokens_out: int = 0) -> None:
+    def log(
+        self,
+        key: SessionKey,
+        direction: str,
+        text: str,
+        *,
+        model: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> None:
         """Queue one log row; it is written shortly after, in a batch."""
 
     async def flush(self) -> None:
@@ -34,8 +49,10 @@ class MessagePort(Protocol):
         first, queued rows included."""
 
 
-INSERT = ("INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
-          " tokens_out) VALUES (?,?,?,?,?,?,?)")
+INSERT = (
+    "INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
+    " tokens_out) VALUES (?,?,?,?,?,?,?)"
+)
 
 
 class SqliteMessages:
@@ -43,19 +60,35 @@ class SqliteMessages:
         self._db = db
         self._totals: dict[str, list[int]] = {}  # session -> [in, out], once read
 
-    async def add(self, key: SessionKey, direction: str, text: str, *,
-                  model: str | None = None, tokens_in: int = 0,
-                  tokens_out: int = 0) -> int:
+    async def add(
+        self,
+        key: SessionKey,
+        direction: str,
+        text: str,
+        *,
+        model: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> int:
         cur = await self._db.write(
-            INSERT, (key_str(key), direction, text, time.time(), model, tokens_in,
-                     tokens_out))
+            INSERT, (key_str(key), direction, text, time.time(), model, tokens_in, tokens_out)
+        )
         return int(cur.lastrowid or 0)
 
-    def log(self, key: SessionKey, direction: str, text: str, *, model: str | None = None,
-            tokens_in: int = 0, tokens_out: int = 0) -> None:
+    def log(
+        self,
+        key: SessionKey,
+        direction: str,
+        text: str,
+        *,
+        model: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+    ) -> None:
         session = key_str(key)
         self._db.write_behind(
-            INSERT, (session, direction, text, time.time(), model, tokens_in, tokens_out))
+            INSERT, (session, direction, text, time.time(), model, tokens_in, tokens_out)
+        )
         totals = self._totals.get(session)
         if totals is not None:
             totals[0] += tokens_in
@@ -70,11 +103,13 @@ class SqliteMessages:
         if cached is not None:
             return cached[0], cached[1]
         await self._db.flush()
-        rows = list(await self._db.conn.execute_fetchall(
-            "SELECT COALESCE(SUM(tokens_in),0), COALESCE(SUM(tokens_out),0) FROM messages"
-            " WHERE session=? AND (tokens_in > 0 OR tokens_out > 0)",
-            (key_str(key),),
-        ))
+        rows = list(
+            await self._db.conn.execute_fetchall(
+                "SELECT COALESCE(SUM(tokens_in),0), COALESCE(SUM(tokens_out),0) FROM messages"
+                " WHERE session=? AND (tokens_in > 0 OR tokens_out > 0)",
+                (key_str(key),),
+            )
+        )
         totals = [int(rows[0][0]), int(rows[0][1])] if rows else [0, 0]
         self._totals.setdefault(key_str(key), totals)
         return totals[0], totals[1]
@@ -83,5 +118,7 @@ class SqliteMessages:
         await self._db.flush()  # the rows written behind belong to the conversation too
         rows = await self._db.conn.execute_fetchall(
             "SELECT id, direction, text FROM messages WHERE session=? AND direction IN"
-            " ('in','out') ORDER BY id DESC LIMIT ?", (key_str(key), limit))
+            " ('in','out') ORDER BY id DESC LIMIT ?",
+            (key_str(key), limit),
+        )
         return [(int(r[0]), str(r[1]), str(r[2])) for r in reversed(list(rows))]

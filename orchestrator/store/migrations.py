@@ -126,7 +126,7 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE status IN ('claimed', 'delivering', 'retry');
     CREATE INDEX job_runs_unreported ON job_runs(job_id) WHERE reported = 0
         AND status IN ('missed', 'interrupted', 'failed');
-    """,    # 5: who may do what (orchestrator/permissions/): the owner's grants, and who each
+    """,  # 5: who may do what (orchestrator/permissions/): the owner's grants, and who each
     # task and commit was for ("owner", a member's name, or the sender's "channel:id"),
     # so /undo never reverts a commit made for someone else.
     """

@@ -70,13 +70,21 @@ class IntentRow:
 
 class WorkPort(Protocol):
     # -- tasks -----------------------------------------------------------------------
-    async def create_task(self, key: SessionKey, repo: str, prompt: str,
-                          harness: str, requester: str = "owner") -> int:
+    async def create_task(
+        self, key: SessionKey, repo: str, prompt: str, harness: str, requester: str = "owner"
+    ) -> int:
         """A new task, status ``running``; returns its id."""
 
-    async def finish_task(self, task_id: int, status: str, result: str = "", *,
-                          tokens_in: int = 0, tokens_out: int = 0,
-                          cost_usd: float = 0.0) -> None:
+    async def finish_task(
+        self,
+        task_id: int,
+        status: str,
+        result: str = "",
+        *,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        cost_usd: float = 0.0,
+    ) -> None:
         """Set the final status and result; token and cost figures add up."""
 
     async def set_task_checks(self, task_id: int, checks: list[str]) -> None: ...
@@ -89,9 +97,17 @@ class WorkPort(Protocol):
     async def get_task(self, task_id: int) -> TaskRow | None: ...
 
     # -- approvals -------------------------------------------------------------------
-    async def create_approval(self, key: SessionKey, task_id: int, repo: str, nonce: str,
-                              diff_hash: str, base_sha: str, owner: str,
-                              ttl_seconds: float) -> int:
+    async def create_approval(
+        self,
+        key: SessionKey,
+        task_id: int,
+        repo: str,
+        nonce: str,
+        diff_hash: str,
+        base_sha: str,
+        owner: str,
+        ttl_seconds: float,
+    ) -> int:
         """A pending approval; the session's older pending one is superseded."""
 
     async def get_approval(self, approval_id: int) -> ApprovalRow | None: ...
@@ -103,9 +119,16 @@ class WorkPort(Protocol):
         """Move a pending approval to ``status``; False if it was no longer pending."""
 
     # -- commits (for /undo) ---------------------------------------------------------
-    async def record_commit(self, key: SessionKey, repo: str, sha: str, parent: str,
-                            task_id: int | None, summary: str,
-                            requester: str = "owner") -> None: ...
+    async def record_commit(
+        self,
+        key: SessionKey,
+        repo: str,
+        sha: str,
+        parent: str,
+        task_id: int | None,
+        summary: str,
+        requester: str = "owner",
+    ) -> None: ...
 
     async def last_commit(self, key: SessionKey) -> CommitRow | None:
         """The session's newest commit not yet undone."""
@@ -113,8 +136,9 @@ class WorkPort(Protocol):
     async def mark_undone(self, commit_id: int, by_sha: str) -> None: ...
 
     # -- intents (the git journal, orchestrator/recovery.py) -------------------------
-    async def open_intent(self, kind: str, key: SessionKey, repo: str, target: int,
-                          base: str, tree: str, message: str) -> IntentRow:
+    async def open_intent(
+        self, kind: str, key: SessionKey, repo: str, target: int, base: str, tree: str, message: str
+    ) -> IntentRow:
         """Journal a ref move before making it."""
 
     async def open_intents(self) -> list[IntentRow]:
@@ -136,8 +160,9 @@ class WorkPort(Protocol):
         the intent's session), its task committed, the intent done. False if the intent
         was not an open ``unasked`` one."""
 
-    async def branch_done(self, intent_id: int, nonce: str, diff_hash: str, owner: str,
-                          ttl_seconds: float) -> int:
+    async def branch_done(
+        self, intent_id: int, nonce: str, diff_hash: str, owner: str, ttl_seconds: float
+    ) -> int:
         """In one transaction: the task branch's merge question (a pending approval in
         the intent's session, superseding an older one), its task ``branched``, the
         intent done. Returns the approval id; 0 if the intent was not an open
@@ -149,8 +174,9 @@ class SqliteWork:
         self._db = db
 
     # -- tasks -----------------------------------------------------------------------
-    async def create_task(self, key: SessionKey, repo: str, prompt: str,
-                          harness: str, requester: str = "owner") -> int:
+    async def create_task(
+        self, key: SessionKey, repo: str, prompt: str, harness: str, requester: str = "owner"
+    ) -> int:
         cur = await self._db.write(
             "INSERT INTO tasks(session, repo, prompt, harness, status, created, requester)"
             " VALUES (?,?,?,?, 'running', ?, ?)",
@@ -158,9 +184,16 @@ class SqliteWork:
         )
         return int(cur.lastrowid or 0)
 
-    async def finish_task(self, task_id: int, status: str, result: str = "", *,
-                          tokens_in: int = 0, tokens_out: int = 0,
-                          cost_usd: float = 0.0) -> None:
+    async def finish_task(
+        self,
+        task_id: int,
+        status: str,
+        result: str = "",
+        *,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        cost_usd: float = 0.0,
+    ) -> None:
         await self._db.write(
             "UPDATE tasks SET status=?, result=?, finished=?, tokens_in=tokens_in+?,"
             " tokens_out=tokens_out+?, cost_usd=cost_usd+? WHERE id=?",
@@ -168,12 +201,12 @@ class SqliteWork:
         )
 
     async def set_task_checks(self, task_id: int, checks: list[str]) -> None:
-        await self._db.write("UPDATE tasks SET checks=? WHERE id=?",
-                             (json.dumps(checks), task_id))
+        await self._db.write("UPDATE tasks SET checks=? WHERE id=?", (json.dumps(checks), task_id))
 
     async def task_checks(self, task_id: int) -> list[str]:
-        rows = list(await self._db.conn.execute_fetchall(
-            "SELECT checks FROM tasks WHERE id=?", (task_id,)))
+        rows = list(
+            await self._db.conn.execute_fetchall("SELECT checks FROM tasks WHERE id=?", (task_id,))
+        )
         return [str(c) for c in json.loads(rows[0][0])] if rows else []
 
     async def set_task_status(self, task_id: int, status: str) -> None:
@@ -181,16 +214,24 @@ class SqliteWork:
 
     async def get_task(self, task_id: int) -> TaskRow | None:
         async with self._db.conn.execute(
-            "SELECT id, session, repo, prompt, harness, status, requester FROM tasks"
-            " WHERE id=?", (task_id,),
+            "SELECT id, session, repo, prompt, harness, status, requester FROM tasks WHERE id=?",
+            (task_id,),
         ) as cur:
             r = await cur.fetchone()
         return TaskRow(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6]) if r else None
 
     # -- approvals -------------------------------------------------------------------
-    async def create_approval(self, key: SessionKey, task_id: int, repo: str, nonce: str,
-                              diff_hash: str, base_sha: str, owner: str,
-                              ttl_seconds: float) -> int:
+    async def create_approval(
+        self,
+        key: SessionKey,
+        task_id: int,
+        repo: str,
+        nonce: str,
+        diff_hash: str,
+        base_sha: str,
+        owner: str,
+        ttl_seconds: float,
+    ) -> int:
         now = time.time()
         async with self._db.transaction() as conn:
             # Only one approval may be open per session: older ones can never be answered.
@@ -202,8 +243,17 @@ class SqliteWork:
             cur = await conn.execute(
                 "INSERT INTO approvals(session, task_id, repo, nonce, diff_hash, base_sha,"
                 " owner, status, created, expires_at) VALUES (?,?,?,?,?,?,?, 'pending', ?, ?)",
-                (key_str(key), task_id, repo, nonce, diff_hash, base_sha, owner, now,
-                 now + ttl_seconds),
+                (
+                    key_str(key),
+                    task_id,
+                    repo,
+                    nonce,
+                    diff_hash,
+                    base_sha,
+                    owner,
+                    now,
+                    now + ttl_seconds,
+                ),
             )
             return int(cur.lastrowid or 0)
 
@@ -221,8 +271,11 @@ class SqliteWork:
         )
 
     async def task_approval(self, task_id: int) -> ApprovalRow | None:
-        rows = list(await self._db.conn.execute_fetchall(
-            "SELECT id FROM approvals WHERE task_id=? ORDER BY id DESC LIMIT 1", (task_id,)))
+        rows = list(
+            await self._db.conn.execute_fetchall(
+                "SELECT id FROM approvals WHERE task_id=? ORDER BY id DESC LIMIT 1", (task_id,)
+            )
+        )
         return await self.get_approval(int(rows[0][0])) if rows else None
 
     async def decide_approval(self, approval_id: int, status: str) -> bool:
@@ -233,9 +286,16 @@ class SqliteWork:
         return cur.rowcount == 1
 
     # -- commits (for /undo) ---------------------------------------------------------
-    async def record_commit(self, key: SessionKey, repo: str, sha: str, parent: str,
-                            task_id: int | None, summary: str,
-                            requester: str = "owner") -> None:
+    async def record_commit(
+        self,
+        key: SessionKey,
+        repo: str,
+        sha: str,
+        parent: str,
+        task_id: int | None,
+        summary: str,
+        requester: str = "owner",
+    ) -> None:
         await self._db.write(
             "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created,"
             " requester) VALUES (?,?,?,?,?,?,?,?)",
@@ -257,49 +317,59 @@ class SqliteWork:
         await self._db.write("UPDATE commits SET undone_by=? WHERE id=?", (by_sha, commit_id))
 
     # -- intents ---------------------------------------------------------------------
-    async def open_intent(self, kind: str, key: SessionKey, repo: str, target: int,
-                          base: str, tree: str, message: str) -> IntentRow:
+    async def open_intent(
+        self, kind: str, key: SessionKey, repo: str, target: int, base: str, tree: str, message: str
+    ) -> IntentRow:
         cur = await self._db.write(
             "INSERT INTO intents(kind, session, repo, target, base, tree, message, status,"
             " created) VALUES (?,?,?,?,?,?,?, 'open', ?)",
             (kind, key_str(key), repo, target, base, tree, message, time.time()),
         )
-        return IntentRow(int(cur.lastrowid or 0), kind, key_str(key), repo, target, base,
-                         tree, message)
+        return IntentRow(
+            int(cur.lastrowid or 0), kind, key_str(key), repo, target, base, tree, message
+        )
 
     async def open_intents(self) -> list[IntentRow]:
         rows = await self._db.conn.execute_fetchall(
             "SELECT id, kind, session, repo, target, base, tree, message, status"
-            " FROM intents WHERE status='open' ORDER BY id")
-        return [IntentRow(int(r[0]), r[1], r[2], r[3], int(r[4]), r[5], r[6], r[7], r[8])
-                for r in rows]
+            " FROM intents WHERE status='open' ORDER BY id"
+        )
+        return [
+            IntentRow(int(r[0]), r[1], r[2], r[3], int(r[4]), r[5], r[6], r[7], r[8]) for r in rows
+        ]
 
     async def void_intent(self, intent_id: int) -> None:
-        await self._db.write("UPDATE intents SET status='void' WHERE id=? AND status='open'",
-                             (intent_id,))
+        await self._db.write(
+            "UPDATE intents SET status='void' WHERE id=? AND status='open'", (intent_id,)
+        )
 
     async def commit_done(self, intent_id: int, sha: str, summary: str) -> bool:
         now = time.time()
         async with self._db.transaction() as conn:
-            rows = list(await conn.execute_fetchall(
-                "SELECT i.target, a.session, a.repo, a.base_sha, a.task_id,"
-                " coalesce(t.requester, 'owner') FROM intents i JOIN approvals a"
-                " ON a.id = i.target LEFT JOIN tasks t ON t.id = a.task_id"
-                " WHERE i.id=? AND i.status='open' AND i.kind='commit'", (intent_id,)))
+            rows = list(
+                await conn.execute_fetchall(
+                    "SELECT i.target, a.session, a.repo, a.base_sha, a.task_id,"
+                    " coalesce(t.requester, 'owner') FROM intents i JOIN approvals a"
+                    " ON a.id = i.target LEFT JOIN tasks t ON t.id = a.task_id"
+                    " WHERE i.id=? AND i.status='open' AND i.kind='commit'",
+                    (intent_id,),
+                )
+            )
             if not rows:
                 return False
             approval, session, repo, base, task_id, requester = rows[0]
             decided = await conn.execute(
-                "UPDATE approvals SET status='approved', decided=? WHERE id=?"
-                " AND status='pending'", (now, approval))
+                "UPDATE approvals SET status='approved', decided=? WHERE id=? AND status='pending'",
+                (now, approval),
+            )
             if decided.rowcount != 1:
-                await conn.execute("UPDATE intents SET status='void' WHERE id=?",
-                                   (intent_id,))
+                await conn.execute("UPDATE intents SET status='void' WHERE id=?", (intent_id,))
                 return False
             await conn.execute(
                 "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created,"
                 " requester) VALUES (?,?,?,?,?,?,?,?)",
-                (session, repo, sha, base, task_id, summary, now, requester))
+                (session, repo, sha, base, task_id, summary, now, requester),
+            )
             await conn.execute("UPDATE tasks SET status='committed' WHERE id=?", (task_id,))
             await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))
             return True
@@ -308,45 +378,60 @@ class SqliteWork:
         async with self._db.transaction() as conn:
             await conn.execute(
                 "UPDATE commits SET undone_by=? WHERE id=(SELECT target FROM intents"
-                " WHERE id=? AND kind='undo' AND status='open')", (sha, intent_id))
-            await conn.execute("UPDATE intents SET status='done' WHERE id=? AND"
-                               " status='open'", (intent_id,))
+                " WHERE id=? AND kind='undo' AND status='open')",
+                (sha, intent_id),
+            )
+            await conn.execute(
+                "UPDATE intents SET status='done' WHERE id=? AND status='open'", (intent_id,)
+            )
 
     async def unasked_done(self, intent_id: int, sha: str, summary: str) -> bool:
         async with self._db.transaction() as conn:
-            rows = list(await conn.execute_fetchall(
-                "SELECT i.session, i.repo, i.base, i.target, coalesce(t.requester, 'owner')"
-                " FROM intents i LEFT JOIN tasks t ON t.id = i.target"
-                " WHERE i.id=? AND i.status='open' AND i.kind='unasked'", (intent_id,)))
+            rows = list(
+                await conn.execute_fetchall(
+                    "SELECT i.session, i.repo, i.base, i.target, coalesce(t.requester, 'owner')"
+                    " FROM intents i LEFT JOIN tasks t ON t.id = i.target"
+                    " WHERE i.id=? AND i.status='open' AND i.kind='unasked'",
+                    (intent_id,),
+                )
+            )
             if not rows:
                 return False
             session, repo, base, task_id, requester = rows[0]
             await conn.execute(
                 "INSERT INTO commits(session, repo, sha, parent, task_id, summary, created,"
                 " requester) VALUES (?,?,?,?,?,?,?,?)",
-                (session, repo, sha, base, task_id, summary, time.time(), requester))
+                (session, repo, sha, base, task_id, summary, time.time(), requester),
+            )
             await conn.execute("UPDATE tasks SET status='committed' WHERE id=?", (task_id,))
             await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))
             return True
 
-    async def branch_done(self, intent_id: int, nonce: str, diff_hash: str, owner: str,
-                          ttl_seconds: float) -> int:
+    async def branch_done(
+        self, intent_id: int, nonce: str, diff_hash: str, owner: str, ttl_seconds: float
+    ) -> int:
         now = time.time()
         async with self._db.transaction() as conn:
-            rows = list(await conn.execute_fetchall(
-                "SELECT session, repo, base, target FROM intents"
-                " WHERE id=? AND status='open' AND kind='branch'", (intent_id,)))
+            rows = list(
+                await conn.execute_fetchall(
+                    "SELECT session, repo, base, target FROM intents"
+                    " WHERE id=? AND status='open' AND kind='branch'",
+                    (intent_id,),
+                )
+            )
             if not rows:
                 return 0
             session, repo, base, task_id = rows[0]
             await conn.execute(
                 "UPDATE approvals SET status='superseded', decided=? WHERE session=? AND"
-                " status='pending'", (now, session))
+                " status='pending'",
+                (now, session),
+            )
             cur = await conn.execute(
                 "INSERT INTO approvals(session, task_id, repo, nonce, diff_hash, base_sha,"
                 " owner, status, created, expires_at) VALUES (?,?,?,?,?,?,?, 'pending', ?, ?)",
-                (session, task_id, repo, nonce, diff_hash, base, owner, now,
-                 now + ttl_seconds))
+                (session, task_id, repo, nonce, diff_hash, base, owner, now, now + ttl_seconds),
+            )
             await conn.execute("UPDATE tasks SET status='branched' WHERE id=?", (task_id,))
             await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))
             return int(cur.lastrowid or 0)

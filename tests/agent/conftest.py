@@ -14,8 +14,11 @@ from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
 from tests.fakes.model_server import ScriptedModelServer
 
-MODEL_ENV = {"FETCH_MODEL": "planner-1", "FETCH_MODEL_API_KEY": "sk-orch",
-             "FETCH__MODEL__MAX_RETRIES": "0"}
+MODEL_ENV = {
+    "FETCH_MODEL": "planner-1",
+    "FETCH_MODEL_API_KEY": "sk-orch",
+    "FETCH__MODEL__MAX_RETRIES": "0",
+}
 
 
 @pytest.fixture
@@ -25,8 +28,9 @@ async def model() -> AsyncIterator[ScriptedModelServer]:
 
 
 @pytest.fixture
-async def start(model: ScriptedModelServer, make_settings: Callable[..., Settings]) \
-        -> AsyncIterator[Callable[..., Awaitable[Driver]]]:
+async def start(
+    model: ScriptedModelServer, make_settings: Callable[..., Settings]
+) -> AsyncIterator[Callable[..., Awaitable[Driver]]]:
     """``await start(**env)``: the app with a model (and any extra settings)."""
     apps: list[App] = []
 
@@ -35,6 +39,7 @@ async def start(model: ScriptedModelServer, make_settings: Callable[..., Setting
         app, driver = await start_driver(settings)
         apps.append(app)
         return driver
+
     try:
         yield go
     finally:

@@ -8,8 +8,10 @@ from orchestrator.agent.compaction import compact, message_tokens
 
 
 def _history(n: int, size: int) -> list[dict[str, object]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "x" * size}
-            for i in range(n)]
+    return [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "x" * size}
+        for i in range(n)
+    ]
 
 
 async def test_under_the_budget_nothing_changes() -> None:
@@ -24,7 +26,7 @@ async def test_without_a_model_it_truncates_deterministically() -> None:
     folded, kept = first[0], first[1:]
     assert str(folded["content"]).startswith("[")
     assert "earlier messages compacted: truncated, not summarised" in str(folded["content"])
-    assert kept == history[-len(kept):] and kept  # the newest, whole
+    assert kept == history[-len(kept) :] and kept  # the newest, whole
     assert sum(message_tokens(m) for m in first) <= 2000
 
 

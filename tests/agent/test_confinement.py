@@ -27,21 +27,42 @@ async def test_paths_that_leave_the_repository_are_refused(
     def read(path: str) -> ToolCall:
         return ToolCall("repo_read_file", {"repo": "demo", "path": path})
 
-    calls = [read("../outside.txt"), read(str(outside)), read("link.txt"),
-             read("linkdir/outside.txt"), read(".git/config"), read("%2e%2e/outside.txt"),
-             read("~/outside.txt"), read("inner.txt"),
-             ToolCall("repo_list_files", {"repo": "demo", "path": "../"}),
-             ToolCall("repo_search", {"repo": "demo", "query": SECRET}),
-             ToolCall("git_log", {"repo": "demo", "path": "/etc"}),
-             ToolCall("git_show", {"repo": "demo", "rev": "--output=/tmp/pwned"}),
-             ToolCall("git_show", {"repo": "demo", "rev": "HEAD", "path": "../x"}),
-             ToolCall("repo_read_file", {"repo": "../demo", "path": "app.py"})]
+    calls = [
+        read("../outside.txt"),
+        read(str(outside)),
+        read("link.txt"),
+        read("linkdir/outside.txt"),
+        read(".git/config"),
+        read("%2e%2e/outside.txt"),
+        read("~/outside.txt"),
+        read("inner.txt"),
+        ToolCall("repo_list_files", {"repo": "demo", "path": "../"}),
+        ToolCall("repo_search", {"repo": "demo", "query": SECRET}),
+        ToolCall("git_log", {"repo": "demo", "path": "/etc"}),
+        ToolCall("git_show", {"repo": "demo", "rev": "--output=/tmp/pwned"}),
+        ToolCall("git_show", {"repo": "demo", "rev": "HEAD", "path": "../x"}),
+        ToolCall("repo_read_file", {"repo": "../demo", "path": "app.py"}),
+    ]
     model.script(Turn(*calls), Text("done"))
     await agent.ask("hello there, read around", "done")
     results = results_in_order(bodies(model)[-1])
     assert len(results) == len(calls)
-    (dots, absolute, link, linkdir, dotgit, encoded, home, inner, listing, search, log, show,
-     show_path, repo_name) = results
+    (
+        dots,
+        absolute,
+        link,
+        linkdir,
+        dotgit,
+        encoded,
+        home,
+        inner,
+        listing,
+        search,
+        log,
+        show,
+        show_path,
+        repo_name,
+    ) = results
     assert dots == "error: '..' is not allowed in a file name"
     assert absolute.startswith("error: absolute paths are not allowed")
     assert link == "error: 'link.txt' leads outside the repository (a symlink)"
@@ -60,16 +81,21 @@ async def test_paths_that_leave_the_repository_are_refused(
     assert all(SECRET not in r for r in results if r is not search)  # (it echoes the query)
 
 
-async def test_output_is_bounded(agent: Driver, model: ScriptedModelServer,
-                                 workspace: Path) -> None:
+async def test_output_is_bounded(
+    agent: Driver, model: ScriptedModelServer, workspace: Path
+) -> None:
     repo = workspace / "demo"
     (repo / "big.txt").write_text("".join(f"line {n} {'x' * 200}\n" for n in range(5000)))
     for n in range(450):
         (repo / f"f{n:03}.txt").write_text("fox\n")
-    model.script(Turn(ToolCall("repo_read_file", {"repo": "demo", "path": "big.txt"}),
-                      ToolCall("repo_list_files", {"repo": "demo"}),
-                      ToolCall("repo_search", {"repo": "demo", "query": "fox"})),
-                 Text("done"))
+    model.script(
+        Turn(
+            ToolCall("repo_read_file", {"repo": "demo", "path": "big.txt"}),
+            ToolCall("repo_list_files", {"repo": "demo"}),
+            ToolCall("repo_search", {"repo": "demo", "query": "fox"}),
+        ),
+        Text("done"),
+    )
     await agent.ask("hello there, read the big ones", "done")
     big, listing, search = results_in_order(bodies(model)[-1])
     assert len(big) < 50_000 and "\n[lines 1-" in big and big.endswith(" bytes)]")

@@ -17,17 +17,22 @@ Start = Callable[..., Awaitable[Driver]]
 
 def _chat(body: dict[str, Any]) -> list[tuple[str, str]]:
     """(role, content) of a request, tool plumbing left out."""
-    return [(m["role"], m.get("content") or "") for m in body["messages"]
-            if m["role"] in ("system", "user", "assistant") and not m.get("tool_calls")]
+    return [
+        (m["role"], m.get("content") or "")
+        for m in body["messages"]
+        if m["role"] in ("system", "user", "assistant") and not m.get("tool_calls")
+    ]
 
 
 async def test_history_and_frozen_prefix_on_the_wire(
     agent: Driver, model: ScriptedModelServer
 ) -> None:
-    model.script(Text("The quick fox is in README.md."),
-                 Turn(ToolCall("repo_read_file", {"repo": "demo", "path": "README.md"})),
-                 Text("It says Teh: a typo."),
-                 Text("Because 'Teh' should be 'The'."))
+    model.script(
+        Text("The quick fox is in README.md."),
+        Turn(ToolCall("repo_read_file", {"repo": "demo", "path": "README.md"})),
+        Text("It says Teh: a typo."),
+        Text("Because 'Teh' should be 'The'."),
+    )
     await agent.ask("what is in the demo repo?", "quick fox")
     await agent.ask("what does the readme say?", "a typo")
     await agent.ask("why?", "should be")
@@ -52,9 +57,11 @@ async def test_history_and_frozen_prefix_on_the_wire(
     # Everything but the last message (that turn's session note) of turn 2's request is
     # a prefix of turn 3's request, byte for byte: what a provider caches.
     prefix = second["messages"][:-1]
-    assert len(prefix) == 4 and prefix[-1] == {"role": "user",
-                                               "content": "what does the readme say?"}
-    assert third["messages"][:len(prefix)] == prefix
+    assert len(prefix) == 4 and prefix[-1] == {
+        "role": "user",
+        "content": "what does the readme say?",
+    }
+    assert third["messages"][: len(prefix)] == prefix
 
 
 async def test_clear_and_a_new_day_rebuild_the_prompt(
@@ -79,8 +86,10 @@ async def test_clear_and_a_new_day_rebuild_the_prompt(
     assert _chat(fresh)[1] == ("user", "hello there, fourth")
     # A new identity (COLLAR.md edited, Fetch restarted) rebuilds it too.
     services = agent.services
-    services.identity = Identity(services.identity.collar.model_copy(
-        update={"tone": "grumpy and terse"}), services.identity.alpha)
+    services.identity = Identity(
+        services.identity.collar.model_copy(update={"tone": "grumpy and terse"}),
+        services.identity.alpha,
+    )
     model.script(Text("five"))
     await agent.ask("hello there, fifth", "five")
     assert "Tone: grumpy and terse." in bodies(model)[4]["messages"][0]["content"]
@@ -93,9 +102,13 @@ async def test_history_is_the_last_n_messages(start: Start, model: ScriptedModel
         model.script(Text(f"answer {n}"))
         await agent.ask(f"hello there, question {n}", f"answer {n}")
     last = _chat(bodies(model)[-1])
-    assert last[1:-1] == [("user", "hello there, question 2"), ("assistant", "answer 2"),
-                          ("user", "hello there, question 3"), ("assistant", "answer 3"),
-                          ("user", "hello there, question 4")]
+    assert last[1:-1] == [
+        ("user", "hello there, question 2"),
+        ("assistant", "answer 2"),
+        ("user", "hello there, question 3"),
+        ("assistant", "answer 3"),
+        ("user", "hello there, question 4"),
+    ]
 
 
 # ~1,400 tokens a message: three fit an 8,200-token budget with the prompt and the
@@ -156,12 +169,21 @@ async def test_older_turns_arrive_as_archive_summaries(
     # Archive the first turn (as the archiver would, with a summary of it).
     first_turn = [{"id": i, "direction": d, "text": t, "ts": 0.0} for i, d, t in rows[:2]]
     plan = ChunkPlan(thread_of(key), 0, first_turn)
-    assert await services.memory.db.run(commit_chunk, plan, "SUMMARY: question 0 was asked",
-                                        "x.json", None, "", False) is not None
+    assert (
+        await services.memory.db.run(
+            commit_chunk, plan, "SUMMARY: question 0 was asked", "x.json", None, "", False
+        )
+        is not None
+    )
     model.script(Text("answer 3"))
     await agent.ask("hello there, question 3", "answer 3")
     chat = _chat(bodies(model)[-1])
-    assert chat[1] == ("user", "[earlier in this chat, from archival memory]\n"
-                               "- SUMMARY: question 0 was asked")
-    assert chat[2:-1] == [("user", "hello there, question 2"), ("assistant", "answer 2"),
-                          ("user", "hello there, question 3")]
+    assert chat[1] == (
+        "user",
+        "[earlier in this chat, from archival memory]\n- SUMMARY: question 0 was asked",
+    )
+    assert chat[2:-1] == [
+        ("user", "hello there, question 2"),
+        ("assistant", "answer 2"),
+        ("user", "hello there, question 3"),
+    ]

@@ -46,14 +46,25 @@ async def test_reads_overlap_and_writes_run_in_order_after(
     agent: Driver, model: ScriptedModelServer
 ) -> None:
     log = _probes(agent)
-    model.script(Turn(ToolCall("probe_write", {"n": "w1"}), ToolCall("probe_read", {"n": "r1"}),
-                      ToolCall("probe_read", {"n": "r2"}), ToolCall("probe_write", {"n": "w2"}),
-                      ToolCall("probe_read", {"n": "r3"})),
-                 Text("done"))
+    model.script(
+        Turn(
+            ToolCall("probe_write", {"n": "w1"}),
+            ToolCall("probe_read", {"n": "r1"}),
+            ToolCall("probe_read", {"n": "r2"}),
+            ToolCall("probe_write", {"n": "w2"}),
+            ToolCall("probe_read", {"n": "r3"}),
+        ),
+        Text("done"),
+    )
     await agent.ask("hello there, probe it", "done")
     # Results in the order of the calls, whatever order they ran in.
-    assert results_in_order(bodies(model)[-1]) == ["wrote w1", "read r1", "read r2",
-                                                   "wrote w2", "read r3"]
+    assert results_in_order(bodies(model)[-1]) == [
+        "wrote w1",
+        "read r1",
+        "read r2",
+        "wrote w2",
+        "read r3",
+    ]
     starts = {n: t for e, n, t in log if e == "start"}
     ends = {n: t for e, n, t in log if e == "end"}
     reads = ("r1", "r2", "r3")
@@ -69,8 +80,9 @@ async def test_a_write_that_ends_the_turn_skips_the_writes_after_it(
     agent: Driver, model: ScriptedModelServer
 ) -> None:
     log = _probes(agent)
-    model.script(Turn(ToolCall("ask_user", {"question": "Which one?"}),
-                      ToolCall("probe_write", {"n": "w1"})))
+    model.script(
+        Turn(ToolCall("ask_user", {"question": "Which one?"}), ToolCall("probe_write", {"n": "w1"}))
+    )
     await agent.ask("hello there, do both", "Which one?")
     assert not [n for _e, n, _t in log if n == "w1"]
 
@@ -96,8 +108,9 @@ async def test_cache_hits_until_a_write_or_a_change(
     assert results_in_order(bodies(model)[-1])[-1] == "app.py:\n1: print('changed')"
     assert (cache.misses, cache.hits) == (2, 2)
     # Any write empties the cache: the next read is a miss again.
-    model.script(Turn(read), Turn(ToolCall("workspace_select", {"repo": "demo"})), Turn(read),
-                 Text("done 4"))
+    model.script(
+        Turn(read), Turn(ToolCall("workspace_select", {"repo": "demo"})), Turn(read), Text("done 4")
+    )
     await agent.ask("hello there, read, select, read", "done 4")
     assert (cache.misses, cache.hits) == (3, 3)  # hit, then (after the write) a miss
     assert len(cache) == 1

@@ -32,8 +32,9 @@ async def test_a_member_never_reads_a_repository_it_may_not_work_in(
     team.model.script(read, Text("alice tried"))
     await team.say(ALICE, "hello there, read private", wait_for="alice tried")
     assert team.tool_results() == ["error: the sender may not work in private"]
-    team.model.script(ToolCall("repo_read_file", {"repo": "demo", "path": "app.py"}),
-                      Text("alice read demo"))
+    team.model.script(
+        ToolCall("repo_read_file", {"repo": "demo", "path": "app.py"}), Text("alice read demo")
+    )
     await team.say(ALICE, "hello there, read demo", wait_for="alice read demo")
     assert team.tool_results() == ["app.py:\n1: print('hi')"]
 
@@ -52,8 +53,7 @@ async def test_a_tool_that_asks_waits_for_the_owners_grant(
     assert "workspace_create(name='alices')" in question.replace("\n", " ")
     nonce = re.search(r"/grants yes (\w+)", question)
     assert nonce is not None
-    await team.say(OWNER, f"/grants yes {nonce.group(1)} once", chat=OWNER_DM,
-                   wait_for="Granted")
+    await team.say(OWNER, f"/grants yes {nonce.group(1)} once", chat=OWNER_DM, wait_for="Granted")
     team.model.script(create, Text("made it"))
     await team.say(ALICE, "hello there, make repo alices", wait_for="made it")
     assert team.tool_results() == ["created repository alices (branch main, no commits)"]

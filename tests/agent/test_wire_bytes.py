@@ -17,8 +17,7 @@ async def test_say_hello_bytes_and_the_prefix_over_ten_turns(
 ) -> None:
     for n in range(10):
         model.script(Text(f"Hello! answer number {n}."))
-        await agent.ask("Say hello" if n == 0 else f"and say hello again, time {n}",
-                        f"number {n}.")
+        await agent.ask("Say hello" if n == 0 else f"and say hello again, time {n}", f"number {n}.")
     sent = [r for r in model.requests if r.dialect == "openai_chat"]
     assert len(sent) == 10
     assert len(sent[0].raw) < 8_000, len(sent[0].raw)
@@ -27,5 +26,5 @@ async def test_say_hello_bytes_and_the_prefix_over_ten_turns(
     assert len({json.dumps(b["messages"][0]) for b in bodies}) == 1
     for before, after in pairwise(bodies):
         prefix = before["messages"][:-1]
-        assert after["messages"][:len(prefix)] == prefix
+        assert after["messages"][: len(prefix)] == prefix
     assert len(bodies[-1]["messages"]) == 1 + 19 + 1  # system, 19 messages, the note

@@ -36,8 +36,9 @@ def _fetch_executable() -> str:
         return str(beside)
     found = shutil.which("fetch")
     if found is None:
-        pytest.fail("the `fetch` command is not installed; run pip install -e '.[test]'",
-                    pytrace=False)
+        pytest.fail(
+            "the `fetch` command is not installed; run pip install -e '.[test]'", pytrace=False
+        )
     return found
 
 
@@ -50,8 +51,13 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 def _git(repo: Path, *args: str) -> str:
     # The working tree belongs to the sandbox's uid (kennel/owner.py), not to this user.
-    return subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "safe.directory=*", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 class Fetch:
@@ -59,9 +65,16 @@ class Fetch:
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
         self.transcript = io.StringIO()
-        self.child = pexpect.spawn(_fetch_executable(), [], env=env, cwd=str(cwd),
-                                   encoding="utf-8", codec_errors="replace", timeout=STARTUP,
-                                   dimensions=(60, 400))
+        self.child = pexpect.spawn(
+            _fetch_executable(),
+            [],
+            env=env,
+            cwd=str(cwd),
+            encoding="utf-8",
+            codec_errors="replace",
+            timeout=STARTUP,
+            dimensions=(60, 400),
+        )
         self.child.logfile_read = self.transcript
         self.child.setwinsize(60, 400)
 
@@ -100,7 +113,8 @@ class Fetch:
             raise self._fail(f"fetch still running {timeout}s after {after}") from None
         self.child.close()
         assert self.child.signalstatus is None, self._fail(
-            f"fetch died of signal {self.child.signalstatus}")
+            f"fetch died of signal {self.child.signalstatus}"
+        )
         code = self.child.exitstatus
         assert isinstance(code, int)
         return code
@@ -218,8 +232,12 @@ async def test_claude_code_flow_fix_commit_undo_ctrl_c(tmp_path: Path, home: Pat
     repo = _demo_repo(home)
     async with ScriptedModelServer() as srv:
         srv.script(EditFile(str(repo / "README.md"), "Teh quick", "The quick"), Text("Fixed."))
-        env = _env(home, FETCH_HARNESS="claude-code", ANTHROPIC_BASE_URL=srv.url,
-                   ANTHROPIC_API_KEY=FAKE_KEY)
+        env = _env(
+            home,
+            FETCH_HARNESS="claude-code",
+            ANTHROPIC_BASE_URL=srv.url,
+            ANTHROPIC_API_KEY=FAKE_KEY,
+        )
         with running_fetch(env, tmp_path) as fetch:
             await asyncio.to_thread(fetch.ready)
             assert "harness: claude-code" in fetch.transcript.getvalue()
@@ -256,8 +274,12 @@ async def test_stop_mid_run_with_claude_code(tmp_path: Path, home: Path) -> None
     require_binary("claude")
     async with ScriptedModelServer() as srv:
         srv.script(Hang(60))
-        env = _env(home, FETCH_HARNESS="claude-code", ANTHROPIC_BASE_URL=srv.url,
-                   ANTHROPIC_API_KEY=FAKE_KEY)
+        env = _env(
+            home,
+            FETCH_HARNESS="claude-code",
+            ANTHROPIC_BASE_URL=srv.url,
+            ANTHROPIC_API_KEY=FAKE_KEY,
+        )
         with running_fetch(env, tmp_path) as fetch:
             await asyncio.to_thread(fetch.ready)
             repo = _demo_repo(home)

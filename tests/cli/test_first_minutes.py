@@ -20,10 +20,18 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 HEAVY = ("orchestrator.app", "aiosqlite", "openai", "neonize", "aiohttp")
 
 
-def _fetch(env: dict[str, str], cwd: Path, *args: str, stdin: str = "",
-           timeout: float = STARTUP) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([_fetch_executable(), *args], input=stdin, env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+def _fetch(
+    env: dict[str, str], cwd: Path, *args: str, stdin: str = "", timeout: float = STARTUP
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_fetch_executable(), *args],
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture
@@ -42,8 +50,11 @@ def test_version_and_help_answer_without_importing_the_app(
         assert re.fullmatch(r"fetch \d+\.\d+\.\d+\S*\n", done.stdout), done.stdout
     else:
         assert "usage: fetch" in done.stdout and "--version" in done.stdout
-    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
-                if line.startswith("import time:")}
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "orchestrator.cli" in imported  # the listing is real
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
     assert not home.exists()  # answering touched nothing
@@ -56,8 +67,9 @@ def test_second_fetch_on_the_same_home_is_refused_with_the_first_pid(
         first.ready()
         second = _fetch(_env(home), tmp_path, "serve", timeout=30)
         assert second.returncode == 2
-        assert (f"Fetch is already running on this home (pid {first.child.pid})"
-                in second.stderr), second.stderr
+        assert f"Fetch is already running on this home (pid {first.child.pid})" in second.stderr, (
+            second.stderr
+        )
         assert "Traceback" not in second.stderr and second.stdout == ""
         first.type("/help")
         first.expect("/commands lists every command.")  # the first is unharmed
@@ -68,9 +80,7 @@ def test_second_fetch_on_the_same_home_is_refused_with_the_first_pid(
     assert "I'm Fetch." in again.stdout
 
 
-def test_piped_input_prints_each_reply_once_after_the_banner(
-    tmp_path: Path, home: Path
-) -> None:
+def test_piped_input_prints_each_reply_once_after_the_banner(tmp_path: Path, home: Path) -> None:
     done = _fetch(_env(home), tmp_path, stdin="/help\n/help\n")
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -81,9 +91,15 @@ def test_piped_input_prints_each_reply_once_after_the_banner(
 
 def test_serve_piped_to_tee_stops_on_ctrl_c(tmp_path: Path, home: Path) -> None:
     log = tmp_path / "log"
-    child = pexpect.spawn("bash", ["-c", f"'{_fetch_executable()}' serve | tee '{log}'"],
-                          env=_env(home), cwd=str(tmp_path), encoding="utf-8",
-                          codec_errors="replace", timeout=STARTUP)
+    child = pexpect.spawn(
+        "bash",
+        ["-c", f"'{_fetch_executable()}' serve | tee '{log}'"],
+        env=_env(home),
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=STARTUP,
+    )
     try:
         child.expect_exact("Fetch is ready", timeout=STARTUP)
         child.expect_exact("channels:", timeout=10)
@@ -114,9 +130,7 @@ def test_a_waiting_diff_is_announced_after_a_restart(tmp_path: Path, home: Path)
         fetch.quit_with_ctrl_c()
 
 
-def test_network_isolation_off_from_the_environment_starts(
-    tmp_path: Path, home: Path
-) -> None:
+def test_network_isolation_off_from_the_environment_starts(tmp_path: Path, home: Path) -> None:
     env = _env(home, FETCH__KENNEL__NETWORK_ISOLATION="off")
     done = _fetch(env, tmp_path, stdin="/help\n")
     assert done.returncode == 0, done.stderr
@@ -238,10 +252,20 @@ def test_healthz_answers_ok_without_a_secret_and_says_nothing_else(
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = _env(home, FETCH__WEBHOOK__ENABLED="true", FETCH_WEBHOOK_SECRET="s" * 32,
-               FETCH__HTTP__PORT=str(port))
-    child = pexpect.spawn(_fetch_executable(), ["serve"], env=env, cwd=str(tmp_path),
-                          encoding="utf-8", timeout=STARTUP)
+    env = _env(
+        home,
+        FETCH__WEBHOOK__ENABLED="true",
+        FETCH_WEBHOOK_SECRET="s" * 32,
+        FETCH__HTTP__PORT=str(port),
+    )
+    child = pexpect.spawn(
+        _fetch_executable(),
+        ["serve"],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=STARTUP,
+    )
     try:
         child.expect_exact("Fetch is ready", timeout=STARTUP)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as resp:
@@ -268,7 +292,10 @@ def test_after_a_full_disk_is_freed_fetch_starts_with_a_whole_demo(
         done = _fetch(_env(home), tmp_path, stdin="/status\n")
         assert done.returncode == 0, done.stderr
         assert "(demo)" in done.stdout
-        log = subprocess.run(["git", "-c", "safe.directory=*", "log", "--format=%s"],
-                             cwd=home / "workspace" / "demo", capture_output=True,
-                             text=True)
+        log = subprocess.run(
+            ["git", "-c", "safe.directory=*", "log", "--format=%s"],
+            cwd=home / "workspace" / "demo",
+            capture_output=True,
+            text=True,
+        )
         assert log.stdout.strip() == "demo: initial commit", log

@@ -19,10 +19,22 @@ from tests.cli.test_fetch_command import _env
 ROOT = Path(__file__).resolve().parents[2]
 # What a source checkout has that an install must not need: copied without the rest of
 # the working tree (build/ and *.egg-info of the editable install stay out of it).
-SOURCES = ("pyproject.toml", "README.md", "core", "channels", "orchestrator", "instincts",
-           "harnesses", "identity", "skills", "kennel")
-WHERE = ("import orchestrator, orchestrator.app as a; "
-         "print(orchestrator.__file__); print(a.SHIPPED_DATA)")
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "core",
+    "channels",
+    "orchestrator",
+    "instincts",
+    "harnesses",
+    "identity",
+    "skills",
+    "kennel",
+)
+WHERE = (
+    "import orchestrator, orchestrator.app as a; "
+    "print(orchestrator.__file__); print(a.SHIPPED_DATA)"
+)
 
 
 def _source(tmp: Path) -> Path:
@@ -31,17 +43,24 @@ def _source(tmp: Path) -> Path:
     for name in SOURCES:
         path = ROOT / name
         if path.is_dir():
-            shutil.copytree(path, src / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            shutil.copytree(
+                path, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+            )
         else:
             shutil.copy2(path, src / name)
     return src
 
 
-def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
-         stdin: str = "", timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True,
-                          text=True, timeout=timeout)
+def _run(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    stdin: str = "",
+    timeout: float = 240,
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=timeout
+    )
     assert done.returncode == 0, f"{argv}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done
 
@@ -63,24 +82,31 @@ def test_pip_install_dot_gives_a_working_fetch(tmp_path: Path) -> None:
     src = _source(tmp_path)
     wheels = tmp_path / "wheels"
     # Built as a user's `pip install .` builds it: in an isolated build environment.
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
-          str(src)], tmp_path)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)],
+        tmp_path,
+    )
     wheel = next(wheels.glob("fetch_assistant-*.whl"))
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], tmp_path)
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
-          str(wheel)], tmp_path)
+    _run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        tmp_path,
+    )
     _works(venv / "bin" / "fetch", venv / "bin" / "python", venv, tmp_path)
 
 
 def test_pipx_install_dot_gives_a_working_fetch(tmp_path: Path) -> None:
     pipx = shutil.which("pipx")
     if pipx is None:
-        pytest.fail("pipx is not installed; pip install -e '.[test]' installs it",
-                    pytrace=False)
+        pytest.fail("pipx is not installed; pip install -e '.[test]' installs it", pytrace=False)
     src = _source(tmp_path)
-    env = {**_env(tmp_path / "home"), "PIPX_HOME": str(tmp_path / "pipx"),
-           "PIPX_BIN_DIR": str(tmp_path / "bin"), "PIPX_MAN_DIR": str(tmp_path / "man")}
+    env = {
+        **_env(tmp_path / "home"),
+        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_BIN_DIR": str(tmp_path / "bin"),
+        "PIPX_MAN_DIR": str(tmp_path / "man"),
+    }
     _run([pipx, "install", "--system-site-packages", str(src)], tmp_path, env=env)
     venv = tmp_path / "pipx" / "venvs" / "fetch-assistant"
     _works(tmp_path / "bin" / "fetch", venv / "bin" / "python", venv, tmp_path)

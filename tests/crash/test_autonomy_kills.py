@@ -28,8 +28,10 @@ from tests.crash.test_commit_undo_kills import World, _git, _query, _started
 SEED = 20261124
 KILLS = 12
 TASK = "fix the typo in README.md of demo"
-POINTS = {"semi": ("unasked:intent", "unasked:ref", "unasked:recorded"),
-          "autonomous": ("branch:intent", "branch:ref", "branch:recorded")}
+POINTS = {
+    "semi": ("unasked:intent", "unasked:ref", "unasked:recorded"),
+    "autonomous": ("branch:intent", "branch:ref", "branch:recorded"),
+}
 README = "# demo\n\nTeh quick brown fox.\n"
 # The repository's own tests, run in the kennel: they pass, so semi commits unasked.
 FETCH_YAML = "test_command: echo '1 passed in 0.01s'\n"
@@ -102,8 +104,7 @@ def _finish(fetch: Fetch, world: World) -> int:
     return 1
 
 
-def test_kills_around_unasked_and_branch_commits_lose_and_double_nothing(
-        tmp_path: Path) -> None:
+def test_kills_around_unasked_and_branch_commits_lose_and_double_nothing(tmp_path: Path) -> None:
     home = tmp_path.resolve() / "home"
     make_repo(home / "workspace", "demo", {"README.md": README, ".fetch.yaml": FETCH_YAML})
     world = World(home)
@@ -139,8 +140,10 @@ def test_kills_around_unasked_and_branch_commits_lose_and_double_nothing(
         fetch.kill()
     elapsed = time.monotonic() - started
     rows = _query(world.db, "SELECT sha, undone_by FROM commits")
-    print(f"\n{sum(kills.values())} kills in {elapsed:.0f} s, {len(rows)} commits, "
-          f"{undone} undone: {kills}")
+    print(
+        f"\n{sum(kills.values())} kills in {elapsed:.0f} s, {len(rows)} commits, "
+        f"{undone} undone: {kills}"
+    )
     assert all(by is not None for _, by in rows), "a commit /undo did not reach"
     assert undone == len(rows)
     assert len(rows) >= KILLS // 2, "too few kills landed after a commit to prove anything"

@@ -27,8 +27,14 @@ def test_a_line_that_is_not_utf8_is_refused_and_the_terminal_keeps_reading(
     tmp_path: Path,
 ) -> None:
     typed = b"/remember caf\xe9 in latin-1\n/remember plain words\n/memory\n"
-    done = subprocess.run([_fetch_executable()], input=typed, env=_env(tmp_path / "home"),
-                          cwd=tmp_path, capture_output=True, timeout=STARTUP)
+    done = subprocess.run(
+        [_fetch_executable()],
+        input=typed,
+        env=_env(tmp_path / "home"),
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=STARTUP,
+    )
     out = done.stdout.decode()
     assert done.returncode == 0, done.stderr.decode()
     assert "I couldn't read that line: it is not UTF-8" in out, out
@@ -53,7 +59,8 @@ async def test_a_lone_surrogate_on_the_webhook_is_refused_clearly(
 
 
 async def test_a_lone_surrogate_from_telegram_is_replaced_and_served(
-    tg: FakeTelegramApi, make_settings: Callable[..., Settings],
+    tg: FakeTelegramApi,
+    make_settings: Callable[..., Settings],
 ) -> None:
     channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2))
     async with build_app(make_settings(), channels=[channel]):

@@ -29,13 +29,20 @@ from tests.cli.test_fetch_command import Fetch, _env
 SEED = 20261123
 KILLS = 54
 TASK = "fix the typo in README.md of demo"
-POINTS = {"yes": ("commit:intent", "commit:ref", "commit:recorded"),
-          "/undo": ("undo:intent", "undo:ref")}
+POINTS = {
+    "yes": ("commit:intent", "commit:ref", "commit:recorded"),
+    "/undo": ("undo:intent", "undo:ref"),
+}
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-c", "safe.directory=*", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def _query(db: Path, sql: str) -> list[tuple[object, ...]]:
@@ -88,7 +95,8 @@ class World:
         rows = _query(self.db, "SELECT sha, undone_by FROM commits")
         recorded = [str(sha) for sha, _ in rows]
         assert sorted(recorded) == sorted(made), (
-            f"git has {made}, the commits table {recorded}: lost or doubled")
+            f"git has {made}, the commits table {recorded}: lost or doubled"
+        )
         assert len(set(recorded)) == len(recorded)
         undone = {str(sha): str(by) for sha, by in rows if by is not None}
         assert undone == reverted, f"reverts in git {reverted}, recorded {undone}"
@@ -138,12 +146,14 @@ def test_kills_around_yes_and_undo_lose_and_double_nothing(tmp_path: Path) -> No
             # One point of each family: which applies depends on what the state after
             # recovery calls for (a replayed "yes" may reach one while starting up).
             fetch_env["FETCH_CRASH_AT"] = ",".join(
-                family[(n // 3) % len(family)] for family in POINTS.values())
+                family[(n // 3) % len(family)] for family in POINTS.values()
+            )
         fetch = Fetch(fetch_env, tmp_path)
         try:
             if not _started(fetch, world):
-                kills["replayed message, crash point"] = kills.get(
-                    "replayed message, crash point", 0) + 1
+                kills["replayed message, crash point"] = (
+                    kills.get("replayed message, crash point", 0) + 1
+                )
                 continue
             live, committed = world.check()
             line = "/undo" if live else "yes" if world.state() == "GUARDING" else ""

@@ -59,8 +59,12 @@ async def model() -> AsyncIterator[ScriptedModelServer]:
 async def docker_fetch(
     kennel_image: str, model: ScriptedModelServer, make_settings: Callable[..., Settings]
 ) -> AsyncIterator[Driver]:
-    settings = make_settings(FETCH_KENNEL="docker", FETCH_HARNESS="claude-code",
-                             ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY=CANARY)
+    settings = make_settings(
+        FETCH_KENNEL="docker",
+        FETCH_HARNESS="claude-code",
+        ANTHROPIC_BASE_URL=model.url,
+        ANTHROPIC_API_KEY=CANARY,
+    )
     app, driver = await start_driver(settings)
     try:
         yield driver

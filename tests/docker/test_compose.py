@@ -49,27 +49,34 @@ def compose(kennel_image: str, docker_client: Any, tmp_path: Path) -> Iterator[d
         port = s.getsockname()[1]
     env_file = tmp_path / "fetch.env"
     # A key is configured (the canary never reaches a kennel), the demo harness does the work.
-    env_file.write_text(f"FETCH_WEBHOOK_SECRET={SECRET}\nFETCH__WEBHOOK__ENABLED=true\n"
-                        "ANTHROPIC_API_KEY=sk-ant-compose-canary-000111\n"
-                        "FETCH_HARNESS=demo\n")
+    env_file.write_text(
+        f"FETCH_WEBHOOK_SECRET={SECRET}\nFETCH__WEBHOOK__ENABLED=true\n"
+        "ANTHROPIC_API_KEY=sk-ant-compose-canary-000111\n"
+        "FETCH_HARNESS=demo\n"
+    )
     project = f"fetchtest{os.getpid()}"
-    env = {**os.environ, "FETCH_ENV_FILE": str(env_file), "FETCH_IMAGE": orchestrator,
-           "FETCH_KENNEL_IMAGE": kennel_image, "FETCH_HTTP_PORT": str(port),
-           "COMPOSE_PROJECT_NAME": project}
+    env = {
+        **os.environ,
+        "FETCH_ENV_FILE": str(env_file),
+        "FETCH_IMAGE": orchestrator,
+        "FETCH_KENNEL_IMAGE": kennel_image,
+        "FETCH_HTTP_PORT": str(port),
+        "COMPOSE_PROJECT_NAME": project,
+    }
     base = [binary, "-f", str(ROOT / "docker-compose.yml"), "-p", project]
     info = {"port": str(port), "project": project}
     try:
         yield {**info, "base": json.dumps(base), "env": json.dumps(env)}
     finally:
-        subprocess.run([*base, "down", "-v", "--remove-orphans"], env=env,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [*base, "down", "-v", "--remove-orphans"], env=env, capture_output=True, timeout=120
+        )
 
 
 def _run(compose: dict[str, str], *args: str, timeout: float = 180) -> str:
     base = json.loads(compose["base"])
     env = json.loads(compose["env"])
-    done = subprocess.run([*base, *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run([*base, *args], env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"docker-compose {' '.join(args)}: {done.stderr[-2000:]}"
     return done.stdout
 
@@ -79,9 +86,15 @@ def _signed(port: str, payload: dict[str, Any], path: str = "/webhook") -> dict[
     ts = str(int(time.time()))
     sig = hmac.new(SECRET.encode(), ts.encode() + b"." + body, hashlib.sha256).hexdigest()
     req = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", data=body, method="POST",
-        headers={"Content-Type": "application/json", "X-Fetch-Timestamp": ts,
-                 "X-Fetch-Signature": f"sha256={sig}"})
+        f"http://127.0.0.1:{port}{path}",
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "X-Fetch-Timestamp": ts,
+            "X-Fetch-Signature": f"sha256={sig}",
+        },
+    )
     with urllib.request.urlopen(req, timeout=40) as resp:
         return dict(json.loads(resp.read()))
 
@@ -107,16 +120,16 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     status = next(t for t in texts if "Fetch ·" in t)
     assert "sandbox: docker: no network" in status, status
     # An unsigned request is refused by the real service too.
-    bad = urllib.request.Request(f"http://127.0.0.1:{compose['port']}/webhook",
-                                 data=b'{"text":"/status"}', method="POST")
+    bad = urllib.request.Request(
+        f"http://127.0.0.1:{compose['port']}/webhook", data=b'{"text":"/status"}', method="POST"
+    )
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(bad, timeout=10)
     assert info.value.code == 401
     info.value.close()
 
     # /healthz: no secret, nothing said but ok; Compose's health check sees the same.
-    with urllib.request.urlopen(f"http://127.0.0.1:{compose['port']}/healthz",
-                                timeout=10) as resp:
+    with urllib.request.urlopen(f"http://127.0.0.1:{compose['port']}/healthz", timeout=10) as resp:
         assert resp.status == 200 and json.loads(resp.read()) == {"ok": True}
     container = _run(compose, "ps", "-q", "fetch").strip()
     health = ""
@@ -124,7 +137,9 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     while time.monotonic() < deadline and health != "healthy":
         health = subprocess.run(
             ["docker", "inspect", "--format", "{{.State.Health.Status}}", container],
-            capture_output=True, text=True).stdout.strip()
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         time.sleep(2)
     assert health == "healthy", health
 
@@ -136,8 +151,20 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     sha = re.search(r"Committed ([0-9a-f]{7,40}) to demo", done)
     assert sha, done
     # The working tree belongs to the kennel's uid, so this git is told to trust it.
-    log = _run(compose, "exec", "-T", "fetch", "git", "-c", "safe.directory=*", "-C",
-               "/data/home/workspace/demo", "log", "-2", "--format=%H %s")
+    log = _run(
+        compose,
+        "exec",
+        "-T",
+        "fetch",
+        "git",
+        "-c",
+        "safe.directory=*",
+        "-C",
+        "/data/home/workspace/demo",
+        "log",
+        "-2",
+        "--format=%H %s",
+    )
     assert log.splitlines()[0].startswith(sha.group(1)), log
     assert "fix the typo in README.md of demo" in log
     readme = _run(compose, "exec", "-T", "fetch", "cat", "/data/home/workspace/demo/README.md")
@@ -145,8 +172,7 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     _run(compose, "down", "-v")
 
 
-def _conversation(compose: dict[str, str], text: str, until: str,
-                  timeout: float = 240) -> str:
+def _conversation(compose: dict[str, str], text: str, until: str, timeout: float = 240) -> str:
     """Send ``text`` on the webhook; collect replies until one contains ``until``."""
     said = [r["text"] for r in _signed(compose["port"], {"text": text, "wait": 20})["replies"]]
     deadline = time.monotonic() + timeout
@@ -164,8 +190,7 @@ def test_env_example_documents_every_variable() -> None:
 
     example = (ROOT / "fetch.env.example").read_text()
     documented = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", example, re.MULTILINE))
-    compose_vars = set(re.findall(r"\$\{([A-Z0-9_]+)",
-                                  (ROOT / "docker-compose.yml").read_text()))
+    compose_vars = set(re.findall(r"\$\{([A-Z0-9_]+)", (ROOT / "docker-compose.yml").read_text()))
     wanted = set(_ENV_KEYS) | {"FETCH_CONFIG"} | compose_vars
     assert wanted <= documented, sorted(wanted - documented)
     # What Compose itself sets is marked as such, not left for the owner to set twice.

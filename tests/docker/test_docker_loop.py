@@ -20,8 +20,7 @@ def _kennel_container(driver: Driver) -> Any:
 
 def _ps(container: Any) -> list[str]:
     out = container.exec_run(["ps", "-eo", "pid=,args="]).output.decode()
-    return [line.strip() for line in out.splitlines()
-            if line.strip() and "ps -eo" not in line]
+    return [line.strip() for line in out.splitlines() if line.strip() and "ps -eo" not in line]
 
 
 async def test_edit_in_kennel_reaches_approval_and_commits(

@@ -23,8 +23,12 @@ from tests.docker.conftest import CANARY
 @pytest.fixture
 async def warm(kennel_image: str, tmp_path: Path) -> Any:
     repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
-    kennel = DockerKennel(tmp_path / "home", DockerKennelSettings(memory="256m", pids=64),
-                          kennel_image, secrets=(CANARY,))
+    kennel = DockerKennel(
+        tmp_path / "home",
+        DockerKennelSettings(memory="256m", pids=64),
+        kennel_image,
+        secrets=(CANARY,),
+    )
     async with kennel._lock:
         w = await kennel._ensure(repo)
     kennel._verify(w)
@@ -99,15 +103,25 @@ async def test_no_credential_anywhere_inside(warm: tuple[Any, Path]) -> None:
     container, _ = warm
     code, out = run(container, "cat /proc/1/environ | tr '\\0' '\\n'; env")
     assert code == 0 and CANARY not in out
-    code, out = run(container, f"grep -rl --exclude-dir=proc --exclude-dir=sys -s '{CANARY}' "
-                               "/ 2>/dev/null | head -5; true")
+    code, out = run(
+        container,
+        f"grep -rl --exclude-dir=proc --exclude-dir=sys -s '{CANARY}' "
+        "/ 2>/dev/null | head -5; true",
+    )
     assert out.strip() == ""
 
 
 async def test_writes_outside_the_workspace_fail(warm: tuple[Any, Path]) -> None:
     container, repo = warm
-    for target in ("/etc/evil", "/usr/bin/evil", "/opt/evil", "/relay/evil", "/evil",
-                   "/workspace/.git/config", "/workspace/.git/hooks/pre-commit"):
+    for target in (
+        "/etc/evil",
+        "/usr/bin/evil",
+        "/opt/evil",
+        "/relay/evil",
+        "/evil",
+        "/workspace/.git/config",
+        "/workspace/.git/hooks/pre-commit",
+    ):
         code, _ = run(container, f"echo x > {target}")
         assert code != 0, target
     assert run(container, "echo ok > /workspace/new.txt")[0] == 0
@@ -115,13 +129,12 @@ async def test_writes_outside_the_workspace_fail(warm: tuple[Any, Path]) -> None
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
 
 
-async def test_fork_bomb_and_memory_hog_are_contained(
-    kennel_image: str, tmp_path: Path
-) -> None:
+async def test_fork_bomb_and_memory_hog_are_contained(kennel_image: str, tmp_path: Path) -> None:
     """Run through the product's exec path (as a CLI would be), not a bare docker exec."""
     repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
-    kennel = DockerKennel(tmp_path / "home", DockerKennelSettings(memory="256m", pids=64),
-                          kennel_image)
+    kennel = DockerKennel(
+        tmp_path / "home", DockerKennelSettings(memory="256m", pids=64), kennel_image
+    )
 
     async def task(script: str) -> tuple[int, list[str]]:
         layout = kennel.layout(repo, "probe")
@@ -132,8 +145,9 @@ async def test_fork_bomb_and_memory_hog_are_contained(
     try:
         _code, out = await task("timeout 8 bash -c ':(){ :|:& };:' 2>&1; echo done")
         assert "done" in out  # the shell survived: the pids limit stopped the bomb
-        code, _ = await task("timeout 20 node -e \"const a=[]; "
-                             "for(;;) a.push(Buffer.alloc(64*1024*1024,1))\"")
+        code, _ = await task(
+            'timeout 20 node -e "const a=[]; for(;;) a.push(Buffer.alloc(64*1024*1024,1))"'
+        )
         assert code not in (0, 124), code  # killed by the 256 MB limit, not the timeout
         _code, out = await task("echo alive")
         assert out == ["alive"]  # the kennel itself (init + forwarder) is still there
@@ -145,16 +159,38 @@ async def test_fork_bomb_and_memory_hog_are_contained(
 
 
 def test_weak_container_is_refused() -> None:
-    attrs = {"HostConfig": {"NetworkMode": "bridge", "CapDrop": [], "ReadonlyRootfs": False,
-                            "SecurityOpt": [], "Privileged": True},
-             "Config": {"User": "", "Env": [f"ANTHROPIC_API_KEY={CANARY}"]},
-             "Mounts": [{"Type": "bind", "Source": "/var/run/docker.sock",
-                         "Destination": "/var/run/docker.sock", "RW": True}]}
+    attrs = {
+        "HostConfig": {
+            "NetworkMode": "bridge",
+            "CapDrop": [],
+            "ReadonlyRootfs": False,
+            "SecurityOpt": [],
+            "Privileged": True,
+        },
+        "Config": {"User": "", "Env": [f"ANTHROPIC_API_KEY={CANARY}"]},
+        "Mounts": [
+            {
+                "Type": "bind",
+                "Source": "/var/run/docker.sock",
+                "Destination": "/var/run/docker.sock",
+                "RW": True,
+            }
+        ],
+    }
     problems = hardening_problems(attrs, Path("/ws/app"), (CANARY,))
     text = "; ".join(problems)
-    for expected in ("network is 'bridge'", "capabilities are not all dropped", "privileged",
-                     "no-new-privileges", "root filesystem is writable", "no pids limit",
-                     "runs as root", "Docker socket", "real credential", ".git is not hidden"):
+    for expected in (
+        "network is 'bridge'",
+        "capabilities are not all dropped",
+        "privileged",
+        "no-new-privileges",
+        "root filesystem is writable",
+        "no pids limit",
+        "runs as root",
+        "Docker socket",
+        "real credential",
+        ".git is not hidden",
+    ):
         assert expected in text
 
 
@@ -170,16 +206,15 @@ async def test_tampered_container_refuses_to_run(
             w = await kennel._ensure(repo)
         w.container.remove(force=True)
         w.container = docker_client.containers.run(
-            kennel_image, ["sleep", "300"], name=name, detach=True, user="1000:1000")
+            kennel_image, ["sleep", "300"], name=name, detach=True, user="1000:1000"
+        )
         with pytest.raises(KennelError, match="not isolated as promised"):
             kennel._verify(w)
     finally:
         await kennel.close()
 
 
-async def test_idle_kennel_is_reaped(
-    kennel_image: str, docker_client: Any, tmp_path: Path
-) -> None:
+async def test_idle_kennel_is_reaped(kennel_image: str, docker_client: Any, tmp_path: Path) -> None:
     import docker.errors
 
     repo = make_repo(tmp_path / "ws", "idle", {"a.txt": "a\n"})

@@ -14,13 +14,16 @@ from orchestrator.config import Settings
 from tests.conftest import Driver, hang_a_task, make_repo, start_driver, tree_snapshot
 from tests.fakes.model_server import ScriptedModelServer
 
-NODE_TEST = ("const test = require('node:test');\nconst assert = require('node:assert');\n"
-             "test('adds', () => assert.strictEqual(1 + 1, 2));\n"
-             "test('subtracts', () => assert.strictEqual(2 - 1, 1));\n")
+NODE_TEST = (
+    "const test = require('node:test');\nconst assert = require('node:assert');\n"
+    "test('adds', () => assert.strictEqual(1 + 1, 2));\n"
+    "test('subtracts', () => assert.strictEqual(2 - 1, 1));\n"
+)
 
 
-async def _card(make_settings: Callable[..., Settings], workspace: Path, repo: str,
-                files: dict[str, str]) -> str:
+async def _card(
+    make_settings: Callable[..., Settings], workspace: Path, repo: str, files: dict[str, str]
+) -> str:
     make_repo(workspace, repo, {"README.md": "# x\n\nTeh quick brown fox.\n", **files})
     app, fetch = await start_driver(make_settings(FETCH_KENNEL="docker"))
     try:
@@ -32,20 +35,36 @@ async def _card(make_settings: Callable[..., Settings], workspace: Path, repo: s
 
 
 async def test_python_tests_are_not_run_without_python_and_the_card_says_so(
-    kennel_image: str, make_settings: Callable[..., Settings], workspace: Path,
+    kennel_image: str,
+    make_settings: Callable[..., Settings],
+    workspace: Path,
 ) -> None:
-    card = await _card(make_settings, workspace, "calc", {
-        "calc.py": "def add(a, b):\n    return a + b\n",
-        "test_calc.py": "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"})
+    card = await _card(
+        make_settings,
+        workspace,
+        "calc",
+        {
+            "calc.py": "def add(a, b):\n    return a + b\n",
+            "test_calc.py": "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+        },
+    )
     assert "🧪 tests: not run (no python in the kennel)" in card, card
 
 
 async def test_node_tests_run_in_the_container(
-    kennel_image: str, make_settings: Callable[..., Settings], workspace: Path,
+    kennel_image: str,
+    make_settings: Callable[..., Settings],
+    workspace: Path,
 ) -> None:
-    card = await _card(make_settings, workspace, "nodeapp", {
-        "package.json": '{"name": "nodeapp", "scripts": {"test": "node --test"}}\n',
-        "test/math.test.js": NODE_TEST})
+    card = await _card(
+        make_settings,
+        workspace,
+        "nodeapp",
+        {
+            "package.json": '{"name": "nodeapp", "scripts": {"test": "node --test"}}\n',
+            "test/math.test.js": NODE_TEST,
+        },
+    )
     assert "🧪 2/2 passing (npm test, in the kennel)" in card, card
 
 

@@ -24,11 +24,20 @@ PROMPT = "fix the typo in calc.py of calc"
 
 
 @pytest.fixture
-async def calc(make_settings: Callable[..., Settings], workspace: Path,
-               request: pytest.FixtureRequest) -> AsyncIterator[Driver]:
+async def calc(
+    make_settings: Callable[..., Settings], workspace: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Driver]:
     tests = getattr(request, "param", PASSING)
-    make_repo(workspace, "calc", {"calc.py": CALC, "test_calc.py": tests,
-                                  "package.json": PACKAGE, "pytest.ini": "[pytest]\n"})
+    make_repo(
+        workspace,
+        "calc",
+        {
+            "calc.py": CALC,
+            "test_calc.py": tests,
+            "package.json": PACKAGE,
+            "pytest.ini": "[pytest]\n",
+        },
+    )
     app, driver = await start_driver(make_settings())
     try:
         yield driver
@@ -162,8 +171,14 @@ async def test_project_shows_type_branch_status_and_task(calc: Driver) -> None:
     await calc.ask("/workspace calc", "calc")
     shown = await calc.ask("/project", "📁 calc")
     head = git(repo, "rev-parse", "HEAD")
-    for line in ("📁 calc · python", f"branch: main @ {head[:7]}", "status: clean",
-                 "tests: pytest", "autonomy: supervised", "task: none"):
+    for line in (
+        "📁 calc · python",
+        f"branch: main @ {head[:7]}",
+        "status: clean",
+        "tests: pytest",
+        "autonomy: supervised",
+        "task: none",
+    ):
         assert line in shown, shown
     (repo / "wip.txt").write_text("the owner's work\n")
     assert "status: dirty (1 file(s))" in await calc.ask("/project", "📁 calc")
@@ -176,7 +191,8 @@ async def test_project_shows_type_branch_status_and_task(calc: Driver) -> None:
 async def test_semi_never_commits_files_the_test_run_wrote(calc: Driver) -> None:
     repo = calc.services.workspace.path("calc")
     (repo / ".fetch.yaml").write_text(
-        "test_command: echo '1 passed in 0.01s' && echo junk > junk.txt\n")
+        "test_command: echo '1 passed in 0.01s' && echo junk > junk.txt\n"
+    )
     git(repo, "add", ".fetch.yaml")
     git(repo, "commit", "-qm", "tests that write")
     base = git(repo, "rev-parse", "HEAD")

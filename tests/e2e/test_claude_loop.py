@@ -31,8 +31,9 @@ async def claude(
     model: ScriptedModelServer, make_settings: Callable[..., Settings]
 ) -> AsyncIterator[Driver]:
     require_binary("claude")
-    settings = make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_BASE_URL=model.url,
-                             ANTHROPIC_API_KEY=REAL_KEY)
+    settings = make_settings(
+        FETCH_HARNESS="claude-code", ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY=REAL_KEY
+    )
     app, driver = await start_driver(settings)
     try:
         yield driver
@@ -65,8 +66,10 @@ async def test_fix_typo_approve_commit_undo(claude: Driver, model: ScriptedModel
     repo = claude.services.workspace.path("demo")
     original = git(repo, "rev-parse", "HEAD")
     before = tree_snapshot(repo)
-    model.script(EditFile(str(repo / "README.md"), "Teh quick", "The quick"),
-                 Text("Fixed the typo in README.md."))
+    model.script(
+        EditFile(str(repo / "README.md"), "Teh quick", "The quick"),
+        Text("Fixed the typo in README.md."),
+    )
     diff = await claude.ask("fix the typo in README.md of demo", "Apply? (yes/no)", 90)
     assert "README.md +1 −1" in diff and "+The quick" in diff
     assert "Fixed the typo" in diff  # what the CLI said, relayed
@@ -130,12 +133,15 @@ async def test_cli_that_prints_garbage_and_exits_nonzero(
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
     script = fake_bin / "claude"
-    script.write_text("#!/bin/sh\necho 'not json at all'\necho '{\"half\": ' \n"
-                      "echo 'boom: something broke' >&2\nexit 3\n")
+    script.write_text(
+        "#!/bin/sh\necho 'not json at all'\necho '{\"half\": ' \n"
+        "echo 'boom: something broke' >&2\nexit 3\n"
+    )
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
-    app, claude = await start_driver(make_settings(FETCH_HARNESS="claude-code",
-                                                   ANTHROPIC_API_KEY="sk-x"))
+    app, claude = await start_driver(
+        make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x")
+    )
     try:
         reply = await claude.ask("fix the typo in README.md of demo", "failed", 30)
         assert "exit code 3" in reply and "boom: something broke" in reply

@@ -29,20 +29,22 @@ esac
 """
 
 
-async def started(make_settings: Callable[..., Settings], tmp_path: Path,
-                  monkeypatch: pytest.MonkeyPatch) -> tuple[object, Driver]:
+async def started(
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[object, Driver]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     cli = bin_dir / "claude"
     cli.write_text(ASKING)
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    return await start_driver(make_settings(FETCH_HARNESS="claude-code",
-                                            ANTHROPIC_API_KEY="sk-x"))
+    return await start_driver(make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x"))
 
 
 async def test_the_answer_goes_back_to_the_cli(
-    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     app, fetch = await started(make_settings, tmp_path, monkeypatch)
     try:
@@ -65,7 +67,9 @@ async def test_the_answer_goes_back_to_the_cli(
 
 
 async def test_stop_while_the_question_waits_ends_the_task(
-    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     app, fetch = await started(make_settings, tmp_path, monkeypatch)
     try:
@@ -83,7 +87,9 @@ async def test_stop_while_the_question_waits_ends_the_task(
 
 
 async def test_the_models_task_respond_tool_answers_the_cli(
-    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """task_respond (the orchestrator model's tool) does what the owner's reply does: the
     answer resumes the same CLI session and the task goes on to its diff."""
@@ -98,10 +104,19 @@ async def test_the_models_task_respond_tool_answers_the_cli(
         tool = fetch.services.planner.executor.tools.get("task_respond")
         assert tool is not None
         key = fetch.terminal_key()
-        ctx = Context(inbound=Inbound(channel=key.channel, chat=key.chat, sender=key.chat,
-                                      message_id="m-respond", text="answer it",
-                                      from_owner=True),
-                      session=session, services=fetch.services, text="answer it")
+        ctx = Context(
+            inbound=Inbound(
+                channel=key.channel,
+                chat=key.chat,
+                sender=key.chat,
+                message_id="m-respond",
+                text="answer it",
+                from_owner=True,
+            ),
+            session=session,
+            services=fetch.services,
+            text="answer it",
+        )
         empty = await tool.handler(ctx, {"answer": ""})
         assert empty.content.startswith("error: no running task is waiting")
         assert session.state == "WAITING"

@@ -49,14 +49,26 @@ class Cli:
 
 
 CLIS = {
-    "gemini-cli": Cli("gemini", "gemini", "GEMINI_API_KEY", "",
-                      "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
-                      frozenset({"node"})),
+    "gemini-cli": Cli(
+        "gemini",
+        "gemini",
+        "GEMINI_API_KEY",
+        "",
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+        frozenset({"node"}),
+    ),
     # Native children: codex's musl binary, copilot's copilot-linux-x64.
-    "codex": Cli("codex", "openai", "OPENAI_API_KEY", "/v1", "/responses",
-                 frozenset({"node", "codex"})),
-    "copilot": Cli("copilot", "openai", "OPENAI_API_KEY", "/v1", "/chat/completions",
-                   frozenset({"node", "copilot"})),
+    "codex": Cli(
+        "codex", "openai", "OPENAI_API_KEY", "/v1", "/responses", frozenset({"node", "codex"})
+    ),
+    "copilot": Cli(
+        "copilot",
+        "openai",
+        "OPENAI_API_KEY",
+        "/v1",
+        "/chat/completions",
+        frozenset({"node", "copilot"}),
+    ),
 }
 
 
@@ -80,11 +92,13 @@ async def fetch_cli(
     if name == "copilot" and (unpacked / "pkg").is_dir():
         # The adapter's passthrough: reuse the host's unpacked package (235 MB, 1-6 s).
         monkeypatch.setenv("COPILOT_PKG_CACHE_HOME", str(unpacked))
-    settings = make_settings(**{
-        "FETCH_HARNESS": name,
-        f"FETCH__PROVIDERS__{cli.provider.upper()}__BASE_URL": model.url + cli.upstream_suffix,
-        cli.key_env: REAL_KEY,
-    })
+    settings = make_settings(
+        **{
+            "FETCH_HARNESS": name,
+            f"FETCH__PROVIDERS__{cli.provider.upper()}__BASE_URL": model.url + cli.upstream_suffix,
+            cli.key_env: REAL_KEY,
+        }
+    )
     app, driver = await start_driver(settings)
     try:
         yield name, driver
@@ -120,8 +134,10 @@ async def test_fix_typo_approve_commit(
     repo = fetch.services.workspace.path("demo")
     original = git(repo, "rev-parse", "HEAD")
     # apply_patch (codex, copilot) replaces whole lines, so the edit names the whole line.
-    model.script(EditFile("README.md", "Teh quick brown fox.", "The quick brown fox."),
-                 Text("Fixed the typo in README.md."))
+    model.script(
+        EditFile("README.md", "Teh quick brown fox.", "The quick brown fox."),
+        Text("Fixed the typo in README.md."),
+    )
     started = time.monotonic()
     diff = await fetch.ask(PROMPT, "Apply? (yes/no)", 90)
     print(f"\n{name}: task to diff in {time.monotonic() - started:.1f} s")
@@ -143,7 +159,8 @@ async def test_fix_typo_approve_commit(
     log = fetch.services.settings.home_dir / "relay.jsonl"
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["harness"], e["path"], e["status"]) for e in entries] == [
-        (name, cli.relay_path, 200)] * 2
+        (name, cli.relay_path, 200)
+    ] * 2
     assert sum(e["tokens_out"] for e in entries) > 0
     # No credential ever reached the CLI's own state.
     for path in (fetch.services.settings.home_dir / "kennel").rglob("*"):

@@ -51,7 +51,9 @@ echo '{{"type":"result","subtype":"success","is_error":false,"result":"done"}}'
 
 @pytest.fixture(params=["unsafe-local", "bwrap"])
 async def rogue(
-    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[tuple[Driver, Path]]:
     """unsafe-local: the CLI can write .git and the guard must put it back; bwrap (the
@@ -64,8 +66,9 @@ async def rogue(
     cli.write_text(EVIL.format(canary=canary))
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    settings = make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x",
-                             FETCH_KENNEL=request.param)
+    settings = make_settings(
+        FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x", FETCH_KENNEL=request.param
+    )
     app, driver = await start_driver(settings)
     try:
         yield driver, canary
@@ -74,8 +77,7 @@ async def rogue(
 
 
 def fired(canary: Path) -> list[str]:
-    return sorted(p.name for p in canary.iterdir()
-                  if p.is_file() and p.name != "included.cfg")
+    return sorted(p.name for p in canary.iterdir() if p.is_file() and p.name != "included.cfg")
 
 
 async def test_planted_git_programs_never_run_on_the_host(rogue: tuple[Driver, Path]) -> None:

@@ -89,5 +89,6 @@ async def test_messages_are_journaled_and_stored(fetch: Driver) -> None:
     assert journal.parent.name == "terminal_owner"
     await fetch.services.store.messages.flush()
     rows = await fetch.services.store.db.conn.execute_fetchall(
-        "SELECT direction FROM messages ORDER BY id")
+        "SELECT direction FROM messages ORDER BY id"
+    )
     assert [r[0] for r in rows][:2] == ["in", "out"]

@@ -14,18 +14,21 @@ from tests.conftest import start_driver, tree_snapshot
 
 SCRIPTS = {
     "hang": "#!/bin/sh\nsed -i 's/Teh/The/' README.md\nsleep 600\n",
-    "flood": ("#!/bin/sh\nhead -c 8000000 /dev/zero | tr '\\0' 'x'\necho\n"
-              "i=0; while [ $i -lt 20000 ]; do echo '{\"type\":\"noise\",\"i\":'$i'}'; "
-              "i=$((i+1)); done\nexit 0\n"),
+    "flood": (
+        "#!/bin/sh\nhead -c 8000000 /dev/zero | tr '\\0' 'x'\necho\n"
+        'i=0; while [ $i -lt 20000 ]; do echo \'{"type":"noise","i":\'$i\'}\'; '
+        "i=$((i+1)); done\nexit 0\n"
+    ),
     "oom": "#!/bin/sh\nkill -KILL $$\n",
 }
-EXPECT = {"hang": "took longer than 3 s", "flood": "exit code 0",
-          "oom": "memory limit"}
+EXPECT = {"hang": "took longer than 3 s", "flood": "exit code 0", "oom": "memory limit"}
 
 
 @pytest.mark.parametrize("kind", sorted(SCRIPTS))
 async def test_misbehaving_cli(
-    kind: str, make_settings: Callable[..., Settings], tmp_path: Path,
+    kind: str,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bin_dir = tmp_path / "bin"
@@ -34,9 +37,13 @@ async def test_misbehaving_cli(
     cli.write_text(SCRIPTS[kind])
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    app, fetch = await start_driver(make_settings(
-        FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x",
-        FETCH__HARNESS__TIMEOUT_SECONDS="3"))
+    app, fetch = await start_driver(
+        make_settings(
+            FETCH_HARNESS="claude-code",
+            ANTHROPIC_API_KEY="sk-x",
+            FETCH__HARNESS__TIMEOUT_SECONDS="3",
+        )
+    )
     try:
         repo = fetch.services.workspace.path("demo")
         before = tree_snapshot(repo)

@@ -27,7 +27,8 @@ from tests.fakes.telegram_api import FakeTelegramApi
 
 
 async def test_stop_leaves_no_task_behind(
-    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch,
+    make_settings: Callable[..., Settings],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     before = asyncio.all_tasks()
     with keyboard(monkeypatch) as typed:  # the owner's keyboard: open until the test ends
@@ -36,10 +37,8 @@ async def test_stop_leaves_no_task_behind(
             assert settings.scheduler.enabled
             http = HttpServer(HttpSettings(port=0))
             terminal = TerminalChannel(settings.terminal.chat, read_stdin=True)
-            webhook = WebhookChannel(WebhookSettings(enabled=True, secret=SECRET), http,
-                                     settle=0.1)
-            telegram = TelegramChannel(settings_for(tg), poll_timeout=1,
-                                       backoff=Backoff(0.05, 0.2))
+            webhook = WebhookChannel(WebhookSettings(enabled=True, secret=SECRET), http, settle=0.1)
+            telegram = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2))
             app = App(settings, [terminal, webhook, telegram], http)
             async with app:
                 services = app.services
@@ -49,20 +48,38 @@ async def test_stop_leaves_no_task_behind(
                 await tg.wait_for_text("Fetch ·")
                 os.write(typed, b"/whoami\n")
                 await asyncio.wait_for(terminal.outbox.get(), 15)
-                status, body = await Client(http.url).post("/webhook",
-                                                            {"text": "/whoami", "wait": 5})
+                status, body = await Client(http.url).post(
+                    "/webhook", {"text": "/whoami", "wait": 5}
+                )
                 assert status == 202 and body["replies"]
                 # Left on: stopping must end it.
                 await services.messenger.typing(SessionKey("telegram", str(OWNER)), True)
                 names = {t.get_name() for t in supervisor.running()}
-                assert {"channel:terminal:stdin", "channel:telegram:polling",
-                        f"channel:telegram:typing:{OWNER}", "scheduler:tick"} <= names
+                assert {
+                    "channel:terminal:stdin",
+                    "channel:telegram:polling",
+                    f"channel:telegram:typing:{OWNER}",
+                    "scheduler:tick",
+                } <= names
                 assert services.scheduler.running
             assert supervisor.running() == []
             left = [t for t in asyncio.all_tasks() - before if not t.done()]
-            fetchs = [t.get_name() for t in left if t.get_name().startswith(
-                ("channel:", "scheduler:", "job:", "ntfy:", "session:", "run:", "memory:",
-                 "alert"))]
+            fetchs = [
+                t.get_name()
+                for t in left
+                if t.get_name().startswith(
+                    (
+                        "channel:",
+                        "scheduler:",
+                        "job:",
+                        "ntfy:",
+                        "session:",
+                        "run:",
+                        "memory:",
+                        "alert",
+                    )
+                )
+            ]
             assert fetchs == []
         # The fake Bot API is gone too: now no task at all remains that was not there.
         left = [t for t in asyncio.all_tasks() - before if not t.done()]

@@ -30,8 +30,11 @@ class _Baseline:
         self.threads = set(threading.enumerate())
 
     def tasks_left(self) -> list[str]:
-        return [f"{t.get_name()} {t.get_coro()}" for t in asyncio.all_tasks() - self.tasks
-                if not t.done()]
+        return [
+            f"{t.get_name()} {t.get_coro()}"
+            for t in asyncio.all_tasks() - self.tasks
+            if not t.done()
+        ]
 
     async def threads_left(self) -> list[str]:
         """Non-daemon threads started since (and the Docker kennel's output pumps, daemons
@@ -39,11 +42,17 @@ class _Baseline:
         told to end (aiosqlite's, once its connection is closed) may still be returning.
         ``asyncio_N`` are the event loop's default executor (asyncio.to_thread): idle,
         and shut down by whoever owns the loop when it closes, not by the app."""
+
         def left() -> list[threading.Thread]:
-            return [t for t in threading.enumerate()
-                    if t not in self.threads and t.is_alive()
-                    and (not t.daemon or t.name.startswith("kennel-"))  # Docker's pumps
-                    and not t.name.startswith("asyncio_")]
+            return [
+                t
+                for t in threading.enumerate()
+                if t not in self.threads
+                and t.is_alive()
+                and (not t.daemon or t.name.startswith("kennel-"))  # Docker's pumps
+                and not t.name.startswith("asyncio_")
+            ]
+
         for _ in range(40):
             if not left():
                 break
@@ -54,15 +63,20 @@ class _Baseline:
 def _logged(db: Path) -> list[tuple[str, str]]:
     conn = sqlite3.connect(db)
     try:
-        return [(str(d), str(t)) for d, t in
-                conn.execute("SELECT direction, text FROM messages ORDER BY id")]
+        return [
+            (str(d), str(t))
+            for d, t in conn.execute("SELECT direction, text FROM messages ORDER BY id")
+        ]
     finally:
         conn.close()
 
 
 def _running(prefix: str) -> list[str]:
-    return [t.get_name() for t in asyncio.all_tasks()
-            if t.get_name().startswith(prefix) and not t.done()]
+    return [
+        t.get_name()
+        for t in asyncio.all_tasks()
+        if t.get_name().startswith(prefix) and not t.done()
+    ]
 
 
 async def _demo_task_then_stop(settings: Settings, *, kennel: str) -> None:
@@ -89,7 +103,9 @@ async def test_a_task_through_bwrap_leaves_nothing(
 
 
 async def test_a_cli_still_running_at_stop_is_ended_with_its_relay(
-    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -97,8 +113,9 @@ async def test_a_cli_still_running_at_stop_is_ended_with_its_relay(
     cli.write_text(FOREVER)
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    settings = make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x",
-                             FETCH__HARNESS__TIMEOUT_SECONDS="60")
+    settings = make_settings(
+        FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x", FETCH__HARNESS__TIMEOUT_SECONDS="60"
+    )
     base = _Baseline()
     app, fetch = await start_driver(settings)
     try:

@@ -15,9 +15,11 @@ from tests.conftest import Driver, start_driver, tree_snapshot
 
 # A stand-in `claude`: edits, then works for ~3 s of its own running time (30 short
 # sleeps), then reports a result in Claude Code's stream format.
-SLOW = ("#!/bin/sh\nsed -i 's/Teh/The/' README.md\n"
-        "i=0; while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done\n"
-        "echo '{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"fixed it\"}'\n")
+SLOW = (
+    "#!/bin/sh\nsed -i 's/Teh/The/' README.md\n"
+    "i=0; while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done\n"
+    'echo \'{"type":"result","subtype":"success","result":"fixed it"}\'\n'
+)
 FOREVER = "#!/bin/sh\nsed -i 's/Teh/The/' README.md\nwhile true; do sleep 0.1; done\n"
 
 
@@ -59,21 +61,32 @@ async def until(check: Callable[[], bool], timeout: float = 15) -> None:
         await asyncio.sleep(0.05)
 
 
-async def started(script: str, make_settings: Callable[..., Settings], tmp_path: Path,
-                  monkeypatch: pytest.MonkeyPatch, timeout: str) -> tuple[object, Driver]:
+async def started(
+    script: str,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    timeout: str,
+) -> tuple[object, Driver]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     cli = bin_dir / "claude"
     cli.write_text(script)
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    return await start_driver(make_settings(
-        FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x",
-        FETCH__HARNESS__TIMEOUT_SECONDS=timeout))
+    return await start_driver(
+        make_settings(
+            FETCH_HARNESS="claude-code",
+            ANTHROPIC_API_KEY="sk-x",
+            FETCH__HARNESS__TIMEOUT_SECONDS=timeout,
+        )
+    )
 
 
 async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
-    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     app, fetch = await started(SLOW, make_settings, tmp_path, monkeypatch, "6")
     try:
@@ -103,7 +116,9 @@ async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
 
 
 async def test_stop_ends_a_paused_task(
-    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     app, fetch = await started(FOREVER, make_settings, tmp_path, monkeypatch, "60")
     try:

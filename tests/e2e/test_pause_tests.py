@@ -14,8 +14,10 @@ from tests.e2e.test_pause import cli_pids, states, until
 
 # ~3 s of its own running time (30 short sleeps), then a pytest-style summary line.
 MARK = "fetch-slow-suite"
-SLOW_SUITE = (f"test_command: \": {MARK}; i=0; while [ $i -lt 30 ]; do sleep 0.1; "
-              "i=$((i+1)); done; echo '1 passed in 3.00s'\"\n")
+SLOW_SUITE = (
+    f'test_command: ": {MARK}; i=0; while [ $i -lt 30 ]; do sleep 0.1; '
+    "i=$((i+1)); done; echo '1 passed in 3.00s'\"\n"
+)
 
 
 def suite_running(repo: Path) -> bool:
@@ -30,11 +32,11 @@ def suite_running(repo: Path) -> bool:
 
 
 async def test_pause_holds_the_test_run_and_its_own_time_limit(
-    make_settings: Callable[..., Settings], workspace: Path,
+    make_settings: Callable[..., Settings],
+    workspace: Path,
 ) -> None:
     repo = make_repo(workspace, "calc", {"calc.py": "# teh sum\n", ".fetch.yaml": SLOW_SUITE})
-    app, fetch = await start_driver(make_settings(
-        FETCH__APPROVALS__TEST_TIMEOUT_SECONDS="6"))
+    app, fetch = await start_driver(make_settings(FETCH__APPROVALS__TEST_TIMEOUT_SECONDS="6"))
     try:
         await fetch.ask("fix the typo in calc.py of calc", "On it")
         await until(lambda: suite_running(repo), 30)

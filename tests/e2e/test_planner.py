@@ -23,8 +23,12 @@ async def model() -> AsyncIterator[ScriptedModelServer]:
 async def planned(
     model: ScriptedModelServer, make_settings: Callable[..., Settings]
 ) -> AsyncIterator[Driver]:
-    settings = make_settings(FETCH_MODEL_BASE_URL=model.url + "/v1", FETCH_MODEL="planner-1",
-                             FETCH_MODEL_API_KEY="sk-orch", FETCH__MODEL__MAX_RETRIES="0")
+    settings = make_settings(
+        FETCH_MODEL_BASE_URL=model.url + "/v1",
+        FETCH_MODEL="planner-1",
+        FETCH_MODEL_API_KEY="sk-orch",
+        FETCH__MODEL__MAX_RETRIES="0",
+    )
     app, driver = await start_driver(settings)
     try:
         yield driver
@@ -58,8 +62,11 @@ async def test_model_plans_and_hands_off_to_the_harness(
     assert model.requests[0].headers["authorization"] == "Bearer sk-orch"
     await planned.ask("no", "Discarded")
     await planned.services.store.messages.flush()
-    rows = list(await planned.services.store.db.conn.execute_fetchall(
-        "SELECT tokens_in, tokens_out, model FROM messages WHERE model IS NOT NULL"))
+    rows = list(
+        await planned.services.store.db.conn.execute_fetchall(
+            "SELECT tokens_in, tokens_out, model FROM messages WHERE model IS NOT NULL"
+        )
+    )
     assert rows and rows[0][0] > 0 and rows[0][2] == "planner-1"
 
 
@@ -68,23 +75,27 @@ async def test_text_answer_records_tokens(planned: Driver, model: ScriptedModelS
     reply = await planned.ask("what is a flaky test?", "flaky")
     assert "without code changes" in reply
     await planned.services.store.messages.flush()
-    rows = list(await planned.services.store.db.conn.execute_fetchall(
-        "SELECT tokens_in, tokens_out FROM messages WHERE direction='out' AND model='planner-1'"))
+    rows = list(
+        await planned.services.store.db.conn.execute_fetchall(
+            "SELECT tokens_in, tokens_out FROM messages WHERE direction='out' AND model='planner-1'"
+        )
+    )
     assert rows and rows[-1][0] > 0 and rows[-1][1] > 0
 
 
 async def test_bad_json_arguments_go_back_to_the_model(
     planned: Driver, model: ScriptedModelServer
 ) -> None:
-    model.script(ToolCall("task_create", raw_arguments="{not json"),
-                 ToolCall("nonexistent_tool", {}),
-                 ToolCall("task_create", {"repo": "demo"}),
-                 Text("Sorry, I got confused. Which file?"))
+    model.script(
+        ToolCall("task_create", raw_arguments="{not json"),
+        ToolCall("nonexistent_tool", {}),
+        ToolCall("task_create", {"repo": "demo"}),
+        Text("Sorry, I got confused. Which file?"),
+    )
     reply = await planned.ask("what does the code do?", "confused")
     assert "Which file" in reply
     bodies = _chat_calls(model)
-    tool_msgs = [m["content"] for m in bodies[-1]["messages"]
-                 if m.get("role") == "tool"]
+    tool_msgs = [m["content"] for m in bodies[-1]["messages"] if m.get("role") == "tool"]
     assert any("not valid JSON" in c for c in tool_msgs)
     assert any("unknown tool" in c for c in tool_msgs)
     assert any("missing required argument 'instruction'" in c for c in tool_msgs)
@@ -99,8 +110,10 @@ async def test_iteration_cap(planned: Driver, model: ScriptedModelServer) -> Non
 
 
 async def test_ask_user_waits_for_the_answer(planned: Driver, model: ScriptedModelServer) -> None:
-    model.script(ToolCall("ask_user", {"question": "Which file has the typo?"}),
-                 ToolCall("task_create", {"repo": "demo", "instruction": "fix README.md"}))
+    model.script(
+        ToolCall("ask_user", {"question": "Which file has the typo?"}),
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix README.md"}),
+    )
     await planned.ask("there's a typo somewhere", "Which file has the typo?")
     assert "WAITING" in await planned.ask("/status", "Fetch ·")
     await planned.ask("README.md", "Apply?")

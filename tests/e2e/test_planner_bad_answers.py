@@ -19,18 +19,33 @@ TASK = "fix the typo in README.md of demo"
 
 
 def _completion(arguments: object) -> bytes:
-    call = {"id": "call_1", "type": "function",
-            "function": {"name": "workspace_list", "arguments": arguments}}
-    return json.dumps({
-        "id": "c1", "object": "chat.completion", "created": 1, "model": "planner-1",
-        "choices": [{"index": 0, "finish_reason": "tool_calls",
-                     "message": {"role": "assistant", "content": None,
-                                 "tool_calls": [call]}}]}).encode()
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "workspace_list", "arguments": arguments},
+    }
+    return json.dumps(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "planner-1",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                }
+            ],
+        }
+    ).encode()
 
 
 @pytest.mark.parametrize("arguments", [{}, None])
 async def test_tool_arguments_as_an_object_run_the_tool(
-    planned: Driver, model: ScriptedModelServer, arguments: object,
+    planned: Driver,
+    model: ScriptedModelServer,
+    arguments: object,
 ) -> None:
     model.script(Garbage(_completion(arguments)), Text("Your repos: demo."))
     await planned.ask("what is a monad?", "Your repos: demo.")
@@ -45,18 +60,26 @@ async def test_tool_arguments_as_an_object_run_the_tool(
 
 
 BAD = {
-    "html": (Garbage(b"<html><body>502 Bad Gateway</body></html>", "text/html"),
-             "answered an HTML page, not a completion"),
-    "not json": (Garbage(b"this is not what you expected {"),
-                 "answered something that is not a completion"),
-    "error in 200": (Garbage(b'{"error": {"message": "model overloaded", "type": "x"}}'),
-                     "answered an error: model overloaded"),
+    "html": (
+        Garbage(b"<html><body>502 Bad Gateway</body></html>", "text/html"),
+        "answered an HTML page, not a completion",
+    ),
+    "not json": (
+        Garbage(b"this is not what you expected {"),
+        "answered something that is not a completion",
+    ),
+    "error in 200": (
+        Garbage(b'{"error": {"message": "model overloaded", "type": "x"}}'),
+        "answered an error: model overloaded",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
 async def test_a_bad_answer_hands_the_task_to_the_harness(
-    planned: Driver, model: ScriptedModelServer, case: str,
+    planned: Driver,
+    model: ScriptedModelServer,
+    case: str,
 ) -> None:
     step, said = BAD[case]
     model.script(step)
@@ -69,7 +92,9 @@ async def test_a_bad_answer_hands_the_task_to_the_harness(
 
 @pytest.mark.parametrize("case", sorted(BAD))
 async def test_a_bad_answer_to_a_question_is_a_clear_message(
-    planned: Driver, model: ScriptedModelServer, case: str,
+    planned: Driver,
+    model: ScriptedModelServer,
+    case: str,
 ) -> None:
     step, said = BAD[case]
     model.script(step)

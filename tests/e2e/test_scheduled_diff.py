@@ -30,8 +30,7 @@ async def test_a_scheduled_jobs_diff_is_answered_in_the_main_chat(fetch: Driver)
 
 
 async def test_a_job_that_needs_a_model_says_so_when_created(fetch: Driver) -> None:
-    refused = flat(await fetch.ask("/schedule summarise the news every day at 9",
-                                   "Not scheduled"))
+    refused = flat(await fetch.ask("/schedule summarise the news every day at 9", "Not scheduled"))
     assert "needs a model" in refused and "none is configured" in refused
     refused = flat(await fetch.ask("/cron 0 9 * * * tell me a joke", "Not scheduled"))
     assert "needs a model" in refused
@@ -40,5 +39,4 @@ async def test_a_job_that_needs_a_model_says_so_when_created(fetch: Driver) -> N
     assert not await scheduler.jobs.listing(None, ("active",))
     # A command and a code change need no model: both are scheduled.
     assert "Job #" in await fetch.ask("/schedule /status every day at 9", "Job #")
-    assert "Job #" in await fetch.ask(
-        "/cron 0 9 * * * fix the typo in README.md of demo", "Job #")
+    assert "Job #" in await fetch.ask("/cron 0 9 * * * fix the typo in README.md of demo", "Job #")

@@ -13,16 +13,26 @@ from orchestrator.config import Settings
 from tests.conftest import Driver, git, make_repo, start_driver, tree_snapshot
 
 CALC = "def add(a, b):\n    # teh sum of a and b\n    return a + b\n"
-PASSING = ("from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
-           "def test_zero():\n    assert add(0, 0) == 0\n")
+PASSING = (
+    "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+    "def test_zero():\n    assert add(0, 0) == 0\n"
+)
 FAILING = PASSING + "\n\ndef test_wrong():\n    assert add(2, 2) == 5\n"
 
 
 @pytest.fixture
-async def calc(make_settings: Callable[..., Settings], workspace: Path,
-               request: pytest.FixtureRequest) -> AsyncIterator[Driver]:
-    make_repo(workspace, "calc", {"calc.py": CALC, "test_calc.py": request.param,
-                                  "pyproject.toml": "[project]\nname = 'calc'\n"})
+async def calc(
+    make_settings: Callable[..., Settings], workspace: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Driver]:
+    make_repo(
+        workspace,
+        "calc",
+        {
+            "calc.py": CALC,
+            "test_calc.py": request.param,
+            "pyproject.toml": "[project]\nname = 'calc'\n",
+        },
+    )
     app, driver = await start_driver(make_settings())
     try:
         yield driver
@@ -63,8 +73,7 @@ async def test_a_repository_without_tests_says_so(fetch: Driver) -> None:
 
 
 @pytest.mark.parametrize("calc", [PASSING], indirect=True)
-async def test_the_repository_can_name_its_own_test_command(
-        calc: Driver, workspace: Path) -> None:
+async def test_the_repository_can_name_its_own_test_command(calc: Driver, workspace: Path) -> None:
     repo = workspace / "calc"
     (repo / ".fetch.yaml").write_text("test_command: echo '5 passed in 0.01s'; exit 0\n")
     git(repo, "add", ".fetch.yaml")

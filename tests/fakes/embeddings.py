@@ -103,32 +103,45 @@ class FakeEmbeddings:
         if self.fail is not None:
             return _error(self.fail, "fake: embeddings are down")
         if self.bad_200 == "html":
-            return web.Response(text="<html><body>Please log in</body></html>",
-                                content_type="text/html")
+            return web.Response(
+                text="<html><body>Please log in</body></html>", content_type="text/html"
+            )
         if self.bad_200 == "error":
-            return web.json_response({"error": {"message": "fake: model overloaded",
-                                                "type": "server_error"}})
+            return web.json_response(
+                {"error": {"message": "fake: model overloaded", "type": "server_error"}}
+            )
         inputs = body.get("input")
         if isinstance(inputs, str):
             inputs = [inputs]
-        if not isinstance(inputs, list) or not inputs or not all(
-                isinstance(i, str) for i in inputs):
+        if (
+            not isinstance(inputs, list)
+            or not inputs
+            or not all(isinstance(i, str) for i in inputs)
+        ):
             return _error(400, "input must be a string or a list of strings")
         dims = int(body.get("dimensions") or DEFAULT_DIMS)
         base64_out = body.get("encoding_format") == "base64"
         data = []
         for index, text in enumerate(inputs):
             vec = embed(text, dims)
-            value: Any = (base64.b64encode(struct.pack(f"<{dims}f", *vec)).decode()
-                          if base64_out else vec)
+            value: Any = (
+                base64.b64encode(struct.pack(f"<{dims}f", *vec)).decode() if base64_out else vec
+            )
             data.append({"object": "embedding", "index": index, "embedding": value})
         self.calls += len(inputs)
         used = sum(max(1, len(t) // 4) for t in inputs)
-        return web.json_response({"object": "list", "data": data,
-                                  "model": str(body.get("model", "fake-embedding")),
-                                  "usage": {"prompt_tokens": used, "total_tokens": used}})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": str(body.get("model", "fake-embedding")),
+                "usage": {"prompt_tokens": used, "total_tokens": used},
+            }
+        )
 
 
 def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": "invalid_request_error",
-                                        "code": status}}, status=status)
+    return web.json_response(
+        {"error": {"message": message, "type": "invalid_request_error", "code": status}},
+        status=status,
+    )

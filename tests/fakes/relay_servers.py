@@ -37,8 +37,9 @@ class _Server:
         raise NotImplementedError
 
     async def _record(self, request: web.Request) -> web.StreamResponse:
-        self.seen.append((request.method, request.raw_path,
-                          {k.lower(): v for k, v in request.headers.items()}))
+        self.seen.append(
+            (request.method, request.raw_path, {k.lower(): v for k, v in request.headers.items()})
+        )
         return await self.handle(request)
 
     async def __aenter__(self) -> Self:
@@ -115,9 +116,16 @@ async def servers() -> AsyncIterator[tuple[Upstream, Thief]]:
 async def relay_on(
     upstream: Upstream, sock: Path, limits: RelayLimits | None = None
 ) -> AsyncIterator[ModelRelay]:
-    relay = ModelRelay(socket_path=sock, upstream=upstream.url, provider="anthropic",
-                       api_key=KEY, harness="claude-code", task_id=1,
-                       log_path=sock.parent / "relay.jsonl", limits=limits)
+    relay = ModelRelay(
+        socket_path=sock,
+        upstream=upstream.url,
+        provider="anthropic",
+        api_key=KEY,
+        harness="claude-code",
+        task_id=1,
+        log_path=sock.parent / "relay.jsonl",
+        limits=limits,
+    )
     async with relay:
         yield relay
 
@@ -147,11 +155,20 @@ async def raw(sock: Path, data: bytes, timeout: float = 10.0) -> bytes:
     return out
 
 
-def request(method: str, target: str, body: bytes = b'{"model":"claude-x"}',
-            headers: dict[str, str] | None = None) -> bytes:
-    head = [f"{method} {target} HTTP/1.1", "Host: relay", "Connection: close",
-            "Content-Type: application/json", f"Content-Length: {len(body)}",
-            "x-api-key: fetch-relay-placeholder"]
+def request(
+    method: str,
+    target: str,
+    body: bytes = b'{"model":"claude-x"}',
+    headers: dict[str, str] | None = None,
+) -> bytes:
+    head = [
+        f"{method} {target} HTTP/1.1",
+        "Host: relay",
+        "Connection: close",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        "x-api-key: fetch-relay-placeholder",
+    ]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 

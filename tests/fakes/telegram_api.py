@@ -37,8 +37,24 @@ from aiohttp import web
 LIMIT = 4096
 BARE_LT = re.compile(r"<(?![/a-zA-Z])")
 BARE_AMP = re.compile(r"&(?!(?:lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);)")
-TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre",
-        "span", "tg-spoiler", "tg-emoji", "blockquote"}
+TAGS = {
+    "b",
+    "strong",
+    "i",
+    "em",
+    "u",
+    "ins",
+    "s",
+    "strike",
+    "del",
+    "a",
+    "code",
+    "pre",
+    "span",
+    "tg-spoiler",
+    "tg-emoji",
+    "blockquote",
+}
 
 
 @dataclass
@@ -73,12 +89,12 @@ class _TelegramHtml(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag not in TAGS:
-            self.problem = self.problem or f"unsupported start tag \"{tag}\""
+            self.problem = self.problem or f'unsupported start tag "{tag}"'
         self.stack.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
         if not self.stack or self.stack[-1] != tag:
-            self.problem = self.problem or f"can't find end tag corresponding to \"{tag}\""
+            self.problem = self.problem or f'can\'t find end tag corresponding to "{tag}"'
             return
         self.stack.pop()
 
@@ -93,7 +109,7 @@ def parse_html(source: str) -> tuple[str, str | None]:
     parser.close()
     problem = parser.problem
     if problem is None and parser.stack:
-        problem = f"unclosed tag \"{parser.stack[-1]}\""
+        problem = f'unclosed tag "{parser.stack[-1]}"'
     # A bare "<" or "&" that is not a tag or entity: Telegram refuses; HTMLParser keeps it.
     if problem is None and BARE_LT.search(source):
         problem = "unexpected < (escape it as &lt;)"
@@ -171,57 +187,93 @@ class FakeTelegramApi:
         return update
 
     def push_message(
-        self, text: str, *, chat_id: int = 42, from_id: int = 42, chat_type: str = "private",
-        reply_to: int | None = None, message_id: int | None = None,
+        self,
+        text: str,
+        *,
+        chat_id: int = 42,
+        from_id: int = 42,
+        chat_type: str = "private",
+        reply_to: int | None = None,
+        message_id: int | None = None,
     ) -> dict[str, Any]:
         mid = message_id if message_id is not None else self._new_message_id(str(chat_id))
         message: dict[str, Any] = {
-            "message_id": mid, "date": int(time.time()), "text": text,
+            "message_id": mid,
+            "date": int(time.time()),
+            "text": text,
             "chat": {"id": chat_id, "type": chat_type},
             "from": {"id": from_id, "is_bot": False, "first_name": "Owner"},
         }
         if reply_to is not None:
-            message["reply_to_message"] = {"message_id": reply_to, "date": 0,
-                                           "chat": {"id": chat_id, "type": chat_type}}
+            message["reply_to_message"] = {
+                "message_id": reply_to,
+                "date": 0,
+                "chat": {"id": chat_id, "type": chat_type},
+            }
         return self.push_update({"message": message})
 
     def push_callback(
-        self, data: str, *, chat_id: int | str, message_id: int, from_id: int = 42,
+        self,
+        data: str,
+        *,
+        chat_id: int | str,
+        message_id: int,
+        from_id: int = 42,
         chat_type: str = "private",
     ) -> dict[str, Any]:
         """A tap on an inline button of message ``message_id``."""
         self._next_callback += 1
-        return self.push_update({"callback_query": {
-            "id": f"cbq{self._next_callback}", "data": data, "chat_instance": "1",
-            "from": {"id": from_id, "is_bot": False, "first_name": "Owner"},
-            "message": {"message_id": message_id, "date": int(time.time()),
-                        "chat": {"id": int(chat_id), "type": chat_type}, "text": "…"},
-        }})
+        return self.push_update(
+            {
+                "callback_query": {
+                    "id": f"cbq{self._next_callback}",
+                    "data": data,
+                    "chat_instance": "1",
+                    "from": {"id": from_id, "is_bot": False, "first_name": "Owner"},
+                    "message": {
+                        "message_id": message_id,
+                        "date": int(time.time()),
+                        "chat": {"id": int(chat_id), "type": chat_type},
+                        "text": "…",
+                    },
+                }
+            }
+        )
 
     def replay(self, update: dict[str, Any]) -> None:
         self._replays.append(update)
         self._notify_soon()
 
     def fail_next(
-        self, method: str, *, code: int = 429, retry_after: int | None = 1,
+        self,
+        method: str,
+        *,
+        code: int = 429,
+        retry_after: int | None = 1,
         description: str | None = None,
     ) -> None:
         if description is None:
-            description = (f"Too Many Requests: retry after {retry_after}" if code == 429
-                           else "Internal Server Error")
+            description = (
+                f"Too Many Requests: retry after {retry_after}"
+                if code == 429
+                else "Internal Server Error"
+            )
         self._failures.setdefault(method, []).append(
-            _Fail(code, description, retry_after if code == 429 else None))
+            _Fail(code, description, retry_after if code == 429 else None)
+        )
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 
     def sent(self, chat_id: int | str | None = None) -> list[Message]:
         """Messages in the order they were sent (edits update them in place)."""
-        return [m for m in self.messages.values()
-                if chat_id is None or m.chat_id == str(chat_id)]
+        return [m for m in self.messages.values() if chat_id is None or m.chat_id == str(chat_id)]
 
     async def wait_for(
-        self, method: str, count: int = 1, timeout: float = 10,
+        self,
+        method: str,
+        count: int = 1,
+        timeout: float = 10,
         where: Callable[[Call], bool] = lambda c: c.status == 200,
     ) -> list[Call]:
         """Wait until ``count`` calls to ``method`` matched ``where``; returns them."""
@@ -279,8 +331,11 @@ class FakeTelegramApi:
             result = await handler(params)
         except _Fail as fail:
             call.status = fail.code
-            answer: dict[str, Any] = {"ok": False, "error_code": fail.code,
-                                      "description": fail.description}
+            answer: dict[str, Any] = {
+                "ok": False,
+                "error_code": fail.code,
+                "description": fail.description,
+            }
             if fail.retry_after is not None:
                 answer["parameters"] = {"retry_after": fail.retry_after}
             return web.json_response(answer, status=fail.code)
@@ -291,8 +346,11 @@ class FakeTelegramApi:
 
     async def _api_getUpdates(self, params: dict[str, Any]) -> Any:
         if self.webhook is not None:
-            raise _Fail(409, "Conflict: can't use getUpdates method while webhook is active;"
-                             " use deleteWebhook to delete the webhook first")
+            raise _Fail(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active;"
+                " use deleteWebhook to delete the webhook first",
+            )
         offset = int(params.get("offset") or 0)
         timeout = float(params.get("timeout") or 0)
         limit = int(params.get("limit") or 100)
@@ -334,9 +392,12 @@ class FakeTelegramApi:
 
     @staticmethod
     def _as_result(m: Message) -> dict[str, Any]:
-        result: dict[str, Any] = {"message_id": m.message_id, "date": int(time.time()),
-                                  "chat": {"id": int(m.chat_id), "type": "private"},
-                                  "text": m.text}
+        result: dict[str, Any] = {
+            "message_id": m.message_id,
+            "date": int(time.time()),
+            "chat": {"id": int(m.chat_id), "type": "private"},
+            "text": m.text,
+        }
         if m.reply_markup:
             result["reply_markup"] = m.reply_markup
         return result
@@ -347,9 +408,15 @@ class FakeTelegramApi:
             raise _Fail(400, "Bad Request: chat_id is empty")
         raw, visible = self._render(params)
         reply = params.get("reply_parameters")
-        m = Message(chat, self._new_message_id(chat), visible, raw, params.get("parse_mode"),
-                    params.get("reply_markup"),
-                    reply.get("message_id") if isinstance(reply, dict) else None)
+        m = Message(
+            chat,
+            self._new_message_id(chat),
+            visible,
+            raw,
+            params.get("parse_mode"),
+            params.get("reply_markup"),
+            reply.get("message_id") if isinstance(reply, dict) else None,
+        )
         self.messages[(chat, m.message_id)] = m
         return self._as_result(m)
 
@@ -358,8 +425,11 @@ class FakeTelegramApi:
         raw, visible = self._render(params)
         markup = params.get("reply_markup")
         if raw == m.raw and markup == m.reply_markup:
-            raise _Fail(400, "Bad Request: message is not modified: specified new message "
-                             "content and reply markup are exactly the same")
+            raise _Fail(
+                400,
+                "Bad Request: message is not modified: specified new message "
+                "content and reply markup are exactly the same",
+            )
         m.history.append(m.text)
         m.text, m.raw, m.reply_markup, m.edits = visible, raw, markup, m.edits + 1
         return self._as_result(m)

@@ -28,8 +28,9 @@ async def gated(
 ) -> AsyncIterator[tuple[App, Driver, RecordingChannel, ScriptedModelServer]]:
     async with ScriptedModelServer() as model:
         model.default = ToolCall("task_create", {"repo": "demo", "instruction": "x"})
-        settings = make_settings(FETCH_MODEL_BASE_URL=model.url + "/v1",
-                                 FETCH__ALLOWLIST='["whatsapp:4915100000001"]')
+        settings = make_settings(
+            FETCH_MODEL_BASE_URL=model.url + "/v1", FETCH__ALLOWLIST='["whatsapp:4915100000001"]'
+        )
         terminal = TerminalChannel(settings.terminal.chat)
         phone = RecordingChannel("whatsapp")
         app = build_app(settings, channels=[terminal, phone])
@@ -48,14 +49,27 @@ def stranger_events(n: int, senders: int) -> list[Inbound]:
         kind = next(kinds)
         sender = f"49170{(i % senders):07d}"
         msg_id = f"STRANGER-{i // 2 if kind == 'replay' else i}"
-        text = {"plain": "hello there", "group": "@fetch fix the login test in demo",
-                "replay": "fix the typo in README.md of demo", "reaction": "",
-                "yes": "yes", "command": "/status", "task": "fix everything in demo"}[kind]
-        events.append(Inbound(
-            channel="whatsapp", chat=sender if kind != "group" else "group-123@g.us",
-            sender=sender, message_id=msg_id, text=text, is_group=kind == "group",
-            reaction="👍" if kind == "reaction" else None,
-            reply_to="whatsapp-out-1" if kind == "reaction" else None))
+        text = {
+            "plain": "hello there",
+            "group": "@fetch fix the login test in demo",
+            "replay": "fix the typo in README.md of demo",
+            "reaction": "",
+            "yes": "yes",
+            "command": "/status",
+            "task": "fix everything in demo",
+        }[kind]
+        events.append(
+            Inbound(
+                channel="whatsapp",
+                chat=sender if kind != "group" else "group-123@g.us",
+                sender=sender,
+                message_id=msg_id,
+                text=text,
+                is_group=kind == "group",
+                reaction="👍" if kind == "reaction" else None,
+                reply_to="whatsapp-out-1" if kind == "reaction" else None,
+            )
+        )
     return events
 
 
@@ -66,8 +80,9 @@ async def test_strangers_reach_nothing(
     assert app.gateway is not None and app.services is not None
     # The owner has a diff waiting: strangers' "yes" and 👍 must not touch it.
     await owner.push("/harness demo")
-    model.script(ToolCall("task_create", {"repo": "demo",
-                                          "instruction": "fix the typo in README.md"}))
+    model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    )
     await owner.ask("fix the typo in README.md of demo", "Apply?")
     requests_before = len(model.requests)
     events = stranger_events(10_000, 200)
@@ -79,11 +94,17 @@ async def test_strangers_reach_nothing(
     store = app.services.store
     tasks = await store.db.conn.execute_fetchall("SELECT COUNT(*) FROM tasks")
     seen = await store.db.conn.execute_fetchall(
-        "SELECT COUNT(*) FROM inbound WHERE channel='whatsapp'")
-    figures = {"events": len(events), "senders": 200, "replies": len(phone.sent),
-               "model_calls": len(model.requests) - requests_before,
-               "tasks": next(iter(tasks))[0] - 1, "stored": next(iter(seen))[0],
-               "events_per_s": round(len(events) / elapsed)}
+        "SELECT COUNT(*) FROM inbound WHERE channel='whatsapp'"
+    )
+    figures = {
+        "events": len(events),
+        "senders": 200,
+        "replies": len(phone.sent),
+        "model_calls": len(model.requests) - requests_before,
+        "tasks": next(iter(tasks))[0] - 1,
+        "stored": next(iter(seen))[0],
+        "events_per_s": round(len(events) / elapsed),
+    }
     print(f"\ngate figures: {figures}")
     assert figures["replies"] == 0 and figures["model_calls"] == 0
     assert figures["tasks"] == 0 and figures["stored"] == 0
@@ -100,11 +121,18 @@ async def test_allowlisted_sender_is_served_but_cannot_approve(
     assert gateway is not None
     friend = "4915100000001"
 
-    async def say(text: str, *, reaction: str | None = None,
-                  reply_to: str | None = None) -> None:
-        await gateway.receive(Inbound(channel="whatsapp", chat=friend, sender=friend,
-                                      message_id=uuid.uuid4().hex, text=text,
-                                      reaction=reaction, reply_to=reply_to))
+    async def say(text: str, *, reaction: str | None = None, reply_to: str | None = None) -> None:
+        await gateway.receive(
+            Inbound(
+                channel="whatsapp",
+                chat=friend,
+                sender=friend,
+                message_id=uuid.uuid4().hex,
+                text=text,
+                reaction=reaction,
+                reply_to=reply_to,
+            )
+        )
         await asyncio.sleep(0.3)
 
     await say("/status")
@@ -116,8 +144,7 @@ async def test_allowlisted_sender_is_served_but_cannot_approve(
             break
         await asyncio.sleep(0.1)
     assert any("Apply?" in m.text for m in phone.sent)
-    diff_id = next(f"whatsapp-out-{i + 1}" for i, m in enumerate(phone.sent)
-                   if "Apply?" in m.text)
+    diff_id = next(f"whatsapp-out-{i + 1}" for i, m in enumerate(phone.sent) if "Apply?" in m.text)
     await say("yes")
     assert "only the owner can approve" in phone.sent[-1].text
     await say("", reaction="👍", reply_to=diff_id)
@@ -128,15 +155,28 @@ async def test_allowlisted_sender_is_served_but_cannot_approve(
 def traversal_corpus() -> list[str]:
     dots = ["..", "%2e%2e", "%252e%252e", "．．", "\u2024\u2024", ".%2e", "%2e.", "..."]
     seps = ["/", "\\", "%2f", "%5c", "／", "%252f", "\\\\", "//"]
-    targets = ["etc/passwd", ".git/config", ".git/hooks/pre-commit", "root/.ssh/id_rsa",
-               "", "x"]
+    targets = ["etc/passwd", ".git/config", ".git/hooks/pre-commit", "root/.ssh/id_rsa", "", "x"]
     corpus: list[str] = []
     for d, s, t in itertools.product(dots, seps, targets):
         corpus.append(f"{d}{s}{d}{s}{t}")
         corpus.append(f"README.md{s}{d}{s}{d}{s}{t}")
-    corpus += ["/etc/passwd", "~/.ssh/id_rsa", "C:\\Windows\\win.ini", "c:/x", "a\x00b",
-               ".git", ".git/", "./.git/config", "a/./../../b", "\x1b[2J", "\u202e/etc",
-               "%00", "..%00/x", "x" * 5000, "a/" * 40 + "b"]
+    corpus += [
+        "/etc/passwd",
+        "~/.ssh/id_rsa",
+        "C:\\Windows\\win.ini",
+        "c:/x",
+        "a\x00b",
+        ".git",
+        ".git/",
+        "./.git/config",
+        "a/./../../b",
+        "\x1b[2J",
+        "\u202e/etc",
+        "%00",
+        "..%00/x",
+        "x" * 5000,
+        "a/" * 40 + "b",
+    ]
     return corpus[:520]
 
 
@@ -163,8 +203,7 @@ def test_path_traversal_corpus_never_escapes(tmp_path: Path) -> None:
 
 async def test_traversal_through_the_phone_path(fetch: Driver) -> None:
     await fetch.ask("fix the typo in README.md of demo", "Apply?")
-    for name in ("../../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", ".git/config",
-                 "/etc/shadow"):
+    for name in ("../../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", ".git/config", "/etc/shadow"):
         reply = await fetch.ask(f"show {name}", "⚠️")
         assert "not allowed" in reply or "not shown" in reply
     for name in ("../../etc", "%2e%2e", "demo/../.."):
@@ -182,9 +221,14 @@ async def test_forged_stale_and_foreign_approvals_are_refused(fetch: Driver) -> 
     session = await fetch.services.sessions.get(fetch.terminal_key())
 
     def forged(**kw: object) -> Inbound:
-        base: dict[str, object] = {"channel": "terminal", "chat": "owner", "sender": "owner",
-                                   "message_id": uuid.uuid4().hex, "text": "yes",
-                                   "from_owner": True}
+        base: dict[str, object] = {
+            "channel": "terminal",
+            "chat": "owner",
+            "sender": "owner",
+            "message_id": uuid.uuid4().hex,
+            "text": "yes",
+            "from_owner": True,
+        }
         base.update(kw)
         return Inbound(**base)  # type: ignore[arg-type]
 
@@ -204,12 +248,14 @@ async def test_forged_stale_and_foreign_approvals_are_refused(fetch: Driver) -> 
         assert session.state == "GUARDING", name
     # Expired: the approval's clock ran out while the owner was away.
     await fetch.services.store.db.write(
-        "UPDATE approvals SET expires_at=? WHERE id=?", (time.time() - 1, session.data.approval_id))
+        "UPDATE approvals SET expires_at=? WHERE id=?", (time.time() - 1, session.data.approval_id)
+    )
     expired = await fetch.ask("yes", "expired")
     assert "discarded" in expired
     accepted += git(repo, "rev-parse", "HEAD") != head
-    print(f"\napproval figures: forged/stale/foreign variants={len(variants) + 1} "
-          f"accepted={accepted}")
+    print(
+        f"\napproval figures: forged/stale/foreign variants={len(variants) + 1} accepted={accepted}"
+    )
     assert accepted == 0
     # And the real thing still works.
     await fetch.ask("fix the typo in README.md of demo", "Apply?")

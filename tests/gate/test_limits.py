@@ -50,8 +50,12 @@ def test_stranger_log_lines_share_one_budget(caplog: pytest.LogCaptureFixture) -
         clock.now += 61
         throttle.info("dropped %s", "later")
     lines = [r.getMessage() for r in caplog.records]
-    assert lines == ["dropped 0", "dropped 1", "dropped 2",
-                     "dropped later (997 similar lines suppressed)"]
+    assert lines == [
+        "dropped 0",
+        "dropped 1",
+        "dropped 2",
+        "dropped later (997 similar lines suppressed)",
+    ]
 
 
 def test_the_gates() -> None:
@@ -74,16 +78,33 @@ def test_an_echo_is_claimed_once_per_send() -> None:
     assert len(pending) == 0 and not pending.claim("hi")
 
 
-@pytest.mark.parametrize(("written", "digits"), [
-    ("+49 170 1234567", "491701234567"), ("0049 170 1234567", "491701234567"),
-    ("49-170-1234567", "491701234567"), ("+49 (0)170 1234567", "491701234567"),
-    ("+1 (555) 123-4567", "15551234567"), ("+44 7700 900123", "447700900123")])
+@pytest.mark.parametrize(
+    ("written", "digits"),
+    [
+        ("+49 170 1234567", "491701234567"),
+        ("0049 170 1234567", "491701234567"),
+        ("49-170-1234567", "491701234567"),
+        ("+49 (0)170 1234567", "491701234567"),
+        ("+1 (555) 123-4567", "15551234567"),
+        ("+44 7700 900123", "447700900123"),
+    ],
+)
 def test_owner_numbers_are_normalised(written: str, digits: str) -> None:
     assert normalise_number(written) == digits
 
 
-@pytest.mark.parametrize("bad", ["+49 17", "+999 1234567", "12", "+1 555 123 45678",
-                                 "call me", "+", "491701234567@s.whatsapp.net"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "+49 17",
+        "+999 1234567",
+        "12",
+        "+1 555 123 45678",
+        "call me",
+        "+",
+        "491701234567@s.whatsapp.net",
+    ],
+)
 def test_impossible_numbers_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match=r"real number|not a phone number"):
         normalise_number(bad)

@@ -41,11 +41,13 @@ async def flooded(
 
     async def make(rate: str) -> tuple[App, FakeWhatsAppClient]:
         settings = make_settings(
-            FETCH__WHATSAPP__ENABLED="true", FETCH_WHATSAPP_OWNER=OWNER,
+            FETCH__WHATSAPP__ENABLED="true",
+            FETCH_WHATSAPP_OWNER=OWNER,
             FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS="0",
             FETCH__WHATSAPP__SENDS_PER_MINUTE="100000",
             FETCH__ALLOWLIST=f'["whatsapp:{FRIEND}"]',
-            FETCH__GATEWAY__RATE_PER_MINUTE=rate)
+            FETCH__GATEWAY__RATE_PER_MINUTE=rate,
+        )
         client = SlowSendClient()
         app = await start_app(settings, client)
         made.append(app)
@@ -108,5 +110,6 @@ async def test_over_the_limit_a_member_is_refused_at_once_and_told_once(
     assert sum(HELP in t for t in to_friend) == 5  # the burst the limit allows, no more
     # Refused messages were never accepted: no row, so nothing replays after a restart.
     rows = await app.services.store.db.conn.execute_fetchall(
-        "SELECT COUNT(*) FROM inbound WHERE message_id LIKE '3EBLIM%'")
+        "SELECT COUNT(*) FROM inbound WHERE message_id LIKE '3EBLIM%'"
+    )
     assert next(iter(rows))[0] == 5

@@ -24,9 +24,14 @@ URL = "http://127.0.0.1:4100"
 
 def request(tmp_path: Path, **changes: Any) -> HarnessRequest:
     # A prompt starting with "-" must stay a prompt, not become a flag.
-    base = HarnessRequest(prompt="-rf the typo", workdir=tmp_path / "ws",
-                          state_dir=tmp_path / "kennel" / "demo" / "x", model_url=URL,
-                          placeholder_key=PLACEHOLDER_KEY, path_env="/bin")
+    base = HarnessRequest(
+        prompt="-rf the typo",
+        workdir=tmp_path / "ws",
+        state_dir=tmp_path / "kennel" / "demo" / "x",
+        model_url=URL,
+        placeholder_key=PLACEHOLDER_KEY,
+        path_env="/bin",
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -79,8 +84,9 @@ def test_gemini(tmp_path: Path) -> None:
     assert settings["general"]["enableAutoUpdate"] is False
     assert settings["general"]["maxAttempts"] == 3
 
-    argv, _ = prepared(GeminiCli(), request(tmp_path, model="gemini-9", resume="abc",
-                                            max_retries=10))
+    argv, _ = prepared(
+        GeminiCli(), request(tmp_path, model="gemini-9", resume="abc", max_retries=10)
+    )
     assert argv[-4:] == ["--model", "gemini-9", "--resume", "abc"]
     settings = json.loads((home / ".gemini" / "settings.json").read_text())
     assert settings["general"]["maxAttempts"] == 10  # the CLI's ceiling
@@ -91,8 +97,16 @@ def test_codex(tmp_path: Path) -> None:
     argv, env = prepared(Codex(), req)
     # stderr folded into stdout (sandbox rejections are only printed there), same pid.
     assert argv[:4] == ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh"]
-    assert argv[4:] == ["codex", "exec", "--json", "--skip-git-repo-check",
-                        "--sandbox", "workspace-write", "--", "-rf the typo"]
+    assert argv[4:] == [
+        "codex",
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "workspace-write",
+        "--",
+        "-rf the typo",
+    ]
     home = Path(env["CODEX_HOME"])
     assert home.is_relative_to(req.state_dir)
     assert not home.is_relative_to(env["TMPDIR"]) and not Path(env["TMPDIR"]).is_relative_to(home)
@@ -110,8 +124,14 @@ def test_codex(tmp_path: Path) -> None:
 
     argv, _ = prepared(Codex(), request(tmp_path, resume="01a1-thread", model='gpt-"x"'))
     # --sandbox must precede "resume": clap rejects it after.
-    assert argv[-6:] == ["--sandbox", "workspace-write", "resume", "01a1-thread", "--",
-                         "-rf the typo"]
+    assert argv[-6:] == [
+        "--sandbox",
+        "workspace-write",
+        "resume",
+        "01a1-thread",
+        "--",
+        "-rf the typo",
+    ]
     assert tomllib.loads((home / "config.toml").read_text())["model"] == 'gpt-"x"'
 
 

@@ -20,24 +20,32 @@ FILES = {
     "docs/notes.txt": "We recieve seperate langauge files untill now.\n",
     "clean.md": "Nothing to fix here.\n",
 }
-PROMPTS = ["fix the typo in README.md of demo", "fix docs/notes.txt and clean.md",
-           "fix the typos", "fix ../outside.md", "fix missing.md"]
+PROMPTS = [
+    "fix the typo in README.md of demo",
+    "fix docs/notes.txt and clean.md",
+    "fix the typos",
+    "fix ../outside.md",
+    "fix missing.md",
+]
 
 
 def _tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def _run(argv: list[str], prompt: str, tmp: Path,
-         name: str) -> tuple[list[object], dict[str, str]]:
+def _run(argv: list[str], prompt: str, tmp: Path, name: str) -> tuple[list[object], dict[str, str]]:
     repo = tmp / name
     for rel, text in FILES.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
-    done = subprocess.run([*argv, prompt], cwd=repo, capture_output=True, text=True,
-                          timeout=30, env={"PATH": "/usr/local/bin:/usr/bin:/bin",
-                                           "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [*argv, prompt],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()], _tree(repo)
 

@@ -23,8 +23,11 @@ from harnesses.copilot_cli import CopilotCli
 from harnesses.gemini_cli import GeminiCli
 
 STREAMS = Path(__file__).parent / "streams"
-HARNESSES: dict[str, Harness] = {"gemini-cli": GeminiCli(), "codex": Codex(),
-                                 "copilot": CopilotCli()}
+HARNESSES: dict[str, Harness] = {
+    "gemini-cli": GeminiCli(),
+    "codex": Codex(),
+    "copilot": CopilotCli(),
+}
 
 
 def lines(name: str) -> list[str]:
@@ -47,6 +50,7 @@ def of(events: list[HarnessEvent], kind: str) -> list[HarnessEvent]:
 
 # -- the edit that works ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_edit_ends_done_with_the_answer(name: str) -> None:
     events = parse_all(HARNESSES[name], lines(f"{name}-edit"))
@@ -62,9 +66,18 @@ def test_edit_ends_done_with_the_answer(name: str) -> None:
 def test_gemini_edit_events() -> None:
     events = parse_all(HARNESSES["gemini-cli"], lines("gemini-cli-edit"))
     assert [e.kind for e in events] == [
-        "session", "tool_use", "file_change", "text", "text", "usage", "done"]
-    assert events[0].data == {"session_id": "2fc74f7e-5aed-4802-a0e3-944a51d3cc9c",
-                              "model": "gemini-2.5-flash"}
+        "session",
+        "tool_use",
+        "file_change",
+        "text",
+        "text",
+        "usage",
+        "done",
+    ]
+    assert events[0].data == {
+        "session_id": "2fc74f7e-5aed-4802-a0e3-944a51d3cc9c",
+        "model": "gemini-2.5-flash",
+    }
     tool = events[1]
     assert tool.text == "replace" and tool.data["input"]["new_string"] == "The quick brown fox."
     assert events[2].text == "README.md"  # as the model named it, relative to the workspace
@@ -74,7 +87,13 @@ def test_gemini_edit_events() -> None:
 def test_codex_edit_events() -> None:
     events = parse_all(HARNESSES["codex"], lines("codex-edit"))
     assert [e.kind for e in events] == [
-        "session", "tool_use", "file_change", "text", "usage", "done"]
+        "session",
+        "tool_use",
+        "file_change",
+        "text",
+        "usage",
+        "done",
+    ]
     assert events[0].data == {"session_id": "01a1fdc9-5be8-7771-9357-1285dd0d335f"}
     assert events[2].text == "/tmp/rec/work/README.md"
     assert events[4].data == {"tokens_in": 19441, "tokens_out": 4}
@@ -91,14 +110,26 @@ def test_copilot_edit_events() -> None:
 
 # -- denied edits: every CLI exits 0 and says "success" at the end ----------------------------
 
-@pytest.mark.parametrize(("name", "why"), [
-    ("gemini-cli", 'Gemini CLI was denied: Path not in workspace: Attempted path '
-                   '"/tmp/outside.txt"'),
-    ("codex", "Codex was denied: patch rejected: writing outside of the project; "
-              "rejected by user approval settings"),
-    ("copilot", "Copilot was denied: Permission denied because no interactive user "
-                "response was available"),
-])
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        (
+            "gemini-cli",
+            'Gemini CLI was denied: Path not in workspace: Attempted path "/tmp/outside.txt"',
+        ),
+        (
+            "codex",
+            "Codex was denied: patch rejected: writing outside of the project; "
+            "rejected by user approval settings",
+        ),
+        (
+            "copilot",
+            "Copilot was denied: Permission denied because no interactive user "
+            "response was available",
+        ),
+    ],
+)
 def test_denied_write_is_an_error(name: str, why: str) -> None:
     events = parse_all(HARNESSES[name], lines(f"{name}-denied"))
     end = final(events)
@@ -111,8 +142,13 @@ def test_gemini_tool_failure_that_is_no_denial_still_succeeds() -> None:
     """A replace whose old_string is missing is the model's mistake to fix, not a denial."""
     stream = lines("gemini-cli-edit")
     missed = json.loads(stream[3])
-    missed.update(status="error", error={"type": "edit_no_occurrence_found",
-                                         "message": "Failed to edit, 0 occurrences found"})
+    missed.update(
+        status="error",
+        error={
+            "type": "edit_no_occurrence_found",
+            "message": "Failed to edit, 0 occurrences found",
+        },
+    )
     stream[3] = json.dumps(missed)
     events = parse_all(HARNESSES["gemini-cli"], stream)
     end = final(events)
@@ -122,12 +158,19 @@ def test_gemini_tool_failure_that_is_no_denial_still_succeeds() -> None:
 
 # -- model errors --------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("gemini-cli", "API error 401 UNAUTHENTICATED: invalid api key"),
-    ("codex", "unexpected status 401 Unauthorized: invalid api key, url: "
-              "http://127.0.0.1:39419/responses"),
-    ("copilot", "Authentication failed with provider at http://127.0.0.1:36703 (HTTP 401)."),
-])
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("gemini-cli", "API error 401 UNAUTHENTICATED: invalid api key"),
+        (
+            "codex",
+            "unexpected status 401 Unauthorized: invalid api key, url: "
+            "http://127.0.0.1:39419/responses",
+        ),
+        ("copilot", "Authentication failed with provider at http://127.0.0.1:36703 (HTTP 401)."),
+    ],
+)
 def test_auth_error(name: str, message: str) -> None:
     events = parse_all(HARNESSES[name], lines(f"{name}-401"))
     end = final(events)
@@ -137,8 +180,10 @@ def test_auth_error(name: str, message: str) -> None:
 
 def test_codex_retry_notice_is_outranked_by_a_completed_turn() -> None:
     # The notice is from shared/facts/harness-clis.md §4 (default retries).
-    notice = ('{"type":"error","message":"Reconnecting... 1/5 (unexpected status 401 '
-              'Unauthorized: fake failure 401, url: http://127.0.0.1:9/v1/responses)"}')
+    notice = (
+        '{"type":"error","message":"Reconnecting... 1/5 (unexpected status 401 '
+        'Unauthorized: fake failure 401, url: http://127.0.0.1:9/v1/responses)"}'
+    )
     stream = lines("codex-edit")
     stream.insert(3, notice)
     end = final(parse_all(HARNESSES["codex"], stream))
@@ -147,14 +192,17 @@ def test_codex_retry_notice_is_outranked_by_a_completed_turn() -> None:
 
 def test_codex_fatal_stderr_line_is_an_error() -> None:
     # Real stderr (folded into stdout) of codex 0.169 with wire_api = "chat".
-    line = ('Error loading config.toml: wire_api = "chat" is no longer supported. '
-            'How to fix: set wire_api = "responses"')
+    line = (
+        'Error loading config.toml: wire_api = "chat" is no longer supported. '
+        'How to fix: set wire_api = "responses"'
+    )
     assert parse_all(HARNESSES["codex"], [line]) == [HarnessEvent("error", line)]
     panic = "thread 'main' panicked at codex-rs/exec/src/lib.rs:1:1:"
     assert parse_all(HARNESSES["codex"], [panic]) == [HarnessEvent("error", panic)]
 
 
 # -- cancelled ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["gemini-cli", "codex"])
 def test_cancelled_run_has_no_result(name: str) -> None:
@@ -171,6 +219,7 @@ def test_copilot_cancelled_run_is_an_error_despite_exit_code_zero() -> None:
 
 
 # -- runs are kept apart ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 async def test_concurrent_runs_do_not_share_state(name: str) -> None:
@@ -199,9 +248,21 @@ def test_a_new_stream_starts_afresh_in_the_same_context(name: str) -> None:
 
 # -- garbage ---------------------------------------------------------------------------------
 
-GARBAGE = ["", "   ", "not json at all", "{", '{"half": ', "[1, 2]", '"text"', "null",
-           '{"no_type": true}', '{"type": 7}', '{"type": "unheard.of", "data": {}}',
-           "\x00\xff binary", "Reading additional input from stdin..."]
+GARBAGE = [
+    "",
+    "   ",
+    "not json at all",
+    "{",
+    '{"half": ',
+    "[1, 2]",
+    '"text"',
+    "null",
+    '{"no_type": true}',
+    '{"type": 7}',
+    '{"type": "unheard.of", "data": {}}',
+    "\x00\xff binary",
+    "Reading additional input from stdin...",
+]
 
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))

@@ -76,8 +76,11 @@ def scene(tmp_path: Path) -> Scene:
     (victim / "notes.txt").write_text("precious\n")
     (victim / "dir").mkdir()
     (victim / "dir" / "keep.md").write_text("keep me\n")
-    repo = make_repo(tmp_path / "ws", "demo",
-                     {"README.md": "# demo\n\nTeh quick brown fox.\n", "src/app.py": "x = 1\n"})
+    repo = make_repo(
+        tmp_path / "ws",
+        "demo",
+        {"README.md": "# demo\n\nTeh quick brown fox.\n", "src/app.py": "x = 1\n"},
+    )
     return Scene(tmp_path, repo, canary, victim)
 
 
@@ -107,8 +110,7 @@ def exercise(scene: Scene, answer: str) -> list[str]:
         scene.shown.append(diffview.page(change, 0)[0])
         for f in change.files:
             patch = attempt(errors, functools.partial(repo.file_patch, change, f.path))
-            scene.shown.append(diffview.file_view(patch if isinstance(patch, str) else "",
-                                                  f.path))
+            scene.shown.append(diffview.file_view(patch if isinstance(patch, str) else "", f.path))
     if answer == "yes" and isinstance(change, Change) and not change.empty:
         sha = attempt(errors, lambda: repo.commit(change, "fetch: hostile change"))
         if isinstance(sha, str):

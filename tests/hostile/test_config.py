@@ -14,9 +14,19 @@ import pytest
 from orchestrator.gitops import Repo, guard_repo_config
 from tests.hostile.conftest import Scene, exercise, snapshot
 
-HOOKS = ("pre-commit", "post-commit", "reference-transaction", "post-checkout",
-         "post-rewrite", "pre-auto-gc", "post-index-change", "prepare-commit-msg",
-         "commit-msg", "post-merge", "pre-push")
+HOOKS = (
+    "pre-commit",
+    "post-commit",
+    "reference-transaction",
+    "post-checkout",
+    "post-rewrite",
+    "pre-auto-gc",
+    "post-index-change",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-merge",
+    "pre-push",
+)
 
 
 @dataclass(frozen=True)
@@ -42,15 +52,19 @@ def hooks_path(s: Scene) -> None:
 
 def filters(s: Scene) -> None:
     (s.repo / ".gitattributes").write_text("* filter=evil\n")
-    s.config(f'[filter "evil"]\n\tclean = "{s.evil("clean")}; cat"\n'
-             f'\tsmudge = "{s.evil("smudge")}; cat"\n\tprocess = "{s.evil("process")}"\n'
-             "\trequired = true\n")
+    s.config(
+        f'[filter "evil"]\n\tclean = "{s.evil("clean")}; cat"\n'
+        f'\tsmudge = "{s.evil("smudge")}; cat"\n\tprocess = "{s.evil("process")}"\n'
+        "\trequired = true\n"
+    )
 
 
 def textconv(s: Scene) -> None:
     (s.repo / ".gitattributes").write_text("* diff=evil\n")
-    s.config(f'[diff "evil"]\n\ttextconv = "{s.evil("textconv")}; cat"\n'
-             f'\tcommand = "{s.evil("diffcmd")}"\n')
+    s.config(
+        f'[diff "evil"]\n\ttextconv = "{s.evil("textconv")}; cat"\n'
+        f'\tcommand = "{s.evil("diffcmd")}"\n'
+    )
 
 
 def diff_external(s: Scene) -> None:
@@ -58,15 +72,18 @@ def diff_external(s: Scene) -> None:
 
 
 def pagers(s: Scene) -> None:
-    s.config(f'[core]\n\tpager = "{s.evil("pager")}; cat"\n'
-             f'[pager]\n\tdiff = "{s.evil("pager-diff")}; cat"\n'
-             f'\tlog = "{s.evil("pager-log")}; cat"\n\tstatus = "{s.evil("pager-st")}"\n')
+    s.config(
+        f'[core]\n\tpager = "{s.evil("pager")}; cat"\n'
+        f'[pager]\n\tdiff = "{s.evil("pager-diff")}; cat"\n'
+        f'\tlog = "{s.evil("pager-log")}; cat"\n\tstatus = "{s.evil("pager-st")}"\n'
+    )
 
 
 def include(s: Scene) -> None:
     hostile = s.tmp / "hostile.cfg"
-    hostile.write_text(f'[core]\n\tfsmonitor = "{s.evil("included")}; false"\n'
-                       f"\tworktree = {s.victim}\n")
+    hostile.write_text(
+        f'[core]\n\tfsmonitor = "{s.evil("included")}; false"\n\tworktree = {s.victim}\n'
+    )
     s.config(f"[include]\n\tpath = {hostile}\n")
 
 
@@ -111,7 +128,8 @@ def merge_driver(s: Scene) -> None:
 
 def worktree_config(s: Scene) -> None:
     (s.repo / ".git" / "config.worktree").write_text(
-        f'[core]\n\tfsmonitor = "{s.evil("wtconfig")}; false"\n')
+        f'[core]\n\tfsmonitor = "{s.evil("wtconfig")}; false"\n'
+    )
     s.config("[extensions]\n\tworktreeConfig = true\n")
 
 
@@ -120,8 +138,9 @@ def bare(s: Scene) -> None:
 
 
 def excludes_file(s: Scene) -> None:
-    s.config(f"[core]\n\texcludesFile = {s.victim}/notes.txt\n"
-             f"\tattributesFile = {s.victim}/notes.txt\n")
+    s.config(
+        f"[core]\n\texcludesFile = {s.victim}/notes.txt\n\tattributesFile = {s.victim}/notes.txt\n"
+    )
 
 
 def alternate_refs(s: Scene) -> None:
@@ -129,8 +148,10 @@ def alternate_refs(s: Scene) -> None:
 
 
 def submodule_update(s: Scene) -> None:
-    s.config(f'[submodule "mod"]\n\tupdate = "!{s.evil("subupdate")}"\n'
-             f'\turl = "ext::sh -c {s.evil("ext")}"\n')
+    s.config(
+        f'[submodule "mod"]\n\tupdate = "!{s.evil("subupdate")}"\n'
+        f'\turl = "ext::sh -c {s.evil("ext")}"\n'
+    )
 
 
 VECTORS = [
@@ -166,8 +187,7 @@ def edit(s: Scene) -> None:
 
 @pytest.mark.parametrize("answer", ["no", "yes"])
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v.name)
-def test_config_in_git_dir_is_refused_by_name(scene: Scene, vector: Vector,
-                                              answer: str) -> None:
+def test_config_in_git_dir_is_refused_by_name(scene: Scene, vector: Vector, answer: str) -> None:
     victim = snapshot(scene.victim)
     edit(scene)
     vector.plant(scene)
@@ -182,8 +202,9 @@ def test_config_in_git_dir_is_refused_by_name(scene: Scene, vector: Vector,
 
 @pytest.mark.parametrize("answer", ["no", "yes"])
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v.name)
-def test_config_planted_during_a_guarded_run_is_put_back(scene: Scene, vector: Vector,
-                                                         answer: str) -> None:
+def test_config_planted_during_a_guarded_run_is_put_back(
+    scene: Scene, vector: Vector, answer: str
+) -> None:
     victim = snapshot(scene.victim)
     config = (scene.repo / ".git" / "config").read_bytes()
     with guard_repo_config(scene.repo) as restored:
@@ -198,10 +219,12 @@ def test_config_planted_during_a_guarded_run_is_put_back(scene: Scene, vector: V
 
 
 def test_owner_config_from_a_clone_is_accepted(scene: Scene) -> None:
-    scene.config('[remote "origin"]\n\turl = git@example.com:me/demo.git\n'
-                 "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
-                 '[branch "main"]\n\tremote = origin\n\tmerge = refs/heads/main\n'
-                 "[user]\n\tname = Me\n\temail = me@example.com\n[pull]\n\trebase = true\n")
+    scene.config(
+        '[remote "origin"]\n\turl = git@example.com:me/demo.git\n'
+        "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+        '[branch "main"]\n\tremote = origin\n\tmerge = refs/heads/main\n'
+        "[user]\n\tname = Me\n\temail = me@example.com\n[pull]\n\trebase = true\n"
+    )
     edit(scene)
     assert exercise(scene, "yes") == []
 

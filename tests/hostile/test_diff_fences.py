@@ -87,9 +87,11 @@ def test_telegram_keeps_the_diff_in_pre(tmp_path: Path, limit: int) -> None:
     text = diffview.summary(_change(tmp_path, BEFORE, AFTER), "notes")
     diff = _diff_lines(text)
     rendered = [to_html(m) for m in split_message(text, limit, utf16_units)]
-    pre = "\n".join(html.unescape(body) for message in rendered
-                    for body in re.findall(r"<pre><code[^>]*>(.*?)</code></pre>", message,
-                                           re.S))
+    pre = "\n".join(
+        html.unescape(body)
+        for message in rendered
+        for body in re.findall(r"<pre><code[^>]*>(.*?)</code></pre>", message, re.S)
+    )
     for line in diff:
         assert line in pre, f"{line!r} is outside <pre>:\n{rendered}"
     for message in rendered:
@@ -103,8 +105,9 @@ def test_the_diff_still_reads_as_the_file(tmp_path: Path) -> None:
     shown = [_plain(line) for line in _diff_lines(diffview.summary(change, "notes"))]
     for marker in MARKERS:
         assert any(marker in line for line in shown), marker
-    assert any(line.startswith("+Use ``` fences ``` inline, `code`, ````four```` and")
-               for line in shown), shown
+    assert any(
+        line.startswith("+Use ``` fences ``` inline, `code`, ````four```` and") for line in shown
+    ), shown
 
 
 def test_a_files_own_zero_width_space_is_spelled_out(tmp_path: Path) -> None:

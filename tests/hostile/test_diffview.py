@@ -12,21 +12,45 @@ from orchestrator import diffview
 from orchestrator.gitops import FILE_CAP, PATCH_CAP, Repo
 from tests.hostile.conftest import Scene, exercise
 
-RAW = {"\x1b", "\x07", "\x08", "\r", "\x00", "\x9b", "\x9d", "\u202a", "\u202b", "\u202c",
-       "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\x0b", "\x0c", "\x7f"}
+RAW = {
+    "\x1b",
+    "\x07",
+    "\x08",
+    "\r",
+    "\x00",
+    "\x9b",
+    "\x9d",
+    "\u202a",
+    "\u202b",
+    "\u202c",
+    "\u202d",
+    "\u202e",
+    "\u2066",
+    "\u2067",
+    "\u2068",
+    "\u2069",
+    "\x0b",
+    "\x0c",
+    "\x7f",
+}
 
 
 def test_terminal_escapes_and_bidi_in_content_are_shown_inert(scene: Scene) -> None:
-    hostile = ("title \x1b]0;pwned\x07 clear \x1b[2J\x1b[H c1 \x9b31m osc8 "
-               "\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\\n"
-               "bidi: if (admin \u202e} \u2066 {\u2069 \u202a\u202b\u202c\u202d\u2067\u2068\n"
-               "cr\roverwrite back\x08\x08 vt\x0b ff\x0c del\x7f \u009dosc\n"
-               "tab\tstays\n")
+    hostile = (
+        "title \x1b]0;pwned\x07 clear \x1b[2J\x1b[H c1 \x9b31m osc8 "
+        "\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\\n"
+        "bidi: if (admin \u202e} \u2066 {\u2069 \u202a\u202b\u202c\u202d\u2067\u2068\n"
+        "cr\roverwrite back\x08\x08 vt\x0b ff\x0c del\x7f \u009dosc\n"
+        "tab\tstays\n"
+    )
     (scene.repo / "src" / "app.py").write_text(hostile)
     repo = Repo(scene.repo)
     change = repo.change()
-    shown = [diffview.summary(change, "demo"), diffview.page(change, 0)[0],
-             diffview.file_view(repo.file_patch(change, "src/app.py"), "src/app.py")]
+    shown = [
+        diffview.summary(change, "demo"),
+        diffview.page(change, 0)[0],
+        diffview.file_view(repo.file_patch(change, "src/app.py"), "src/app.py"),
+    ]
     for text in shown:
         assert not RAW & set(text), [c for c in text if c in RAW]
     body = "\n".join(shown)
@@ -40,8 +64,7 @@ def test_visible_keeps_text_and_spells_controls() -> None:
 
 
 @pytest.mark.parametrize("answer", ["no", "yes"])
-def test_sparse_200_mb_and_binary_files_are_stated_not_loaded(scene: Scene,
-                                                              answer: str) -> None:
+def test_sparse_200_mb_and_binary_files_are_stated_not_loaded(scene: Scene, answer: str) -> None:
     with open(scene.repo / "big.img", "wb") as fh:
         fh.truncate(200 * 1024 * 1024)
     (scene.repo / "blob.bin").write_bytes(bytes(range(256)) * 64)

@@ -23,9 +23,11 @@ from tests.fakes.relay_servers import KEY, servers
 pytestmark = pytest.mark.real
 SECRET = "task-two-secret-prompt-5d81c0"
 # Lists every live process but this exec's own shell (builtins only: it forks nothing).
-LIST = ("for d in /proc/[0-9]*; do { read -r l < $d/stat; } 2>/dev/null || continue; "
-        "r=${l##*) }; set -- $r; [ \"$1\" = Z ] && continue; p=${d#/proc/}; "
-        "[ $p = $$ ] || echo $p; done")
+LIST = (
+    "for d in /proc/[0-9]*; do { read -r l < $d/stat; } 2>/dev/null || continue; "
+    'r=${l##*) }; set -- $r; [ "$1" = Z ] && continue; p=${d#/proc/}; '
+    "[ $p = $$ ] || echo $p; done"
+)
 
 
 class Kennel:
@@ -33,15 +35,23 @@ class Kennel:
         self.kennel = kennel
         self.repo = repo
 
-    async def task(self, script: str, env: dict[str, str] | None = None,
-                   relay: RelaySpec | None = None, argv_extra: tuple[str, ...] = (),
-                   state: dict[str, str] | None = None) -> tuple[int, list[str]]:
+    async def task(
+        self,
+        script: str,
+        env: dict[str, str] | None = None,
+        relay: RelaySpec | None = None,
+        argv_extra: tuple[str, ...] = (),
+        state: dict[str, str] | None = None,
+    ) -> tuple[int, list[str]]:
         layout = self.kennel.layout(self.repo, "probe")
         for name, text in (state or {}).items():
             (layout.state_host / name).parent.mkdir(parents=True, exist_ok=True)
             (layout.state_host / name).write_text(text)
-        proc = await self.kennel.exec(ExecSpec(("bash", "-c", script, "cli", *argv_extra),
-                                               env or {}, self.repo, layout, relay))
+        proc = await self.kennel.exec(
+            ExecSpec(
+                ("bash", "-c", script, "cli", *argv_extra), env or {}, self.repo, layout, relay
+            )
+        )
         lines = [line async for line in proc.lines()]
         return await proc.wait(), lines
 
@@ -63,9 +73,12 @@ class Kennel:
 @pytest.fixture
 async def kennel(kennel_image: str, tmp_path: Path) -> AsyncIterator[Kennel]:
     repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
-    k = DockerKennel(tmp_path / "home", DockerKennelSettings(memory="256m", pids=128),
-                     kennel_image,
-                     secrets=(KEY,))
+    k = DockerKennel(
+        tmp_path / "home",
+        DockerKennelSettings(memory="256m", pids=128),
+        kennel_image,
+        secrets=(KEY,),
+    )
     try:
         yield Kennel(k, repo)
     finally:
@@ -115,8 +128,10 @@ sleep 0.5
     await kennel.task(spy)
     code, out = await kennel.task(
         'sleep 1; cat /tmp/state/probe/prompt.txt; echo "$FETCH_PROMPT" "$1"',
-        env={"FETCH_PROMPT": SECRET}, argv_extra=(SECRET,),
-        state={"prompt.txt": SECRET + "\n"})
+        env={"FETCH_PROMPT": SECRET},
+        argv_extra=(SECRET,),
+        state={"prompt.txt": SECRET + "\n"},
+    )
     assert code == 0 and out == [SECRET, f"{SECRET} {SECRET}"]  # task 2 had its prompt
     seen = (kennel.repo / ".spy").read_text(errors="replace")
     assert seen.startswith("spy-alive")  # the spy did run during task 1
@@ -128,30 +143,42 @@ async def test_temporary_files_do_not_outlive_a_task(kennel: Kennel) -> None:
         "echo one > /tmp/leak; echo two > /tmp/.hidden; mkdir -p /tmp/d/e; "
         "echo three > /dev/shm/leak; mkfifo /tmp/fifo; ipcmk -M 4096 >/dev/null; "
         "ln -s /workspace /tmp/link; mkdir -p /tmp/locked/in; echo x > /tmp/locked/in/f; "
-        "chmod 000 /tmp/locked/in /tmp/locked; echo planted")
+        "chmod 000 /tmp/locked/in /tmp/locked; echo planted"
+    )
     assert code == 0 and out == ["planted"]
     container = kennel.warm().container.id
     code, out = await kennel.task(
         "ls -A /tmp | grep -v '^fetch-task-.*\\.pid$' | grep -v '^state$'; ls -A /dev/shm; "
-        "ipcs -m | grep -c '^0x' ; true")
+        "ipcs -m | grep -c '^0x' ; true"
+    )
     assert code == 0 and out == ["0"], out  # nothing of task 1 in /tmp, /dev/shm, SysV IPC
     assert kennel.warm().container.id == container  # cleaned, not replaced
 
 
 async def test_the_real_key_is_nowhere_inside(kennel: Kennel, tmp_path: Path) -> None:
     async with servers() as (upstream, thief):
-        relay = RelaySpec(upstream=upstream.url, provider="anthropic", api_key=KEY,
-                          harness="probe", task_id=1, log_path=tmp_path / "relay.jsonl")
-        call = ("node -e \"fetch('http://127.0.0.1:4100/v1/messages',{method:'POST',"
-                "headers:{'x-api-key':'fetch-relay-placeholder'},body:'{}'})"
-                ".then(r=>r.text()).then(t=>console.log('relay', t.length))\"")
+        relay = RelaySpec(
+            upstream=upstream.url,
+            provider="anthropic",
+            api_key=KEY,
+            harness="probe",
+            task_id=1,
+            log_path=tmp_path / "relay.jsonl",
+        )
+        call = (
+            "node -e \"fetch('http://127.0.0.1:4100/v1/messages',{method:'POST',"
+            "headers:{'x-api-key':'fetch-relay-placeholder'},body:'{}'})"
+            ".then(r=>r.text()).then(t=>console.log('relay', t.length))\""
+        )
         # The key in two halves, joined by a builtin into a pipe: no command line of the
         # hunt itself (nor any file) holds it.
         half = len(KEY) // 2
         pattern = f"<(printf %s%s '{KEY[:half]}' '{KEY[half:]}')"
-        hunt = (f"grep -rIlF --exclude-dir=proc --exclude-dir=sys -s -f {pattern} / "
-                "2>/dev/null; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | "
-                f"grep -acF -f {pattern}; env | grep -cF -f {pattern}; true")
+        hunt = (
+            f"grep -rIlF --exclude-dir=proc --exclude-dir=sys -s -f {pattern} / "
+            "2>/dev/null; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | "
+            f"grep -acF -f {pattern}; env | grep -cF -f {pattern}; true"
+        )
         code, out = await kennel.task(f"{call}; {hunt}", relay=relay)
     assert code == 0 and out[0].startswith("relay "), out
     assert out[1:] == ["0", "0"], out  # no file, no process environment, no variable
@@ -160,7 +187,8 @@ async def test_the_real_key_is_nowhere_inside(kennel: Kennel, tmp_path: Path) ->
 
 async def test_a_fork_bomb_left_behind_costs_only_its_kennel(kennel: Kennel) -> None:
     code, _ = await kennel.task(
-        "setsid bash -c ':(){ :|:& };:' < /dev/null > /dev/null 2>&1 & sleep 2; echo lit")
+        "setsid bash -c ':(){ :|:& };:' < /dev/null > /dev/null 2>&1 & sleep 2; echo lit"
+    )
     await asyncio.sleep(0.5)
     # Swept, or replaced when even the sweep could not start: either way the next task
     # runs alone.
@@ -181,7 +209,8 @@ async def test_a_task_cannot_take_over_the_processes_the_sweep_keeps(kennel: Ken
         # PTRACE_ATTACH (16) by raw syscall (ptrace is 101 on x86_64, 117 on arm64).
         f"perl -e 'exit(syscall($ENV{{NR}}, 16, {pid}, 0, 0) == 0 ? 0 : 1)' "
         f"&& echo traced-{pid};"
-        for pid in keep)
+        for pid in keep
+    )
     nr = 'export NR=$([ "$(uname -m)" = aarch64 ] && echo 117 || echo 101); '
     code, out = await kennel.task(nr + probe + " echo done")
     assert code == 0 and out == ["done"], out
@@ -192,7 +221,8 @@ async def test_a_task_cannot_take_over_the_processes_the_sweep_keeps(kennel: Ken
 def test_keepers_sharing_the_tasks_uid_are_refused() -> None:
     from kennel.docker_backend import hardening_problems
 
-    attrs = {"HostConfig": {}, "Config": {"User": "1000:1000",
-                                          "Labels": {"fetch.kennel.user": "1000:1000"}}}
-    assert any("share the tasks' uid" in p
-               for p in hardening_problems(attrs, Path("/ws/app"), ()))
+    attrs = {
+        "HostConfig": {},
+        "Config": {"User": "1000:1000", "Labels": {"fetch.kennel.user": "1000:1000"}},
+    }
+    assert any("share the tasks' uid" in p for p in hardening_problems(attrs, Path("/ws/app"), ()))

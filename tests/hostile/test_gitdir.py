@@ -34,7 +34,8 @@ def commondir(s: Scene) -> None:
 
 def alternates(s: Scene) -> None:
     (s.repo / ".git" / "objects" / "info" / "alternates").write_text(
-        f"{s.victim}/proj/.git/objects\n")
+        f"{s.victim}/proj/.git/objects\n"
+    )
 
 
 def ref_symlink(s: Scene) -> None:

@@ -58,9 +58,11 @@ async def test_a_flooded_relay_does_not_stall_fetch(tmp_path: Path) -> None:
     limits = RelayLimits(header_timeout=2.0)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    async with servers() as (upstream, thief), \
-            relay_on(upstream, tmp_path / "a" / "r.sock", limits) as flooded, \
-            relay_on(upstream, tmp_path / "b" / "r.sock") as other:
+    async with (
+        servers() as (upstream, thief),
+        relay_on(upstream, tmp_path / "a" / "r.sock", limits) as flooded,
+        relay_on(upstream, tmp_path / "b" / "r.sock") as other,
+    ):
         lags: list[float] = []
         answers: list[float] = []
         held: list[int] = []
@@ -84,7 +86,8 @@ async def test_a_flooded_relay_does_not_stall_fetch(tmp_path: Path) -> None:
                 await asyncio.sleep(0.1)
 
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", FLOODER, str(flooded.socket_path), str(FLOOD_SECONDS))
+            sys.executable, "-c", FLOODER, str(flooded.socket_path), str(FLOOD_SECONDS)
+        )
         tasks = [asyncio.create_task(ticker()), asyncio.create_task(neighbour())]
         try:
             await asyncio.wait_for(proc.wait(), FLOOD_SECONDS + 30)
@@ -97,9 +100,11 @@ async def test_a_flooded_relay_does_not_stall_fetch(tmp_path: Path) -> None:
         after = await raw(flooded.socket_path, request("POST", "/v1/messages"))
     lags.sort()
     p99 = lags[int(len(lags) * 0.99)]
-    print(f"loop lag p99 {p99 * 1000:.0f} ms, max {lags[-1] * 1000:.0f} ms; neighbour "
-          f"max {max(answers) * 1000:.0f} ms over {len(answers)} calls; flooded relay: "
-          f"{max(calls)} calls at the vendor at once, {max(held) // 2**20} MB held at most")
+    print(
+        f"loop lag p99 {p99 * 1000:.0f} ms, max {lags[-1] * 1000:.0f} ms; neighbour "
+        f"max {max(answers) * 1000:.0f} ms over {len(answers)} calls; flooded relay: "
+        f"{max(calls)} calls at the vendor at once, {max(held) // 2**20} MB held at most"
+    )
     assert len(answers) >= 10
     assert max(answers) < 2.0, f"another kennel's relay waited {max(answers):.2f} s"
     assert p99 < 0.25 and lags[-1] < 1.5, f"event loop lag p99 {p99:.3f} s max {lags[-1]:.3f} s"
@@ -117,10 +122,13 @@ async def test_the_owner_gets_status_while_a_relay_is_flooded(
     took: list[float] = []
     try:
         await driver.ask("/status", "Fetch ·")  # warm
-        async with servers() as (upstream, _thief), \
-                relay_on(upstream, tmp_path / "r.sock", RelayLimits(header_timeout=2.0)) as relay:
+        async with (
+            servers() as (upstream, _thief),
+            relay_on(upstream, tmp_path / "r.sock", RelayLimits(header_timeout=2.0)) as relay,
+        ):
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", FLOODER, str(relay.socket_path), str(FLOOD_SECONDS))
+                sys.executable, "-c", FLOODER, str(relay.socket_path), str(FLOOD_SECONDS)
+            )
             try:
                 await asyncio.sleep(1.0)  # the flood is on
                 while proc.returncode is None and len(took) < 8:

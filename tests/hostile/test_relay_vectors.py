@@ -16,9 +16,18 @@ from kennel.relay import ModelRelay, RelayLimits
 from tests.fakes.relay_servers import KEY, raw, relay_on, request, servers, status_of
 
 TRICKS = [
-    "http://{thief}/steal", "https://{thief}/steal", "//{thief}/steal", "@{thief}/steal",
-    "{thief}/steal", "/..%2f..%2fsteal", "/%2e%2e/steal", "/%252e%252e/%252e%252e/steal",
-    "/v1/..;/steal", "/v1\\..\\steal", "/v1/messages#@{thief}", "*",
+    "http://{thief}/steal",
+    "https://{thief}/steal",
+    "//{thief}/steal",
+    "@{thief}/steal",
+    "{thief}/steal",
+    "/..%2f..%2fsteal",
+    "/%2e%2e/steal",
+    "/%252e%252e/%252e%252e/steal",
+    "/v1/..;/steal",
+    "/v1\\..\\steal",
+    "/v1/messages#@{thief}",
+    "*",
 ]
 
 
@@ -40,36 +49,49 @@ async def test_the_target_cannot_name_another_host(trick: str, tmp_path: Path) -
     assert thief.seen == [] and upstream.seen == [] and KEY.encode() not in out
 
 
-@pytest.mark.parametrize("header", ["Host", "X-Forwarded-Host", "Forwarded", "X-Original-URL",
-                                    "X-Rewrite-URL", "X-Host"])
+@pytest.mark.parametrize(
+    "header", ["Host", "X-Forwarded-Host", "Forwarded", "X-Original-URL", "X-Rewrite-URL", "X-Host"]
+)
 async def test_routing_headers_choose_nothing(header: str, tmp_path: Path) -> None:
     async with servers() as (upstream, thief), relay_on(upstream, tmp_path / "r.sock") as relay:
         host = thief.url.removeprefix("http://")
         value = f"host={host}" if header == "Forwarded" else host
-        data = request("POST", "/v1/messages", headers={} if header == "Host" else
-                       {header: value})
+        data = request("POST", "/v1/messages", headers={} if header == "Host" else {header: value})
         if header == "Host":  # the only Host the relay sees
             data = data.replace(b"Host: relay", f"Host: {host}".encode())
         out = await raw(relay.socket_path, data)
     assert status_of(out) == 200
     assert thief.seen == [] and upstream.keys_seen() == ["/v1/messages"]
-    (_m, _p, seen), = upstream.seen
+    ((_m, _p, seen),) = upstream.seen
     assert all(host not in v for v in seen.values())  # not even passed on as a hint
     assert KEY.encode() not in out
 
 
 async def test_an_upstream_with_userinfo_or_another_scheme_is_refused(tmp_path: Path) -> None:
-    for bad in ("http://user:pw@127.0.0.1:9", "file:///etc/passwd", "127.0.0.1:9",
-                "http://127.0.0.1:9/?to=x"):
+    for bad in (
+        "http://user:pw@127.0.0.1:9",
+        "file:///etc/passwd",
+        "127.0.0.1:9",
+        "http://127.0.0.1:9/?to=x",
+    ):
         with pytest.raises(ValueError, match="upstream must be"):
-            ModelRelay(socket_path=tmp_path / "r.sock", upstream=bad, provider="anthropic",
-                       api_key=KEY, harness="h", task_id=1, log_path=tmp_path / "l")
+            ModelRelay(
+                socket_path=tmp_path / "r.sock",
+                upstream=bad,
+                provider="anthropic",
+                api_key=KEY,
+                harness="h",
+                task_id=1,
+                log_path=tmp_path / "l",
+            )
 
 
 async def test_slow_headers_are_cut_off(tmp_path: Path) -> None:
     limits = RelayLimits(header_timeout=1.0)
-    async with servers() as (upstream, _thief), \
-            relay_on(upstream, tmp_path / "r.sock", limits) as relay:
+    async with (
+        servers() as (upstream, _thief),
+        relay_on(upstream, tmp_path / "r.sock", limits) as relay,
+    ):
         reader, writer = await asyncio.open_unix_connection(str(relay.socket_path))
         started = time.monotonic()
         cut = None
@@ -96,8 +118,10 @@ async def test_slow_headers_are_cut_off(tmp_path: Path) -> None:
 
 async def test_a_slow_body_is_cut_off(tmp_path: Path) -> None:
     limits = RelayLimits(body_timeout=1.0)
-    async with servers() as (upstream, _thief), \
-            relay_on(upstream, tmp_path / "r.sock", limits) as relay:
+    async with (
+        servers() as (upstream, _thief),
+        relay_on(upstream, tmp_path / "r.sock", limits) as relay,
+    ):
         reader, writer = await asyncio.open_unix_connection(str(relay.socket_path))
         data = request("POST", "/v1/messages", body=b"x" * 1000)
         writer.write(data[:-900])
@@ -112,15 +136,20 @@ async def test_a_slow_body_is_cut_off(tmp_path: Path) -> None:
 
 async def test_an_oversize_body_is_413_before_the_upstream(tmp_path: Path) -> None:
     limits = RelayLimits(max_body=1024 * 1024)
-    async with servers() as (upstream, _thief), \
-            relay_on(upstream, tmp_path / "r.sock", limits) as relay:
-        declared = await raw(relay.socket_path,
-                             request("POST", "/v1/messages", body=b"x" * (2 * 1024 * 1024)))
+    async with (
+        servers() as (upstream, _thief),
+        relay_on(upstream, tmp_path / "r.sock", limits) as relay,
+    ):
+        declared = await raw(
+            relay.socket_path, request("POST", "/v1/messages", body=b"x" * (2 * 1024 * 1024))
+        )
         # Chunked: no length said up front, the relay counts as it reads.
         chunk = b"x" * 65536
         body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(40)) + b"0\r\n\r\n"
-        head = (b"POST /v1/messages HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n"
-                b"Transfer-Encoding: chunked\r\n\r\n")
+        head = (
+            b"POST /v1/messages HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
         chunked = await raw(relay.socket_path, head + body)
         assert relay._buffered == 0  # nothing held after the refusals
     assert status_of(declared) == 413 and status_of(chunked) == 413
@@ -130,11 +159,16 @@ async def test_an_oversize_body_is_413_before_the_upstream(tmp_path: Path) -> No
 async def test_bytes_in_flight_are_capped(tmp_path: Path) -> None:
     """Bodies held at once (waiting for the vendor) stop at max_buffered: 503, not RAM."""
     limits = RelayLimits(max_body=600_000, max_buffered=1_000_000, max_upstream=1)
-    async with servers() as (upstream, _thief), \
-            relay_on(upstream, tmp_path / "r.sock", limits) as relay:
-        outs = await asyncio.gather(*(
-            raw(relay.socket_path, request("POST", "/slow", body=b"y" * 500_000))
-            for _ in range(6)))
+    async with (
+        servers() as (upstream, _thief),
+        relay_on(upstream, tmp_path / "r.sock", limits) as relay,
+    ):
+        outs = await asyncio.gather(
+            *(
+                raw(relay.socket_path, request("POST", "/slow", body=b"y" * 500_000))
+                for _ in range(6)
+            )
+        )
         assert relay._buffered == 0
     codes = sorted(status_of(o) for o in outs)
     assert 503 in codes and 200 in codes, codes
@@ -143,11 +177,14 @@ async def test_bytes_in_flight_are_capped(tmp_path: Path) -> None:
 
 async def test_many_at_once_are_bounded(tmp_path: Path) -> None:
     limits = RelayLimits(max_connections=16, max_upstream=3)
-    async with servers() as (upstream, thief), \
-            relay_on(upstream, tmp_path / "r.sock", limits) as relay:
-        outs = await asyncio.gather(*(
-            raw(relay.socket_path, request("POST", "/slow"), timeout=30) for _ in range(80)),
-            return_exceptions=True)
+    async with (
+        servers() as (upstream, thief),
+        relay_on(upstream, tmp_path / "r.sock", limits) as relay,
+    ):
+        outs = await asyncio.gather(
+            *(raw(relay.socket_path, request("POST", "/slow"), timeout=30) for _ in range(80)),
+            return_exceptions=True,
+        )
         codes = [status_of(o) if isinstance(o, bytes) else 0 for o in outs]
         after = await raw(relay.socket_path, request("POST", "/v1/messages"))
     assert upstream.peak <= 3, upstream.peak  # the vendor never saw more than max_upstream
@@ -160,8 +197,10 @@ async def test_an_upstream_drop_mid_stream_cuts_the_answer(tmp_path: Path) -> No
     async with servers() as (upstream, _thief), relay_on(upstream, tmp_path / "r.sock") as relay:
         out = await raw(relay.socket_path, request("POST", "/drop"))
         conn = aiohttp.UnixConnector(path=str(relay.socket_path))
-        async with aiohttp.ClientSession(connector=conn) as client, \
-                client.post("http://relay/drop", json={"model": "m"}) as resp:
+        async with (
+            aiohttp.ClientSession(connector=conn) as client,
+            client.post("http://relay/drop", json={"model": "m"}) as resp,
+        ):
             assert resp.status == 200
             with pytest.raises(aiohttp.ClientPayloadError):
                 await resp.read()

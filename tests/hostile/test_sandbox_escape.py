@@ -30,7 +30,7 @@ pytestmark = pytest.mark.real
 REAL_KEY = "sk-ant-real-key-never-inside-5b1e"
 
 # Runs inside as the CLI: ``python -c HOSTILE <vector> <facts as JSON>``.
-HOSTILE = r'''
+HOSTILE = r"""
 import json, os, socket, subprocess, sys, time
 vector, facts = sys.argv[1], json.loads(sys.argv[2])
 canary = facts["canary"]
@@ -236,7 +236,7 @@ globals()[vector]()
 print("ready", flush=True)
 if vector == "stay":
     time.sleep(60)
-'''
+"""
 
 
 @dataclass
@@ -291,10 +291,17 @@ def box(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     tcp_hits: list[int] = []
     docker = _listen_unix(scene.tmp / "docker.sock", docker_hits)
     tcp = _listen_tcp(tcp_hits)
-    facts = {"canary": str(scene.canary), "home": str(home), "victim": str(scene.victim),
-             "repo": str(scene.repo), "tmp": str(scene.tmp), "key_reversed": REAL_KEY[::-1],
-             "docker_sock": str(scene.tmp / "docker.sock"), "tcp_port": tcp.getsockname()[1],
-             "test_pid": os.getpid()}
+    facts = {
+        "canary": str(scene.canary),
+        "home": str(home),
+        "victim": str(scene.victim),
+        "repo": str(scene.repo),
+        "tmp": str(scene.tmp),
+        "key_reversed": REAL_KEY[::-1],
+        "docker_sock": str(scene.tmp / "docker.sock"),
+        "tcp_port": tcp.getsockname()[1],
+        "test_pid": os.getpid(),
+    }
     try:
         yield Box(scene, home, BwrapKennel(home), facts, docker_hits, tcp_hits)
     finally:
@@ -304,12 +311,27 @@ def box(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
 
 def spec_for(box: Box, vector: str) -> ExecSpec:
     layout = box.kennel.layout(box.scene.repo, "hostile")
-    relay = RelaySpec(upstream="http://127.0.0.1:9", provider="anthropic", api_key=REAL_KEY,
-                      harness="hostile", task_id=1, log_path=box.home / "relay.jsonl")
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(layout.state_seen / "home"),
-           "ANTHROPIC_API_KEY": "placeholder", "LANG": "C.UTF-8"}
-    return ExecSpec((sys.executable, "-c", HOSTILE, vector, json.dumps(box.facts)), env,
-                    box.scene.repo, layout, relay=relay)
+    relay = RelaySpec(
+        upstream="http://127.0.0.1:9",
+        provider="anthropic",
+        api_key=REAL_KEY,
+        harness="hostile",
+        task_id=1,
+        log_path=box.home / "relay.jsonl",
+    )
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(layout.state_seen / "home"),
+        "ANTHROPIC_API_KEY": "placeholder",
+        "LANG": "C.UTF-8",
+    }
+    return ExecSpec(
+        (sys.executable, "-c", HOSTILE, vector, json.dumps(box.facts)),
+        env,
+        box.scene.repo,
+        layout,
+        relay=relay,
+    )
 
 
 async def run_vector(box: Box, vector: str, stop: bool = False) -> list[str]:
@@ -347,13 +369,30 @@ async def run_vector(box: Box, vector: str, stop: bool = False) -> list[str]:
 def _fetch_owned(box: Box) -> dict[str, tuple[str, ...]]:
     """FETCH_HOME but the relay's log (Fetch writes it) and the CLI's own state folder
     (the one place there it may write)."""
-    return {k: v for k, v in snapshot(box.home).items()
-            if k != "relay.jsonl" and not k.startswith("kennel")}
+    return {
+        k: v
+        for k, v in snapshot(box.home).items()
+        if k != "relay.jsonl" and not k.startswith("kennel")
+    }
 
 
-VECTORS = ["fetch_home", "host_env", "docker_socket", "other_sockets", "host_pids", "host_tcp",
-           "git_config", "remount_git", "victim", "outside_tree", "symlinks", "as_root",
-           "setsid_sleep", "double_fork", "nohup"]
+VECTORS = [
+    "fetch_home",
+    "host_env",
+    "docker_socket",
+    "other_sockets",
+    "host_pids",
+    "host_tcp",
+    "git_config",
+    "remount_git",
+    "victim",
+    "outside_tree",
+    "symlinks",
+    "as_root",
+    "setsid_sleep",
+    "double_fork",
+    "nohup",
+]
 
 
 @pytest.mark.parametrize("vector", VECTORS)
@@ -388,8 +427,8 @@ async def test_a_fetch_crash_takes_the_sandbox_down(box: Box, tmp_path: Path) ->
         "async def main():\n"
         "    k = BwrapKennel(Path(sys.argv[1]))\n"
         "    repo = Path(sys.argv[2])\n"
-        "    code = 'import subprocess,time; subprocess.Popen([\"setsid\",\"sleep\",\"60\"]);"
-        " print(\"ready\", flush=True); time.sleep(60)'\n"
+        '    code = \'import subprocess,time; subprocess.Popen(["setsid","sleep","60"]);'
+        ' print("ready", flush=True); time.sleep(60)\'\n'
         "    spec = ExecSpec((sys.executable, '-c', code), {'PATH': '/usr/bin'}, repo,"
         " k.layout(repo, 'crash'))\n"
         "    p = await k.exec(spec)\n"
@@ -398,10 +437,14 @@ async def test_a_fetch_crash_takes_the_sandbox_down(box: Box, tmp_path: Path) ->
         "            await asyncio.sleep(0.3)\n"
         "            print(json.dumps(p.alive_pids()), flush=True)\n"
         "    await asyncio.sleep(60)\n"
-        "asyncio.run(main())\n")
+        "asyncio.run(main())\n"
+    )
     child = subprocess.Popen(  # noqa: ASYNC220 - a stand-in for Fetch, killed below
         [sys.executable, str(script), str(box.home), str(box.scene.repo)],
-        stdout=subprocess.PIPE, text=True, start_new_session=True)
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert child.stdout is not None
         pids = json.loads(await asyncio.to_thread(child.stdout.readline))

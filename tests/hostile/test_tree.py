@@ -25,8 +25,10 @@ def nested_repo(s: Scene, where: str) -> Path:
     git(sub, "add", "x.txt")
     git(sub, "commit", "-q", "-m", "nested")
     with (sub / ".git" / "config").open("a") as fh:
-        fh.write(f'[core]\n\tfsmonitor = "{s.evil("nested-fsmonitor")}; false"\n'
-                 f'[filter "evil"]\n\tclean = "{s.evil("nested-clean")}"\n')
+        fh.write(
+            f'[core]\n\tfsmonitor = "{s.evil("nested-fsmonitor")}; false"\n'
+            f'[filter "evil"]\n\tclean = "{s.evil("nested-clean")}"\n'
+        )
     for hook in ("post-checkout", "pre-commit", "post-index-change"):
         path = sub / ".git" / "hooks" / hook
         path.write_text(f"#!/bin/sh\n{s.evil('nested-' + hook)}\n")
@@ -42,8 +44,7 @@ def assert_back_to_head(s: Scene) -> None:
 
 @pytest.mark.parametrize("answer", ["no", "yes"])
 @pytest.mark.parametrize("where", ["sub", "src/deep/lib", "vendor/pkg"])
-def test_nested_repository_is_refused_and_removed(scene: Scene, where: str,
-                                                  answer: str) -> None:
+def test_nested_repository_is_refused_and_removed(scene: Scene, where: str, answer: str) -> None:
     victim = snapshot(scene.victim)
     (scene.repo / "README.md").write_text("changed\n")
     if where.startswith("vendor"):  # hidden from git by an ignore rule it also wrote
@@ -82,7 +83,8 @@ def test_submodule_and_gitlink_never_followed(scene: Scene, answer: str) -> None
     (scene.repo / ".gitmodules").write_text(
         f'[submodule "mod"]\n\tpath = mod\n\turl = ext::sh -c "{scene.evil("ext")}"\n'
         f'\tupdate = "!{scene.evil("update")}"\n'
-        f'[submodule "two"]\n\tpath = two\n\turl = file://{scene.victim}/proj\n')
+        f'[submodule "two"]\n\tpath = two\n\turl = file://{scene.victim}/proj\n'
+    )
     mod = nested_repo(scene, "mod")
     sha = git(mod, "rev-parse", "HEAD")
     # the unsafe local mode can stage a gitlink in the owner's index too
@@ -101,15 +103,20 @@ def test_gitlink_in_the_built_tree_is_refused(scene: Scene) -> None:
     head = repo.head()
     link = git(nested_repo(scene, "mod"), "rev-parse", "HEAD")
     listing = git(scene.repo, "ls-tree", head) + f"\n160000 commit {link}\tmod\n"
-    tree = subprocess.run(["git", "mktree", "--missing"], cwd=scene.repo, input=listing,
-                          check=True, capture_output=True, text=True).stdout.strip()
+    tree = subprocess.run(
+        ["git", "mktree", "--missing"],
+        cwd=scene.repo,
+        input=listing,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     with pytest.raises(GitError, match="gitlink at mod"):
         repo._refuse_links(repo._raw(head, tree))
 
 
 @pytest.mark.parametrize("answer", ["no", "yes"])
-def test_symlinks_out_of_the_tree_are_refused_and_never_followed(scene: Scene,
-                                                                  answer: str) -> None:
+def test_symlinks_out_of_the_tree_are_refused_and_never_followed(scene: Scene, answer: str) -> None:
     (scene.victim / "dir" / "app.py").write_text("the victim's own app.py\n")
     victim = snapshot(scene.victim)
     (scene.repo / "escape").symlink_to(scene.victim)
@@ -135,8 +142,15 @@ def test_symlink_inside_the_tree_is_an_ordinary_change(scene: Scene) -> None:
 @pytest.mark.parametrize("answer", ["no", "yes"])
 def test_file_names_like_options_are_only_names(scene: Scene, answer: str) -> None:
     victim = snapshot(scene.victim)
-    names = [f"--output={scene.victim}/pwned", "-rf", "--exec=touch canary", "-p",
-             f"--work-tree={scene.victim}", ":(top)magic", "*"]
+    names = [
+        f"--output={scene.victim}/pwned",
+        "-rf",
+        "--exec=touch canary",
+        "-p",
+        f"--work-tree={scene.victim}",
+        ":(top)magic",
+        "*",
+    ]
     for name in names:
         target = scene.repo / "opts" / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -150,8 +164,14 @@ def test_file_names_like_options_are_only_names(scene: Scene, answer: str) -> No
 
 @pytest.mark.parametrize("answer", ["no", "yes"])
 def test_file_names_with_newlines_and_controls(scene: Scene, answer: str) -> None:
-    names = ["a\nb.txt", "esc\x1b[31mred.txt", "bidi\u202egnp.txt", "tab\tname",
-             "bell\x07\r.txt", "c1\u009b2J.txt"]
+    names = [
+        "a\nb.txt",
+        "esc\x1b[31mred.txt",
+        "bidi\u202egnp.txt",
+        "tab\tname",
+        "bell\x07\r.txt",
+        "c1\u009b2J.txt",
+    ]
     for name in names:
         (scene.repo / name).write_text(f"content of {name}\n")
     assert exercise(scene, answer) == []
@@ -161,12 +181,16 @@ def test_file_names_with_newlines_and_controls(scene: Scene, answer: str) -> Non
 
 
 def test_attributes_without_drivers_run_nothing(scene: Scene) -> None:
-    (scene.repo / ".gitattributes").write_text(
-        "* filter=evil diff=evil merge=evil\n")
+    (scene.repo / ".gitattributes").write_text("* filter=evil diff=evil merge=evil\n")
     (scene.repo / "README.md").write_text("The quick brown fox.\n")
     hooks = scene.repo / ".git" / "hooks"
-    for name in ("pre-commit", "post-commit", "reference-transaction", "post-checkout",
-                 "post-index-change"):
+    for name in (
+        "pre-commit",
+        "post-commit",
+        "reference-transaction",
+        "post-checkout",
+        "post-index-change",
+    ):
         (hooks / name).write_text(f"#!/bin/sh\n{scene.evil('hook-' + name)}\n")
         (hooks / name).chmod(0o755)
     assert exercise(scene, "yes") == []

@@ -40,11 +40,18 @@ def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "ws", "demo", {"README.md": "# demo\n"})
 
 
-def spec_in(kennel: BwrapKennel, repo: Path, code: str, *args: str,
-            relay: RelaySpec | None = None, env: dict[str, str] | None = None) -> ExecSpec:
+def spec_in(
+    kennel: BwrapKennel,
+    repo: Path,
+    code: str,
+    *args: str,
+    relay: RelaySpec | None = None,
+    env: dict[str, str] | None = None,
+) -> ExecSpec:
     layout = kennel.layout(repo, "probe")
-    return ExecSpec((sys.executable, "-c", code, *args), env or {"PATH": "/usr/bin"}, repo,
-                    layout, relay=relay)
+    return ExecSpec(
+        (sys.executable, "-c", code, *args), env or {"PATH": "/usr/bin"}, repo, layout, relay=relay
+    )
 
 
 async def collect(kennel: BwrapKennel, spec: ExecSpec) -> tuple[list[str], int, str]:
@@ -62,8 +69,9 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path, repo: Path) -> No
     log = tmp_path / "relay.jsonl"
     try:
         async with upstream() as url:
-            spec = spec_in(kennel, repo, PROBE, str(host.getsockname()[1]), "4100",
-                           relay=relay_to(url, log))
+            spec = spec_in(
+                kennel, repo, PROBE, str(host.getsockname()[1]), "4100", relay=relay_to(url, log)
+            )
             lines, code, err = await collect(kennel, spec)
     finally:
         host.close()
@@ -95,14 +103,21 @@ print(json.dumps({
 """
 
 
-async def test_what_the_cli_sees(tmp_path: Path, repo: Path,
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_what_the_cli_sees(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-canary-in-host-env")
     home = tmp_path / "home"
     kennel = BwrapKennel(home)
     layout = kennel.layout(repo, "probe")
-    spec = spec_in(kennel, repo, FACTS, str(layout.state_seen), str(home),
-                   env={"PATH": "/usr/bin", "ONLY": "1"})
+    spec = spec_in(
+        kennel,
+        repo,
+        FACTS,
+        str(layout.state_seen),
+        str(home),
+        env={"PATH": "/usr/bin", "ONLY": "1"},
+    )
     lines, code, err = await collect(kennel, spec)
     assert code == 0, err
     facts = json.loads(lines[0])
@@ -113,8 +128,11 @@ async def test_what_the_cli_sees(tmp_path: Path, repo: Path,
     assert facts["cap_eff"] == "0000000000000000" and facts["nnp"] == "1"
     assert not {"run", "var", "sys", "mnt", "media", "srv", "opt"} & set(facts["root"])
     assert len(facts["pids"]) <= 4  # its init, the launcher, itself: no host processes
-    assert facts["env"] == ["LC_CTYPE", "ONLY", "PATH", "PWD"] or \
-        facts["env"] == ["ONLY", "PATH", "PWD"]
+    assert facts["env"] == ["LC_CTYPE", "ONLY", "PATH", "PWD"] or facts["env"] == [
+        "ONLY",
+        "PATH",
+        "PWD",
+    ]
     assert facts["cwd"] == str(repo)
     assert facts["git_writable"] is False and facts["tree_writable"] is True
     assert facts["state_writable"] is True
@@ -125,10 +143,12 @@ async def test_what_the_cli_sees(tmp_path: Path, repo: Path,
 
 async def test_a_background_process_ends_with_the_task(tmp_path: Path, repo: Path) -> None:
     marker = repo / "late.txt"
-    code = ("import os, subprocess\n"
-            f"subprocess.Popen(['sh', '-c', 'sleep 1; echo late > {marker}'],"
-            " start_new_session=True)\n"
-            "print('started', flush=True)\n")
+    code = (
+        "import os, subprocess\n"
+        f"subprocess.Popen(['sh', '-c', 'sleep 1; echo late > {marker}'],"
+        " start_new_session=True)\n"
+        "print('started', flush=True)\n"
+    )
     kennel = BwrapKennel(tmp_path / "home")
     spec = spec_in(kennel, repo, code)
     proc = await kennel.exec(spec)
@@ -143,11 +163,13 @@ async def test_a_background_process_ends_with_the_task(tmp_path: Path, repo: Pat
 
 
 async def test_terminate_kills_the_whole_tree(tmp_path: Path, repo: Path) -> None:
-    code = ("import subprocess, time, sys\n"
-            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
-            " start_new_session=True)\n"
-            "subprocess.Popen(['sh', '-c', 'nohup sleep 60 >/dev/null 2>&1 &'])\n"
-            "print('ready', flush=True); time.sleep(60)\n")
+    code = (
+        "import subprocess, time, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)\n"
+        "subprocess.Popen(['sh', '-c', 'nohup sleep 60 >/dev/null 2>&1 &'])\n"
+        "print('ready', flush=True); time.sleep(60)\n"
+    )
     kennel = BwrapKennel(tmp_path / "home")
     proc = await kennel.exec(spec_in(kennel, repo, code))
     async for line in proc.lines():
@@ -163,8 +185,9 @@ async def test_terminate_kills_the_whole_tree(tmp_path: Path, repo: Path) -> Non
     assert [pid for pid in before if running(pid)] == []
 
 
-async def test_a_missing_repo_starts_nothing_and_leaves_no_relay(tmp_path: Path,
-                                                                 repo: Path) -> None:
+async def test_a_missing_repo_starts_nothing_and_leaves_no_relay(
+    tmp_path: Path, repo: Path
+) -> None:
     kennel = BwrapKennel(tmp_path / "home")
     async with upstream() as url:
         spec = spec_in(kennel, repo, "print(1)", relay=relay_to(url, tmp_path / "r.jsonl"))
@@ -189,7 +212,8 @@ async def test_the_demo_cli_runs_inside(tmp_path: Path, repo: Path) -> None:
     kennel = BwrapKennel(tmp_path / "home")
     spec = dataclasses.replace(
         spec_in(kennel, repo, ""),
-        argv=(sys.executable, "-m", "harnesses.demo_cli", "fix README.md"))
+        argv=(sys.executable, "-m", "harnesses.demo_cli", "fix README.md"),
+    )
     lines, code, err = await collect(kennel, spec)
     assert code == 0, err
     assert (repo / "README.md").read_text() == "The fox.\n"
@@ -207,16 +231,22 @@ async def test_the_coding_clis_start_inside(tmp_path: Path, repo: Path, cli: str
     kennel = BwrapKennel(tmp_path / "home")
     state = kennel.layout(repo, "probe").state_seen
     spec = dataclasses.replace(
-        spec_in(kennel, repo, ""), argv=(cli, "--version"),
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(state / "home"),
-             "LANG": "C.UTF-8"})
+        spec_in(kennel, repo, ""),
+        argv=(cli, "--version"),
+        env={
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(state / "home"),
+            "LANG": "C.UTF-8",
+        },
+    )
     lines, code, err = await collect(kennel, spec)
     assert code == 0, err
     assert any(ch.isdigit() for ch in " ".join(lines))
 
 
 def test_auto_picks_bwrap_when_docker_does_not_answer(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     choice = choose(KennelSettings())
     assert choice.backend == "bwrap"
@@ -241,17 +271,21 @@ def _uid(pid: int) -> int | None:
 
 
 async def test_a_cli_installed_outside_usr_runs_but_its_neighbours_stay_out(
-        tmp_path: Path, repo: Path) -> None:
+    tmp_path: Path, repo: Path
+) -> None:
     # e.g. ~/.local/bin or an nvm prefix: its own folder is bound read-only, nothing else.
     tools = tmp_path / "tools" / "bin"
     tools.mkdir(parents=True)
-    (tools / "mycli").write_text("#!/bin/sh\necho from-mycli\nls ../../secret 2>&1 | head -1\n"
-                                 "touch \"$(dirname \"$0\")/x\" 2>/dev/null && echo wrote\n")
+    (tools / "mycli").write_text(
+        "#!/bin/sh\necho from-mycli\nls ../../secret 2>&1 | head -1\n"
+        'touch "$(dirname "$0")/x" 2>/dev/null && echo wrote\n'
+    )
     (tools / "mycli").chmod(0o755)
     (tmp_path / "secret").mkdir()
     kennel = BwrapKennel(tmp_path / "home")
-    spec = dataclasses.replace(spec_in(kennel, repo, ""), argv=("mycli",),
-                               env={"PATH": f"{tools}:/usr/bin:/bin"})
+    spec = dataclasses.replace(
+        spec_in(kennel, repo, ""), argv=("mycli",), env={"PATH": f"{tools}:/usr/bin:/bin"}
+    )
     lines, _code, err = await collect(kennel, spec)
     assert lines[0] == "from-mycli", err
     assert "No such file" in lines[1] and "wrote" not in lines

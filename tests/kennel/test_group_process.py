@@ -10,14 +10,20 @@ from kennel.process import GroupProcess
 
 async def _start(script: str) -> GroupProcess:
     proc = await asyncio.create_subprocess_exec(
-        "sh", "-c", script, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True)
+        "sh",
+        "-c",
+        script,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
     return GroupProcess(proc)
 
 
 def _drains() -> list[asyncio.Task[object]]:
-    return [t for t in asyncio.all_tasks()
-            if t.get_name().startswith("kennel:stderr:") and not t.done()]
+    return [
+        t for t in asyncio.all_tasks() if t.get_name().startswith("kennel:stderr:") and not t.done()
+    ]
 
 
 async def test_wait_ends_the_drain_even_when_a_child_holds_stderr() -> None:

@@ -43,11 +43,21 @@ except OSError:
 """
 
 
-def spec_for(tmp_path: Path, argv: tuple[str, ...], env: dict[str, str],
-             relay: RelaySpec | None = None, port: int = 0) -> ExecSpec:
-    layout = Layout(workdir=tmp_path, state_host=tmp_path / "state", state_seen=tmp_path / "state",
-                    relay_socket=tmp_path / "relay.sock", relay_port=port,
-                    path_env="/usr/bin")
+def spec_for(
+    tmp_path: Path,
+    argv: tuple[str, ...],
+    env: dict[str, str],
+    relay: RelaySpec | None = None,
+    port: int = 0,
+) -> ExecSpec:
+    layout = Layout(
+        workdir=tmp_path,
+        state_host=tmp_path / "state",
+        state_seen=tmp_path / "state",
+        relay_socket=tmp_path / "relay.sock",
+        relay_port=port,
+        path_env="/usr/bin",
+    )
     return ExecSpec(argv, env, tmp_path, layout, relay=relay)
 
 
@@ -72,8 +82,14 @@ async def upstream() -> AsyncIterator[str]:
 
 
 def relay_to(url: str, log: Path) -> RelaySpec:
-    return RelaySpec(upstream=url, provider="anthropic", api_key="sk-test-real-key-0000",
-                     harness="probe", task_id=1, log_path=log)
+    return RelaySpec(
+        upstream=url,
+        provider="anthropic",
+        api_key="sk-test-real-key-0000",
+        harness="probe",
+        task_id=1,
+        log_path=log,
+    )
 
 
 def _require_netns() -> None:
@@ -100,8 +116,13 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
     log = tmp_path / "relay.jsonl"
     try:
         async with upstream() as url:
-            spec = spec_for(tmp_path, (sys.executable, "-c", PROBE, str(host_port), "4100"),
-                            {"PATH": "/usr/bin"}, relay_to(url, log), 4100)
+            spec = spec_for(
+                tmp_path,
+                (sys.executable, "-c", PROBE, str(host_port), "4100"),
+                {"PATH": "/usr/bin"},
+                relay_to(url, log),
+                4100,
+            )
             lines = await _collect(LocalKennel(tmp_path, "required"), spec)
     finally:
         host.close()
@@ -114,8 +135,12 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
 async def test_the_relay_lives_until_the_process_is_terminated(tmp_path: Path) -> None:
     code = "print('ready', flush=True); import time; time.sleep(60)"
     async with upstream() as url:
-        spec = spec_for(tmp_path, (sys.executable, "-c", code), {"PATH": "/usr/bin"},
-                        relay_to(url, tmp_path / "relay.jsonl"))
+        spec = spec_for(
+            tmp_path,
+            (sys.executable, "-c", code),
+            {"PATH": "/usr/bin"},
+            relay_to(url, tmp_path / "relay.jsonl"),
+        )
         proc = await LocalKennel(tmp_path, "auto").exec(spec)
         async for line in proc.lines():
             if line == "ready":
@@ -128,8 +153,9 @@ async def test_the_relay_lives_until_the_process_is_terminated(tmp_path: Path) -
 
 async def test_a_process_that_cannot_start_leaves_no_relay(tmp_path: Path) -> None:
     async with upstream() as url:
-        spec = spec_for(tmp_path, ("true",), {"PATH": "/usr/bin"},
-                        relay_to(url, tmp_path / "relay.jsonl"))
+        spec = spec_for(
+            tmp_path, ("true",), {"PATH": "/usr/bin"}, relay_to(url, tmp_path / "relay.jsonl")
+        )
         missing = dataclasses.replace(spec, repo=tmp_path / "no-such-folder")
         with pytest.raises(KennelError):
             await LocalKennel(tmp_path, "auto").exec(missing)
@@ -138,19 +164,24 @@ async def test_a_process_that_cannot_start_leaves_no_relay(tmp_path: Path) -> No
 
 async def test_host_env_does_not_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-canary-in-host-env")
-    spec = spec_for(tmp_path, (sys.executable, "-c", "import os; print(sorted(os.environ))"),
-                    {"PATH": "/usr/bin", "ONLY": "1"})
+    spec = spec_for(
+        tmp_path,
+        (sys.executable, "-c", "import os; print(sorted(os.environ))"),
+        {"PATH": "/usr/bin", "ONLY": "1"},
+    )
     lines = await _collect(LocalKennel(tmp_path, "auto"), spec)
     assert "ANTHROPIC_API_KEY" not in lines[0] and "ONLY" in lines[0]
 
 
 async def test_terminate_kills_the_whole_tree(tmp_path: Path) -> None:
     # A child that starts its own session escapes the process group; it must die too.
-    code = ("import subprocess, time, sys\n"
-            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
-            " start_new_session=True)\n"
-            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-            "print('ready', flush=True); time.sleep(60)\n")
+    code = (
+        "import subprocess, time, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print('ready', flush=True); time.sleep(60)\n"
+    )
     spec = spec_for(tmp_path, (sys.executable, "-c", code), {"PATH": "/usr/bin"})
     proc = await LocalKennel(tmp_path, "auto").exec(spec)
     async for line in proc.lines():

@@ -24,8 +24,11 @@ async def _post(sock: Path, headers: dict[str, str]) -> tuple[int, str]:
     conn = aiohttp.UnixConnector(path=str(sock))
     async with (
         aiohttp.ClientSession(connector=conn) as client,
-        client.post("http://relay/v1/messages?beta=true", headers=headers,
-                    json={"model": "claude-x", "stream": True}) as resp,
+        client.post(
+            "http://relay/v1/messages?beta=true",
+            headers=headers,
+            json={"model": "claude-x", "stream": True},
+        ) as resp,
     ):
         return resp.status, await resp.text()
 
@@ -33,14 +36,26 @@ async def _post(sock: Path, headers: dict[str, str]) -> tuple[int, str]:
 async def test_strips_client_credentials_and_injects_the_real_key(
     upstream: Upstream, tmp_path: Path
 ) -> None:
-    relay = ModelRelay(socket_path=tmp_path / "r.sock", upstream=upstream.url,
-                       provider="anthropic", api_key="sk-real", harness="claude-code",
-                       task_id=7, log_path=tmp_path / "relay.jsonl")
+    relay = ModelRelay(
+        socket_path=tmp_path / "r.sock",
+        upstream=upstream.url,
+        provider="anthropic",
+        api_key="sk-real",
+        harness="claude-code",
+        task_id=7,
+        log_path=tmp_path / "relay.jsonl",
+    )
     async with relay:
         assert (tmp_path / "r.sock").stat().st_mode & 0o777 == 0o666
-        status, body = await _post(relay.socket_path, {
-            "x-api-key": "placeholder", "authorization": "Bearer stolen",
-            "x-goog-api-key": "g", "cookie": "c=1"})
+        status, body = await _post(
+            relay.socket_path,
+            {
+                "x-api-key": "placeholder",
+                "authorization": "Bearer stolen",
+                "x-goog-api-key": "g",
+                "cookie": "c=1",
+            },
+        )
     assert status == 200 and "message_delta" in body
     seen = upstream.seen[0][2]  # its headers
     assert seen["x-api-key"] == "sk-real"
@@ -53,18 +68,31 @@ async def test_strips_client_credentials_and_injects_the_real_key(
 
 
 async def test_openai_style_bearer(upstream: Upstream, tmp_path: Path) -> None:
-    relay = ModelRelay(socket_path=tmp_path / "r.sock", upstream=upstream.url,
-                       provider="openai", api_key="sk-oai", harness="codex", task_id=1,
-                       log_path=tmp_path / "relay.jsonl")
+    relay = ModelRelay(
+        socket_path=tmp_path / "r.sock",
+        upstream=upstream.url,
+        provider="openai",
+        api_key="sk-oai",
+        harness="codex",
+        task_id=1,
+        log_path=tmp_path / "relay.jsonl",
+    )
     async with relay:
         await _post(relay.socket_path, {"authorization": "Bearer placeholder"})
     assert upstream.seen[0][2]["authorization"] == "Bearer sk-oai"
 
 
 async def test_budget_exceeded_is_a_clear_error(upstream: Upstream, tmp_path: Path) -> None:
-    relay = ModelRelay(socket_path=tmp_path / "r.sock", upstream=upstream.url,
-                       provider="anthropic", api_key="k", harness="claude-code", task_id=1,
-                       log_path=tmp_path / "relay.jsonl", token_budget=100)
+    relay = ModelRelay(
+        socket_path=tmp_path / "r.sock",
+        upstream=upstream.url,
+        provider="anthropic",
+        api_key="k",
+        harness="claude-code",
+        task_id=1,
+        log_path=tmp_path / "relay.jsonl",
+        token_budget=100,
+    )
     async with relay:
         assert (await _post(relay.socket_path, {}))[0] == 200
         status, body = await _post(relay.socket_path, {})
@@ -73,15 +101,22 @@ async def test_budget_exceeded_is_a_clear_error(upstream: Upstream, tmp_path: Pa
 
 
 async def test_unreachable_upstream(tmp_path: Path) -> None:
-    relay = ModelRelay(socket_path=tmp_path / "r.sock", upstream="http://127.0.0.1:9",
-                       provider="anthropic", api_key="k", harness="claude-code", task_id=1,
-                       log_path=tmp_path / "relay.jsonl")
+    relay = ModelRelay(
+        socket_path=tmp_path / "r.sock",
+        upstream="http://127.0.0.1:9",
+        provider="anthropic",
+        api_key="k",
+        harness="claude-code",
+        task_id=1,
+        log_path=tmp_path / "relay.jsonl",
+    )
     async with relay:
         status, body = await _post(relay.socket_path, {})
     assert status == 502 and "upstream unreachable" in body
 
 
 # -- where a request goes, and what it cost (pure functions) -----------------------------
+
 
 def test_join_keeps_every_vendor_path_under_the_upstream() -> None:
     from kennel.relay_url import join, upstream_base
@@ -90,8 +125,10 @@ def test_join_keeps_every_vendor_path_under_the_upstream() -> None:
     for target, expected in [
         ("/messages?beta=true", "https://api.example.com/v1/messages?beta=true"),
         ("/chat/completions", "https://api.example.com/v1/chat/completions"),
-        ("/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
-         "https://api.example.com/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse"),
+        (
+            "/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+            "https://api.example.com/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        ),
         ("/a%20b/@x", "https://api.example.com/v1/a%20b/@x"),
     ]:
         assert str(join(base, target)) == expected
@@ -101,8 +138,20 @@ def test_join_refuses_whatever_could_leave_the_upstream() -> None:
     from kennel.relay_url import BadTarget, join, upstream_base
 
     base = upstream_base("http://127.0.0.1:8080")
-    for target in ("http://evil/x", "//evil/x", "@evil/x", "evil/x", "/../x", "/a/%2e%2e/x",
-                   "/%252e%252e/x", "/a/..;/x", "/a\\b", "/x#frag", "/x\r\nHost: evil", ""):
+    for target in (
+        "http://evil/x",
+        "//evil/x",
+        "@evil/x",
+        "evil/x",
+        "/../x",
+        "/a/%2e%2e/x",
+        "/%252e%252e/x",
+        "/a/..;/x",
+        "/a\\b",
+        "/x#frag",
+        "/x\r\nHost: evil",
+        "",
+    ):
         with pytest.raises(BadTarget):
             join(base, target)
 
@@ -130,11 +179,28 @@ async def test_an_upstream_that_is_not_a_base_url_fails_the_task_clearly(tmp_pat
     from kennel.base import ExecSpec, Layout, RelaySpec
     from kennel.relayed import start_relayed
 
-    layout = Layout(workdir=tmp_path, state_host=tmp_path, state_seen=tmp_path,
-                    relay_socket=tmp_path / "r.sock", relay_port=4100, path_env="/bin")
-    spec = ExecSpec(("true",), {}, tmp_path, layout, RelaySpec(
-        upstream="http://user:pw@127.0.0.1:9", provider="anthropic", api_key="k",
-        harness="h", task_id=1, log_path=tmp_path / "relay.jsonl"))
+    layout = Layout(
+        workdir=tmp_path,
+        state_host=tmp_path,
+        state_seen=tmp_path,
+        relay_socket=tmp_path / "r.sock",
+        relay_port=4100,
+        path_env="/bin",
+    )
+    spec = ExecSpec(
+        ("true",),
+        {},
+        tmp_path,
+        layout,
+        RelaySpec(
+            upstream="http://user:pw@127.0.0.1:9",
+            provider="anthropic",
+            api_key="k",
+            harness="h",
+            task_id=1,
+            log_path=tmp_path / "relay.jsonl",
+        ),
+    )
     started: list[str] = []
 
     async def start() -> object:

@@ -59,8 +59,12 @@ def test_context_gets_certs_but_the_repo_does_not(tmp_path: Path) -> None:
     ctx.mkdir()
     copied = build.make_context(ctx, ca)
     assert copied == ["00-proxy.crt", "01-corp.crt"]
-    assert sorted(p.name for p in ctx.iterdir()) == ["Dockerfile", "certs", "demo_cli.js",
-                                                  "forwarder.js"]
+    assert sorted(p.name for p in ctx.iterdir()) == [
+        "Dockerfile",
+        "certs",
+        "demo_cli.js",
+        "forwarder.js",
+    ]
     assert (ctx / "certs" / "01-corp.crt").read_text().startswith("-----BEGIN CERTIFICATE-----")
     assert not (REPO / "kennel" / "certs").exists() or not any(
         p.name in {"00-proxy.crt", "01-corp.crt"} for p in (REPO / "kennel" / "certs").iterdir()

@@ -24,14 +24,19 @@ async def model() -> AsyncIterator[ScriptedModelServer]:
 @pytest.fixture
 def memory_settings(tmp_path: Path, model: ScriptedModelServer) -> Callable[..., Settings]:
     def make(embeddings: bool = True, summaries: bool = True, **env: str) -> Settings:
-        base = {"FETCH_HOME": str(tmp_path / "home"), "FETCH_WORKSPACE": str(tmp_path),
-                "FETCH_HARNESS": "demo", "FETCH_KENNEL": "bwrap"}
+        base = {
+            "FETCH_HOME": str(tmp_path / "home"),
+            "FETCH_WORKSPACE": str(tmp_path),
+            "FETCH_HARNESS": "demo",
+            "FETCH_KENNEL": "bwrap",
+        }
         if embeddings:
             base["FETCH_EMBEDDING_BASE_URL"] = model.url + "/v1"
         if summaries:
             base["FETCH_MODEL_BASE_URL"] = model.url + "/v1"
         base.update(env)
         return load_settings(None, base)
+
     return make
 
 

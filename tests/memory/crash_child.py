@@ -15,10 +15,17 @@ from orchestrator.supervisor import TaskSupervisor
 
 
 async def main(home: str, where: str, url: str) -> None:
-    settings = load_settings(None, {
-        "FETCH_HOME": home, "FETCH_WORKSPACE": home, "FETCH_EMBEDDING_BASE_URL": url + "/v1",
-        "FETCH_KENNEL": "bwrap",
-        "FETCH_MODEL_BASE_URL": url + "/v1", "FETCH__MEMORY__ARCHIVE_TOKENS": "500"})
+    settings = load_settings(
+        None,
+        {
+            "FETCH_HOME": home,
+            "FETCH_WORKSPACE": home,
+            "FETCH_EMBEDDING_BASE_URL": url + "/v1",
+            "FETCH_KENNEL": "bwrap",
+            "FETCH_MODEL_BASE_URL": url + "/v1",
+            "FETCH__MEMORY__ARCHIVE_TOKENS": "500",
+        },
+    )
     real = archive.commit_chunk
 
     def commit(*args: object) -> int | None:

@@ -26,26 +26,35 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def _talk(run: Running, key: SessionKey, n: int, start: int = 0) -> None:
     for i in range(start, start + n):
-        await run.store.messages.add(key, "in" if i % 2 == 0 else "out",
-                                    f"message {i} about topic{i} {LINE}")
+        await run.store.messages.add(
+            key, "in" if i % 2 == 0 else "out", f"message {i} about topic{i} {LINE}"
+        )
 
 
 async def _chunks(run: Running, key: SessionKey) -> list[tuple[int, int, int, str]]:
-    return await run.memory.db.run(lambda c: c.execute(
-        "SELECT id, first_msg, last_msg, path FROM memory_items WHERE kind='archive' AND"
-        " thread=? ORDER BY first_msg", (thread_of(key),)).fetchall())
+    return await run.memory.db.run(
+        lambda c: c.execute(
+            "SELECT id, first_msg, last_msg, path FROM memory_items WHERE kind='archive' AND"
+            " thread=? ORDER BY first_msg",
+            (thread_of(key),),
+        ).fetchall()
+    )
 
 
 async def _watermark(run: Running, key: SessionKey) -> int:
-    rows = await run.memory.db.run(lambda c: c.execute(
-        "SELECT last_msg FROM memory_watermarks WHERE thread=?", (thread_of(key),)).fetchall())
+    rows = await run.memory.db.run(
+        lambda c: c.execute(
+            "SELECT last_msg FROM memory_watermarks WHERE thread=?", (thread_of(key),)
+        ).fetchall()
+    )
     return int(rows[0][0]) if rows else 0
 
 
 async def _message_ids(run: Running, key: SessionKey) -> list[int]:
     await run.store.messages.flush()
     rows = await run.store.db.conn.execute_fetchall(
-        "SELECT id FROM messages WHERE session=? ORDER BY id", (thread_of(key),))
+        "SELECT id FROM messages WHERE session=? ORDER BY id", (thread_of(key),)
+    )
     return [int(r[0]) for r in rows]
 
 
@@ -62,13 +71,15 @@ async def _check_partition(run: Running, key: SessionKey) -> list[tuple[int, int
     return chunks
 
 
-def archive_settings(memory_settings: Callable[..., Settings], *, summaries: bool = True,
-                     **env: str) -> Settings:
+def archive_settings(
+    memory_settings: Callable[..., Settings], *, summaries: bool = True, **env: str
+) -> Settings:
     return memory_settings(summaries=summaries, FETCH__MEMORY__ARCHIVE_TOKENS="500", **env)
 
 
 async def test_chunks_past_the_threshold(
-    memory_settings: Callable[..., Settings], model: ScriptedModelServer,
+    memory_settings: Callable[..., Settings],
+    model: ScriptedModelServer,
 ) -> None:
     model.default = Text("The owner discussed topic3 and decided to use tabs.")
     async with Running(archive_settings(memory_settings)) as run:
@@ -99,7 +110,8 @@ async def test_chunks_past_the_threshold(
 
 
 async def test_observe_never_blocks_and_archives_under_concurrent_turns(
-    memory_settings: Callable[..., Settings], model: ScriptedModelServer,
+    memory_settings: Callable[..., Settings],
+    model: ScriptedModelServer,
 ) -> None:
     model.default = Delay(0.05, Text("summary of a busy stretch"))  # runs overlap turns
     async with Running(archive_settings(memory_settings)) as run:
@@ -129,7 +141,8 @@ async def test_observe_never_blocks_and_archives_under_concurrent_turns(
 
 
 async def test_a_failing_summary_model_is_logged_not_raised(
-    memory_settings: Callable[..., Settings], model: ScriptedModelServer,
+    memory_settings: Callable[..., Settings],
+    model: ScriptedModelServer,
 ) -> None:
     from tests.fakes.model_server import Error
 
@@ -158,16 +171,23 @@ async def test_no_model_archives_with_an_extract(
 
 async def _crash(home: Path, where: str, url: str) -> int:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(CHILD), str(home), where, url,
+        sys.executable,
+        str(CHILD),
+        str(home),
+        where,
+        url,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 137, (out, err)
     return proc.returncode
 
 
 async def test_crash_between_summary_and_watermark_loses_and_duplicates_nothing(
-    memory_settings: Callable[..., Settings], model: ScriptedModelServer,
+    memory_settings: Callable[..., Settings],
+    model: ScriptedModelServer,
 ) -> None:
     model.default = Text("summary")
     settings = archive_settings(memory_settings)
@@ -189,7 +209,8 @@ async def test_crash_between_summary_and_watermark_loses_and_duplicates_nothing(
 
 
 async def test_crash_right_after_the_commit_does_not_archive_twice(
-    memory_settings: Callable[..., Settings], model: ScriptedModelServer,
+    memory_settings: Callable[..., Settings],
+    model: ScriptedModelServer,
 ) -> None:
     model.default = Text("summary")
     settings = archive_settings(memory_settings)

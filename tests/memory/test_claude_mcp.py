@@ -21,12 +21,17 @@ WRITE = "mcp__fetch-memory__memory_write"
 
 
 @pytest.fixture
-async def claude(model: ScriptedModelServer, make_settings: Callable[..., Settings],
-                 ) -> AsyncIterator[Driver]:
+async def claude(
+    model: ScriptedModelServer,
+    make_settings: Callable[..., Settings],
+) -> AsyncIterator[Driver]:
     require_binary("claude")
-    settings = make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_BASE_URL=model.url,
-                             ANTHROPIC_API_KEY="sk-ant-real-key-for-relay",
-                             FETCH_EMBEDDING_BASE_URL=model.url + "/v1")
+    settings = make_settings(
+        FETCH_HARNESS="claude-code",
+        ANTHROPIC_BASE_URL=model.url,
+        ANTHROPIC_API_KEY="sk-ant-real-key-for-relay",
+        FETCH_EMBEDDING_BASE_URL=model.url + "/v1",
+    )
     app, driver = await start_driver(settings)
     try:
         yield driver
@@ -46,22 +51,37 @@ def _tool_results(body: JsonObject) -> list[str]:
 
 
 async def test_claude_searches_and_writes_memory_over_mcp(
-    claude: Driver, model: ScriptedModelServer,
+    claude: Driver,
+    model: ScriptedModelServer,
 ) -> None:
-    await claude.ask("/remember the README typo fix convention: keep British spelling",
-                     "Remembered #1")
+    await claude.ask(
+        "/remember the README typo fix convention: keep British spelling", "Remembered #1"
+    )
     repo = claude.services.workspace.path("demo")
     model.script(
         ToolCall(SEARCH, {"query": "README spelling convention", "limit": 3}),
-        ToolCall(WRITE, {"content": "demo's README had the typo Teh; fixed to The",
-                         "type": "learning", "tags": ["demo"]}),
+        ToolCall(
+            WRITE,
+            {
+                "content": "demo's README had the typo Teh; fixed to The",
+                "type": "learning",
+                "tags": ["demo"],
+            },
+        ),
         EditFile(str(repo / "README.md"), "Teh quick", "The quick"),
-        Text("Fixed the typo, following the remembered convention."))
+        Text("Fixed the typo, following the remembered convention."),
+    )
     diff = await claude.ask("fix the typo in README.md of demo", "Apply? (yes/no)", 120)
     assert "+The quick" in diff
 
-    turns = [r for r in model.requests if r.dialect == "anthropic"
-             and r.path.endswith("/messages") and r.body and r.body.get("messages")]
+    turns = [
+        r
+        for r in model.requests
+        if r.dialect == "anthropic"
+        and r.path.endswith("/messages")
+        and r.body
+        and r.body.get("messages")
+    ]
     offered = {t.get("name") for t in (turns[0].body or {}).get("tools", [])}
     assert {SEARCH, WRITE, "mcp__fetch-memory__memory_read"} <= offered, sorted(offered)
     # The task's prompt carried the relevant memory (context_for).

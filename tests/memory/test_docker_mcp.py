@@ -17,11 +17,18 @@ pytestmark = pytest.mark.real
 
 
 @pytest.fixture
-async def docker_mem(kennel_image: str, model: ScriptedModelServer,  # noqa: F811
-                     make_settings: Callable[..., Settings]) -> AsyncIterator[Driver]:
-    settings = make_settings(FETCH_KENNEL="docker", FETCH_HARNESS="claude-code",
-                             ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-docker",
-                             FETCH_EMBEDDING_BASE_URL=model.url + "/v1")
+async def docker_mem(
+    kennel_image: str,  # noqa: F811 - the fixture, imported above
+    model: ScriptedModelServer,
+    make_settings: Callable[..., Settings],
+) -> AsyncIterator[Driver]:
+    settings = make_settings(
+        FETCH_KENNEL="docker",
+        FETCH_HARNESS="claude-code",
+        ANTHROPIC_BASE_URL=model.url,
+        ANTHROPIC_API_KEY="sk-ant-docker",
+        FETCH_EMBEDDING_BASE_URL=model.url + "/v1",
+    )
     app, driver = await start_driver(settings)
     try:
         yield driver
@@ -30,15 +37,19 @@ async def docker_mem(kennel_image: str, model: ScriptedModelServer,  # noqa: F81
 
 
 async def test_claude_in_docker_uses_memory_over_the_relay_socket(
-    docker_mem: Driver, model: ScriptedModelServer,
+    docker_mem: Driver,
+    model: ScriptedModelServer,
 ) -> None:
     await docker_mem.ask("/remember the demo README uses British spelling", "Remembered #1")
     model.script(
         ToolCall("mcp__fetch-memory__memory_search", {"query": "README spelling"}),
-        ToolCall("mcp__fetch-memory__memory_write", {"content": "fixed Teh in demo README",
-                                                     "type": "learning"}),
+        ToolCall(
+            "mcp__fetch-memory__memory_write",
+            {"content": "fixed Teh in demo README", "type": "learning"},
+        ),
         EditFile("README.md", "Teh quick", "The quick"),
-        Text("Fixed it."))
+        Text("Fixed it."),
+    )
     diff = await docker_mem.ask("fix the typo in README.md of demo", "Apply?", 180)
     assert "+The quick" in diff
     sent = json.dumps([r.body for r in model.requests if r.dialect == "anthropic"])

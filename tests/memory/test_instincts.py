@@ -15,10 +15,13 @@ from tests.fakes.model_server import ScriptedModelServer
 
 
 @pytest.fixture
-async def fetch_mem(model: ScriptedModelServer, make_settings: Callable[..., Settings],
-                    ) -> AsyncIterator[Driver]:
-    settings = make_settings(FETCH_EMBEDDING_BASE_URL=model.url + "/v1",
-                             FETCH__MEMORY__ARCHIVE_TOKENS="500")
+async def fetch_mem(
+    model: ScriptedModelServer,
+    make_settings: Callable[..., Settings],
+) -> AsyncIterator[Driver]:
+    settings = make_settings(
+        FETCH_EMBEDDING_BASE_URL=model.url + "/v1", FETCH__MEMORY__ARCHIVE_TOKENS="500"
+    )
     app, driver = await start_driver(settings)
     try:
         yield driver
@@ -28,18 +31,26 @@ async def fetch_mem(model: ScriptedModelServer, make_settings: Callable[..., Set
 
 def test_parse_remember() -> None:
     assert parse_remember("pref: I like tabs #style #Go") == (
-        "preference", "I like tabs", ("style", "Go"))
+        "preference",
+        "I like tabs",
+        ("style", "Go"),
+    )
     assert parse_remember("learning:  pytest -x stops early") == (
-        "learning", "pytest -x stops early", ())
+        "learning",
+        "pytest -x stops early",
+        (),
+    )
     assert parse_remember("the db is on 5433") == ("fact", "the db is on 5433", ())
 
 
 async def test_remember_memory_forget(fetch_mem: Driver) -> None:
-    said = await fetch_mem.ask("/remember the staging db listens on port 5433 #infra",
-                               "Remembered #1")
+    said = await fetch_mem.ask(
+        "/remember the staging db listens on port 5433 #infra", "Remembered #1"
+    )
     assert "/forget 1" in said
-    await fetch_mem.ask("/remember pref: I review diffs on my phone, keep them small",
-                        "Remembered #2 (preference)")
+    await fetch_mem.ask(
+        "/remember pref: I review diffs on my phone, keep them small", "Remembered #2 (preference)"
+    )
     again = await fetch_mem.ask("/remember The staging db listens on port 5433.", "Updated")
     assert "#1" in again
     overview = await fetch_mem.ask("/memory", "🧠")
@@ -60,8 +71,9 @@ async def test_status_says_keyword_only_without_endpoint(fetch: Driver) -> None:
     status = await fetch.ask("/status", "Fetch ·")
     assert "memory: keyword-only (no embedding endpoint configured)" in status
     await fetch.ask("/remember deploys go out on Fridays", "Remembered #1")
-    assert "#1 fact: deploys go out on Fridays" in await fetch.ask("/memory friday deploys",
-                                                                   "match")
+    assert "#1 fact: deploys go out on Fridays" in await fetch.ask(
+        "/memory friday deploys", "match"
+    )
 
 
 async def test_turns_are_archived_behind_the_replies(fetch_mem: Driver) -> None:

@@ -19,16 +19,26 @@ SEMANTIC = "our sqlite db and the mysql datastore"  # no word in common with the
 KEYWORD = "E4711 shows up in the print spooler log"  # a rare code in common, another topic
 UNRELATED = "the weather is nice today"
 # bm25 needs a corpus: with four rows a word in two of them has an idf of ~0.
-FILLER = ("lunch is at noon on weekdays", "the cat sleeps on the sofa",
-          "the owner reads diffs on the train", "invoices go out on the first of the month",
-          "the garden needs water in summer", "meetings are on Tuesday mornings",
-          "the laptop charger is in the drawer", "music helps with focus")
+FILLER = (
+    "lunch is at noon on weekdays",
+    "the cat sleeps on the sofa",
+    "the owner reads diffs on the train",
+    "invoices go out on the first of the month",
+    "the garden needs water in summer",
+    "meetings are on Tuesday mornings",
+    "the laptop charger is in the drawer",
+    "music helps with focus",
+)
 
 
 async def _fill(memory: Memory) -> dict[str, int]:
     ids = {}
-    for name, text in (("both", BOTH), ("semantic", SEMANTIC), ("keyword", KEYWORD),
-                       ("unrelated", UNRELATED)):
+    for name, text in (
+        ("both", BOTH),
+        ("semantic", SEMANTIC),
+        ("keyword", KEYWORD),
+        ("unrelated", UNRELATED),
+    ):
         ids[name] = (await memory.write(text, "fact")).item.id
     for text in FILLER:
         await memory.write(text, "fact")
@@ -70,7 +80,8 @@ async def test_keyword_only_without_an_embedding_endpoint(
 
 
 async def test_keyword_only_without_sqlite_vec(
-    memory_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch,
+    memory_settings: Callable[..., Settings],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from orchestrator.memory import db
 
@@ -87,7 +98,8 @@ async def test_keyword_only_without_sqlite_vec(
 
 
 async def test_embedding_endpoint_down_falls_back_and_catches_up(
-    running: Running, model: ScriptedModelServer,
+    running: Running,
+    model: ScriptedModelServer,
 ) -> None:
     memory = running.memory
     model.embeddings.fail = 503
@@ -103,8 +115,10 @@ async def test_embedding_endpoint_down_falls_back_and_catches_up(
     assert [h.item.id for h in hits] == [item.id]
 
 
-async def test_two_stage_binary_index_path(memory: Memory, monkeypatch: pytest.MonkeyPatch,
-                                           ) -> None:
+async def test_two_stage_binary_index_path(
+    memory: Memory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ids = await _fill(memory)
     monkeypatch.setattr(search, "EXACT_MAX", 1)  # force the bit[] KNN + exact rerank
     hits = await memory.search(QUERY, 10)
@@ -116,8 +130,9 @@ async def test_changing_the_model_reembeds_in_the_background(
 ) -> None:
     async with Running(memory_settings()) as run:
         ids = await _fill(run.memory)
-    changed = memory_settings(FETCH__MEMORY__EMBEDDING_MODEL="other-model",
-                              FETCH__MEMORY__EMBEDDING_DIMENSIONS="256")
+    changed = memory_settings(
+        FETCH__MEMORY__EMBEDDING_MODEL="other-model", FETCH__MEMORY__EMBEDDING_DIMENSIONS="256"
+    )
     async with Running(changed) as run:
         progress = run.memory.reembed
         for _ in range(200):

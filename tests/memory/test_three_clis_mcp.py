@@ -20,19 +20,26 @@ pytestmark = pytest.mark.real
 
 
 @pytest.fixture(params=sorted(CLIS))
-async def cli_mem(request: pytest.FixtureRequest, model: ScriptedModelServer,
-                  make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch,
-                  ) -> AsyncIterator[tuple[str, Driver]]:
+async def cli_mem(
+    request: pytest.FixtureRequest,
+    model: ScriptedModelServer,
+    make_settings: Callable[..., Settings],
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[str, Driver]]:
     name: str = request.param
     cli = CLIS[name]
     require_binary(cli.binary)
     unpacked = Path.home() / ".cache" / "copilot"
     if name == "copilot" and (unpacked / "pkg").is_dir():
         monkeypatch.setenv("COPILOT_PKG_CACHE_HOME", str(unpacked))
-    settings = make_settings(**{
-        "FETCH_HARNESS": name,
-        f"FETCH__PROVIDERS__{cli.provider.upper()}__BASE_URL": model.url + cli.upstream_suffix,
-        cli.key_env: REAL_KEY, "FETCH_EMBEDDING_BASE_URL": model.url + "/v1"})
+    settings = make_settings(
+        **{
+            "FETCH_HARNESS": name,
+            f"FETCH__PROVIDERS__{cli.provider.upper()}__BASE_URL": model.url + cli.upstream_suffix,
+            cli.key_env: REAL_KEY,
+            "FETCH_EMBEDDING_BASE_URL": model.url + "/v1",
+        }
+    )
     app, driver = await start_driver(settings)
     try:
         yield name, driver
@@ -51,8 +58,9 @@ def _offered(model: ScriptedModelServer) -> set[str]:
     return names
 
 
-async def test_cli_calls_memory_search_over_mcp(cli_mem: tuple[str, Driver],
-                                                model: ScriptedModelServer) -> None:
+async def test_cli_calls_memory_search_over_mcp(
+    cli_mem: tuple[str, Driver], model: ScriptedModelServer
+) -> None:
     name, driver = cli_mem
     await driver.ask("/remember the demo README must keep British spelling", "Remembered #1")
     model.script(Text("Looked around."))  # first run: learn the tool's name in this CLI

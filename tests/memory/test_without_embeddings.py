@@ -15,10 +15,10 @@ from tests.fakes.model_server import ScriptedModelServer
 
 
 async def _round_trip(fetch: Driver) -> None:
-    assert "Remembered #1" in await fetch.ask("/remember the staging db listens on 5433",
-                                              "Remembered")
-    assert "Remembered #2" in await fetch.ask("/remember pref: tabs over spaces",
-                                              "Remembered")
+    assert "Remembered #1" in await fetch.ask(
+        "/remember the staging db listens on 5433", "Remembered"
+    )
+    assert "Remembered #2" in await fetch.ask("/remember pref: tabs over spaces", "Remembered")
     overview = await fetch.ask("/memory", "🧠")
     assert "2 memories" in overview and "#1 fact: the staging db" in overview
     found = await fetch.ask("/memory staging", "match")
@@ -34,11 +34,11 @@ async def test_forget_works_without_an_embedding_endpoint(fetch: Driver) -> None
 
 
 @pytest.fixture
-async def bad_embeddings(make_settings: Callable[..., Settings]
-                         ) -> AsyncIterator[tuple[Driver, ScriptedModelServer]]:
+async def bad_embeddings(
+    make_settings: Callable[..., Settings],
+) -> AsyncIterator[tuple[Driver, ScriptedModelServer]]:
     async with ScriptedModelServer() as model:
-        app, driver = await start_driver(
-            make_settings(FETCH_EMBEDDING_BASE_URL=model.url + "/v1"))
+        app, driver = await start_driver(make_settings(FETCH_EMBEDDING_BASE_URL=model.url + "/v1"))
         try:
             yield driver, model
         finally:
@@ -47,7 +47,8 @@ async def bad_embeddings(make_settings: Callable[..., Settings]
 
 @pytest.mark.parametrize("answer", ["error", "html"])
 async def test_an_embedding_endpoint_answering_200_without_vectors_falls_back(
-    bad_embeddings: tuple[Driver, ScriptedModelServer], answer: str,
+    bad_embeddings: tuple[Driver, ScriptedModelServer],
+    answer: str,
 ) -> None:
     fetch, model = bad_embeddings
     model.embeddings.bad_200 = answer

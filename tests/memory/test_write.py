@@ -14,12 +14,17 @@ def _cos(a: str, b: str) -> float:
 
 
 async def test_near_duplicate_updates_instead_of_adding(memory: Memory) -> None:
-    first = await memory.write("The staging database of the shop listens on port 5433 and is "
-                               "only reachable over the VPN", "fact", ("infra",))
+    first = await memory.write(
+        "The staging database of the shop listens on port 5433 and is only reachable over the VPN",
+        "fact",
+        ("infra",),
+    )
     assert not first.merged
     # One word changed: above 0.95 with the fake's embeddings.
-    again = ("The staging database of the shop listens on port 5433 and is only reachable "
-             "through the VPN")
+    again = (
+        "The staging database of the shop listens on port 5433 and is only reachable "
+        "through the VPN"
+    )
     assert _cos(first.item.content, again) >= 0.95
     second = await memory.write(again, "fact", ("db",))
     assert second.merged and second.item.id == first.item.id

@@ -52,16 +52,33 @@ class Team:
     def to(self, chat: str) -> list[str]:
         return [m.text for m in self.phone.sent if m.chat == chat]
 
-    async def say(self, sender: str, text: str, *, chat: str | None = None,
-                  wait_for: str | None = None, timeout: float = 20, **kw: Any) -> list[str]:
+    async def say(
+        self,
+        sender: str,
+        text: str,
+        *,
+        chat: str | None = None,
+        wait_for: str | None = None,
+        timeout: float = 20,
+        **kw: Any,
+    ) -> list[str]:
         """Send as ``sender``; return what Fetch said in that chat since (at least one
         message, or the one containing ``wait_for``)."""
         assert self.app.gateway is not None
         chat = chat or sender
         before = len(self.to(chat))
-        await self.app.gateway.receive(Inbound(
-            channel="whatsapp", chat=chat, sender=sender, message_id=uuid.uuid4().hex,
-            text=text, from_owner=sender == OWNER, is_group=chat == GROUP, **kw))
+        await self.app.gateway.receive(
+            Inbound(
+                channel="whatsapp",
+                chat=chat,
+                sender=sender,
+                message_id=uuid.uuid4().hex,
+                text=text,
+                from_owner=sender == OWNER,
+                is_group=chat == GROUP,
+                **kw,
+            )
+        )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while loop.time() < deadline:
@@ -70,8 +87,10 @@ class Team:
                 await asyncio.sleep(0.05)
                 return self.to(chat)[before:]
             await asyncio.sleep(0.02)
-        raise AssertionError(f"no reply to {text!r} from {sender} in {chat} "
-                             f"(waiting for {wait_for!r}); got {self.to(chat)[before:]!r}")
+        raise AssertionError(
+            f"no reply to {text!r} from {sender} in {chat} "
+            f"(waiting for {wait_for!r}); got {self.to(chat)[before:]!r}"
+        )
 
     def tool_names_offered(self) -> list[str]:
         body = self.model.model_requests[-1].body or {}
@@ -79,20 +98,22 @@ class Team:
 
     def tool_results(self) -> list[str]:
         body = self.model.model_requests[-1].body or {}
-        return [str(m.get("content")) for m in body.get("messages", [])
-                if m.get("role") == "tool"]
+        return [str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "tool"]
 
 
-def team_settings(make_settings: Callable[..., Settings], model_url: str,
-                  **extra: str) -> Settings:
-    members = {"alice": {"ids": [f"whatsapp:{ALICE}"], "profile": "collaborator",
-                         "repos": ["demo"]},
-               "vic": {"ids": [f"whatsapp:{VIC}"], "profile": "viewer"}}
+def team_settings(make_settings: Callable[..., Settings], model_url: str, **extra: str) -> Settings:
+    members = {
+        "alice": {"ids": [f"whatsapp:{ALICE}"], "profile": "collaborator", "repos": ["demo"]},
+        "vic": {"ids": [f"whatsapp:{VIC}"], "profile": "viewer"},
+    }
     return make_settings(
-        FETCH_MODEL_BASE_URL=model_url + "/v1", FETCH_WHATSAPP_OWNER=OWNER,
+        FETCH_MODEL_BASE_URL=model_url + "/v1",
+        FETCH_WHATSAPP_OWNER=OWNER,
         FETCH__ALLOWLIST=json.dumps([f"whatsapp:{PLAIN}"]),
         FETCH__MEMBERS=json.dumps(members),
-        FETCH__GATEWAY__RATE_PER_MINUTE="100000", **extra)
+        FETCH__GATEWAY__RATE_PER_MINUTE="100000",
+        **extra,
+    )
 
 
 @pytest.fixture

@@ -17,8 +17,10 @@ from tests.fakes.model_server import ScriptedModelServer
 from tests.permissions.conftest import ALICE, OWNER, Phone, Team, team_settings
 
 OWNER_DM = f"{OWNER}@s.whatsapp.net"
-RULES = [{"effect": "ask", "what": "instinct:remind", "who": "alice"},
-         {"effect": "ask", "what": "instinct:remember", "who": "alice"}]
+RULES = [
+    {"effect": "ask", "what": "instinct:remind", "who": "alice"},
+    {"effect": "ask", "what": "instinct:remember", "who": "alice"},
+]
 
 
 def _nonce(team: Team, action: str) -> str:
@@ -30,8 +32,9 @@ async def test_an_open_ask_is_answered_after_a_restart_and_an_expired_one_refuse
     make_settings: Callable[..., Settings],
 ) -> None:
     async with ScriptedModelServer() as model:
-        settings = team_settings(make_settings, model.url,
-                                 FETCH__PERMISSIONS__RULES=json.dumps(RULES))
+        settings = team_settings(
+            make_settings, model.url, FETCH__PERMISSIONS__RULES=json.dumps(RULES)
+        )
 
         def team_of(app: App, phone: Phone, terminal: TerminalChannel) -> Team:
             return Team(app, Driver(app, terminal), phone, model)
@@ -41,12 +44,10 @@ async def test_an_open_ask_is_answered_after_a_restart_and_an_expired_one_refuse
             team = team_of(app, phone, terminal)
             assert "needs the owner's yes" in (await team.say(ALICE, "/remind in 5m x"))[-1]
             assert "needs the owner's yes" in (await team.say(ALICE, "/remember y"))[-1]
-            remind, remember = _nonce(team, "instinct:remind"), _nonce(team,
-                                                                      "instinct:remember")
+            remind, remember = _nonce(team, "instinct:remind"), _nonce(team, "instinct:remember")
         # While Fetch is down, the /remember question runs out of time.
         with sqlite3.connect(settings.db_path) as db:
-            db.execute("UPDATE asks SET expires = expires - 3600 WHERE nonce = ?",
-                       (remember,))
+            db.execute("UPDATE asks SET expires = expires - 3600 WHERE nonce = ?", (remember,))
 
         phone, terminal = Phone(), TerminalChannel(settings.terminal.chat)
         async with build_app(settings, channels=[terminal, phone]) as app:
@@ -57,10 +58,8 @@ async def test_an_open_ask_is_answered_after_a_restart_and_an_expired_one_refuse
             said = await team.say(OWNER, f"/grants yes {remind} once", chat=OWNER_DM)
             assert "Granted" in said[-1]
             assert "allowed instinct:remind (once)" in team.to(ALICE)[-1]
-            assert not (await team.say(ALICE, "/remind in 5m x"))[-1].startswith(
-                ("🔒", "🔐"))
-            late = (await team.say(OWNER, f"/grants yes {remember} always",
-                                   chat=OWNER_DM))[-1]
+            assert not (await team.say(ALICE, "/remind in 5m x"))[-1].startswith(("🔒", "🔐"))
+            late = (await team.say(OWNER, f"/grants yes {remember} always", chat=OWNER_DM))[-1]
             assert "expired unanswered" in late and "nothing was allowed" in late
             assert "needs the owner's yes" in (await team.say(ALICE, "/remember y"))[-1]
             # Answered questions are gone for good, across restarts too.

@@ -27,15 +27,18 @@ def commit_fetch_yaml(repo: Path, text: str) -> None:
 
 
 async def test_every_layer_speaks_and_says_where_from(
-        team_factory: Callable[..., Any], workspace: Path, tmp_path: Path) -> None:
+    team_factory: Callable[..., Any], workspace: Path, tmp_path: Path
+) -> None:
     repo = workspace / "demo"
-    commit_fetch_yaml(repo, "approvals: {ttl_seconds: 600}\n"
-                            "permissions: {deny: ['path:README.md'], mode: view}\n")
+    commit_fetch_yaml(
+        repo, "approvals: {ttl_seconds: 600}\npermissions: {deny: ['path:README.md'], mode: view}\n"
+    )
     (tmp_path / "home" / "repos").mkdir(parents=True)
     (tmp_path / "home" / "repos" / "demo.yaml").write_text("approvals: {ttl_seconds: 1800}\n")
     team: Team = await team_factory(
         FETCH__REPOS=json.dumps({"demo": {"permissions": {"deny": ["path:docs/**"]}}}),
-        FETCH__CHATS=json.dumps({f"whatsapp:{GROUP}": {"approvals": {"ttl_seconds": 2400}}}))
+        FETCH__CHATS=json.dumps({f"whatsapp:{GROUP}": {"approvals": {"ttl_seconds": 2400}}}),
+    )
     permissions = team.services.permissions
 
     ttl = await permissions.explain_value("approvals.ttl_seconds", None, "demo")
@@ -51,8 +54,9 @@ async def test_every_layer_speaks_and_says_where_from(
     assert mode.value == "view"
 
     # The working tree is the sandbox's: an uncommitted .fetch.yaml that widens is not read.
-    (repo / ".fetch.yaml").write_text("approvals: {ttl_seconds: 99999}\n"
-                                      "permissions: {mode: normal}\n")
+    (repo / ".fetch.yaml").write_text(
+        "approvals: {ttl_seconds: 99999}\npermissions: {mode: normal}\n"
+    )
     again = await permissions.explain_value("approvals.ttl_seconds", None, "demo")
     assert again.value == 600
     assert (await permissions.explain_value("permissions.mode", None, "demo")).value == "view"
@@ -65,20 +69,24 @@ async def test_every_layer_speaks_and_says_where_from(
 
 
 async def test_a_committed_narrowing_is_honoured_and_a_working_tree_one_cannot_widen(
-        team_factory: Callable[..., Any], workspace: Path) -> None:
+    team_factory: Callable[..., Any], workspace: Path
+) -> None:
     repo = workspace / "demo"
     commit_fetch_yaml(repo, "permissions: {deny: ['path:README.md']}\n")
     team: Team = await team_factory()
-    team.model.script(ToolCall("task_create", {"repo": "demo",
-                                               "instruction": "fix the typo in README.md"}))
+    team.model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    )
     replies = await team.say(OWNER, "fix the typo in README.md of demo", wait_for="Refused")
-    assert any("README.md (permissions.deny path:README.md)" in " ".join(t.split())
-               for t in replies), replies
+    assert any(
+        "README.md (permissions.deny path:README.md)" in " ".join(t.split()) for t in replies
+    ), replies
     assert git(repo, "status", "--porcelain") == ""
 
 
 async def test_a_view_only_group_and_a_sandbox_written_widening(
-        team_factory: Callable[..., Any], workspace: Path) -> None:
+    team_factory: Callable[..., Any], workspace: Path
+) -> None:
     team: Team = await team_factory(FETCH__PERMISSIONS__GROUP_MODE="view")
     refused = await team.say(OWNER, "@fetch /undo", chat=GROUP)
     assert refused[-1].startswith("🔒") and "view-only" in refused[-1]
@@ -93,16 +101,27 @@ async def test_a_view_only_group_and_a_sandbox_written_widening(
 def test_config_explain_on_the_command_line(tmp_path: Path, workspace: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    (home / "config.yaml").write_text("permissions:\n  deny: ['path:secrets/**']\n"
-                                      "repos:\n  demo:\n    approvals: {ttl_seconds: 900}\n")
+    (home / "config.yaml").write_text(
+        "permissions:\n  deny: ['path:secrets/**']\n"
+        "repos:\n  demo:\n    approvals: {ttl_seconds: 900}\n"
+    )
     commit_fetch_yaml(workspace / "demo", "approvals: {ttl_seconds: 300}\n")
-    env = {**os.environ, "FETCH_HOME": str(home), "FETCH_WORKSPACE": str(workspace),
-           "FETCH__PERMISSIONS__MODE": "view"}
+    env = {
+        **os.environ,
+        "FETCH_HOME": str(home),
+        "FETCH_WORKSPACE": str(workspace),
+        "FETCH__PERMISSIONS__MODE": "view",
+    }
 
     def explain(*args: str) -> str:
-        return subprocess.run([sys.executable, "-m", "orchestrator", "config", "explain",
-                               *args], env=env, capture_output=True, text=True,
-                              check=True, timeout=60).stdout
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", "config", "explain", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
 
     assert "from environment FETCH__PERMISSIONS__MODE" in explain("permissions.mode")
     assert f"from {home / 'config.yaml'}: permissions.deny" in explain("permissions.deny")
@@ -114,12 +133,15 @@ def test_config_explain_on_the_command_line(tmp_path: Path, workspace: Path) -> 
 
 
 async def test_a_committed_shorter_expiry_applies_to_the_diff(
-        team_factory: Callable[..., Any], workspace: Path) -> None:
+    team_factory: Callable[..., Any], workspace: Path
+) -> None:
     commit_fetch_yaml(workspace / "demo", "approvals: {ttl_seconds: 60}\n")
     team: Team = await team_factory()
-    team.model.script(ToolCall("task_create", {"repo": "demo",
-                                               "instruction": "fix the typo in README.md"}))
+    team.model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    )
     await team.say(OWNER, "fix the typo in README.md of demo", wait_for="Apply?")
     rows = await team.services.store.db.conn.execute_fetchall(
-        "SELECT expires_at - created FROM approvals")
+        "SELECT expires_at - created FROM approvals"
+    )
     assert [round(r[0]) for r in rows] == [60]

@@ -22,13 +22,37 @@ TOOLS = build_tools().names()
 # What each profile may use, written down here independently of the code under test.
 VIEWER_INSTINCTS = {"help", "commands", "status"}
 COLLABORATOR_INSTINCTS = VIEWER_INSTINCTS | {
-    "stop", "clear", "undo", "workspace", "harness", "remember", "memory", "forget"}
-EXPECTED_INSTINCTS = {"owner": set(INSTINCTS), "collaborator": COLLABORATOR_INSTINCTS,
-                      "viewer": VIEWER_INSTINCTS}
-COLLABORATOR_TOOLS = {"workspace_list", "workspace_select", "task_create", "ask_user",
-                      "memory_write", "memory_search", "workspace_status", "task_status",
-                      "task_cancel", "report_progress", "repo_list_files", "repo_read_file",
-                      "repo_search", "git_log", "git_show"}
+    "stop",
+    "clear",
+    "undo",
+    "workspace",
+    "harness",
+    "remember",
+    "memory",
+    "forget",
+}
+EXPECTED_INSTINCTS = {
+    "owner": set(INSTINCTS),
+    "collaborator": COLLABORATOR_INSTINCTS,
+    "viewer": VIEWER_INSTINCTS,
+}
+COLLABORATOR_TOOLS = {
+    "workspace_list",
+    "workspace_select",
+    "task_create",
+    "ask_user",
+    "memory_write",
+    "memory_search",
+    "workspace_status",
+    "task_status",
+    "task_cancel",
+    "report_progress",
+    "repo_list_files",
+    "repo_read_file",
+    "repo_search",
+    "git_log",
+    "git_show",
+}
 EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "viewer": set()}
 # Denied for collaborators: scheduling (a prompt job runs with the owner's authority),
 # send_message, archived transcripts (the owner's conversations), pause/resume of a
@@ -38,12 +62,27 @@ EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "view
 
 def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
     assert set(EXPECTED_INSTINCTS) == set(PROFILES) == set(SENDERS)
-    known = {"pause", "resume", "remind", "schedule", "cron", "grants", "autonomy",
-             "project"} | \
-        COLLABORATOR_INSTINCTS
+    known = {
+        "pause",
+        "resume",
+        "remind",
+        "schedule",
+        "cron",
+        "grants",
+        "autonomy",
+        "project",
+    } | COLLABORATOR_INSTINCTS
     assert set(INSTINCTS) <= known, f"decide who may use {set(INSTINCTS) - known}"
-    denied_tools = {"schedule", "schedule_list", "schedule_cancel", "send_message",
-                    "memory_read", "workspace_create", "workspace_delete", "task_respond"}
+    denied_tools = {
+        "schedule",
+        "schedule_list",
+        "schedule_cancel",
+        "send_message",
+        "memory_read",
+        "workspace_create",
+        "workspace_delete",
+        "task_respond",
+    }
     assert set(TOOLS) <= COLLABORATOR_TOOLS | denied_tools, "decide who may use new tools"
 
 
@@ -83,8 +122,11 @@ async def test_every_tool_for_every_profile(team: Team, profile: str) -> None:
         team.model.script(ToolCall(name, {}), Text(f"done {name}"))
         await team.say(sender, f"please use {name} in demo", wait_for=f"done {name}")
         (result,) = team.tool_results()[-1:]
-        assert result.startswith("error: unknown tool") == (name not in expected), \
-            (profile, name, result)
+        assert result.startswith("error: unknown tool") == (name not in expected), (
+            profile,
+            name,
+            result,
+        )
 
 
 async def test_the_viewer_never_reaches_the_model(team: Team) -> None:

@@ -36,10 +36,15 @@ def rules(*entries: tuple[str, str, str]) -> list[RuleSettings]:
 
 
 async def test_each_step_in_order(grants: GrantStore) -> None:
-    resolver = Resolver(rules(("deny", "tool:memory_write", "alice"),
-                              ("ask", "tool:memory_*", "*"),
-                              ("allow", "tool:memory_*", "profile:collaborator"),
-                              ("allow", "instinct:cron", "alice")), grants)
+    resolver = Resolver(
+        rules(
+            ("deny", "tool:memory_write", "alice"),
+            ("ask", "tool:memory_*", "*"),
+            ("allow", "tool:memory_*", "profile:collaborator"),
+            ("allow", "instinct:cron", "alice"),
+        ),
+        grants,
+    )
 
     def step(subject: Subject, action: str, policy: Policy = NORMAL) -> tuple[Effect, str]:
         decision = resolver.decide(subject, action, CHAT, policy)
@@ -48,8 +53,10 @@ async def test_each_step_in_order(grants: GrantStore) -> None:
 
     # 1. deny beats the ask and the allow that also match.
     assert step(ALICE, "tool:memory_write") == (Effect.DENY, "deny rule")
-    assert step(OWNER, "path:secrets/a/b", Policy(deny=("path:secrets/**",))) == \
-        (Effect.DENY, "deny rule")  # the owner too
+    assert step(OWNER, "path:secrets/a/b", Policy(deny=("path:secrets/**",))) == (
+        Effect.DENY,
+        "deny rule",
+    )  # the owner too
     # 2. mode: view-only allows only what a viewer may, to everyone.
     assert step(OWNER, "instinct:undo", Policy(mode="view")) == (Effect.DENY, "mode")
     assert step(OWNER, "instinct:status", Policy(mode="view")) == (Effect.ALLOW, "default")

@@ -21,27 +21,28 @@ OWNER_DM = f"{OWNER}@s.whatsapp.net"  # where Fetch reaches the owner on WhatsAp
 
 
 async def test_a_friend_in_a_shared_group_cannot_undo_the_owners_commit(
-        team: Team, workspace: Path) -> None:
+    team: Team, workspace: Path
+) -> None:
     repo = workspace / "demo"
     head = git(repo, "rev-parse", "HEAD")
-    team.model.script(ToolCall("task_create", {"repo": "demo",
-                                               "instruction": "fix the typo in README.md"}))
-    group = await team.say(OWNER, "@fetch fix the typo in README.md of demo", chat=GROUP,
-                           wait_for="ready for review")
+    team.model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    )
+    group = await team.say(
+        OWNER, "@fetch fix the typo in README.md of demo", chat=GROUP, wait_for="ready for review"
+    )
     # The group gets a note; the diff itself goes to the owner's direct chat.
     assert not any("README.md" in t and "+" in t for t in group if "Task #" not in t)
     assert any("From the group" in t and "README.md" in t for t in team.to(OWNER_DM))
     # A friend's yes in the group does not count.
-    assert "only the owner can approve" in (await team.say(ALICE, "@fetch yes",
-                                                           chat=GROUP))[-1]
+    assert "only the owner can approve" in (await team.say(ALICE, "@fetch yes", chat=GROUP))[-1]
     await team.say(OWNER, "@fetch yes", chat=GROUP, wait_for="Committed")
     committed = git(repo, "rev-parse", "HEAD")
     assert git(repo, "rev-parse", "HEAD^") == head
     refused = await team.say(ALICE, "@fetch /undo", chat=GROUP)
     assert "made for someone else" in refused[-1]
     assert git(repo, "rev-parse", "HEAD") == committed
-    rows = await team.services.store.db.conn.execute_fetchall(
-        "SELECT requester FROM commits")
+    rows = await team.services.store.db.conn.execute_fetchall("SELECT requester FROM commits")
     assert [r[0] for r in rows] == ["owner"]
     # The owner can.
     await team.say(OWNER, "@fetch /undo", chat=GROUP, wait_for="Reverted")
@@ -56,12 +57,14 @@ async def test_a_friend_neither_lists_nor_writes_the_owners_memories(team: Team)
     assert "No memory" in (await team.say(ALICE, f"/forget {owner_id}"))[-1]
     # What a friend writes (by command, or through the model) is theirs, never the owner's.
     await team.say(ALICE, "/remember the staging db is on port 5433")  # same words
-    team.model.script(ToolCall("memory_write", {"content": "deploys happen on fridays"}),
-                      Text("noted"))
+    team.model.script(
+        ToolCall("memory_write", {"content": "deploys happen on fridays"}), Text("noted")
+    )
     await team.say(ALICE, "remember that deploys happen on fridays", wait_for="noted")
     memory = team.services.memory
-    rows = await memory.db.run(lambda c: c.execute(
-        "SELECT subject, content FROM memory_items ORDER BY id").fetchall())
+    rows = await memory.db.run(
+        lambda c: c.execute("SELECT subject, content FROM memory_items ORDER BY id").fetchall()
+    )
     assert [r[0] for r in rows] == ["owner", "alice", "alice"]
     owner_view = "\n".join(await team.say(OWNER, "/memory"))
     assert "fridays" not in owner_view and "1 memories" in owner_view
@@ -71,7 +74,8 @@ async def test_a_friend_neither_lists_nor_writes_the_owners_memories(team: Team)
 
 
 async def test_path_rules_refuse_a_diff_touching_secrets(
-        team_factory: Callable[..., Any], workspace: Path) -> None:
+    team_factory: Callable[..., Any], workspace: Path
+) -> None:
     repo = workspace / "demo"
     (repo / "secrets").mkdir()
     (repo / "secrets" / "keys.txt").write_text("teh key\n")
@@ -79,10 +83,10 @@ async def test_path_rules_refuse_a_diff_touching_secrets(
     git(repo, "commit", "-qm", "secrets")
     head = git(repo, "rev-parse", "HEAD")
     team: Team = await team_factory(FETCH__PERMISSIONS__DENY='["path:secrets/**"]')
-    team.model.script(ToolCall("task_create", {
-        "repo": "demo", "instruction": "fix the typo in secrets/keys.txt"}))
-    replies = await team.say(OWNER, "fix the typo in secrets/keys.txt of demo",
-                             wait_for="Refused")
+    team.model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in secrets/keys.txt"})
+    )
+    replies = await team.say(OWNER, "fix the typo in secrets/keys.txt of demo", wait_for="Refused")
     flat = [" ".join(t.split()) for t in replies]  # the phone's line breaks
     assert any("secrets/keys.txt (permissions.deny path:secrets/**)" in t for t in flat)
     assert not any("Apply?" in t for t in team.to(OWNER))
@@ -92,8 +96,9 @@ async def test_path_rules_refuse_a_diff_touching_secrets(
     session = await team.services.sessions.get(SessionKey("whatsapp", OWNER))
     assert session.state == "ALERT"
     # Other files still go through.
-    team.model.script(ToolCall("task_create", {"repo": "demo",
-                                               "instruction": "fix the typo in README.md"}))
+    team.model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    )
     await team.say(OWNER, "fix the typo in README.md of demo", wait_for="Apply?")
 
 
@@ -134,41 +139,44 @@ async def test_ask_flow_once_session_always_and_no(team_factory: Callable[..., A
     asks = team.services.permissions.asks
     nonce = _nonce(team)
     asks._open[nonce] = dataclasses.replace(asks._open[nonce], expires_at=0)
-    assert "No open question" in (await team.say(OWNER, f"/grants yes {nonce} always",
-                                                 chat=OWNER_DM))[-1]
+    assert (
+        "No open question"
+        in (await team.say(OWNER, f"/grants yes {nonce} always", chat=OWNER_DM))[-1]
+    )
     # Persisted: until revoked, across chats and /clear.
     assert "needs the owner's yes" in await remind()
     await team.say(OWNER, f"/grants yes {_nonce(team)} always", chat=OWNER_DM)
     await team.say(ALICE, "/clear")
     assert not (await remind()).startswith(("🔒", "🔐"))
     listing = (await team.say(OWNER, "/grants", chat=OWNER_DM))[-1]
-    grant_id = int(re.search(r"#(\d+) alice: instinct:remind \(persisted", listing)
-                   .group(1))  # type: ignore[union-attr]
-    assert "Revoked" in (await team.say(OWNER, f"/grants revoke {grant_id}",
-                                        chat=OWNER_DM))[-1]
+    grant_id = int(re.search(r"#(\d+) alice: instinct:remind \(persisted", listing).group(1))  # type: ignore[union-attr]
+    assert "Revoked" in (await team.say(OWNER, f"/grants revoke {grant_id}", chat=OWNER_DM))[-1]
     assert "No grants" in (await team.say(OWNER, "/grants", chat=OWNER_DM))[-1]
     assert "needs the owner's yes" in await remind()
     rows = await team.services.store.db.conn.execute_fetchall(
-        "SELECT scope, revoked IS NOT NULL FROM grants ORDER BY id")
+        "SELECT scope, revoked IS NOT NULL FROM grants ORDER BY id"
+    )
     assert [tuple(r) for r in rows] == [("once", 1), ("session", 1), ("persisted", 1)]
 
 
 async def test_a_collaborator_works_only_in_its_repos_and_approves_only_if_granted(
-        team: Team, workspace: Path) -> None:
+    team: Team, workspace: Path
+) -> None:
     from tests.conftest import make_repo
 
     make_repo(workspace, "other", {"README.md": "teh\n"})
-    team.model.script(ToolCall("task_create", {"repo": "other",
-                                               "instruction": "fix the typo in README.md"}))
+    team.model.script(
+        ToolCall("task_create", {"repo": "other", "instruction": "fix the typo in README.md"})
+    )
     replies = await team.say(ALICE, "fix the typo in README.md of other")
     assert any("🔒" in t and "tasks in other" in t for t in replies)
     # Its own task in demo: shown, but its yes counts only once the owner grants it.
-    team.model.script(ToolCall("task_create", {"repo": "demo",
-                                               "instruction": "fix the typo in README.md"}))
+    team.model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    )
     await team.say(ALICE, "fix the typo in README.md of demo", wait_for="Apply?")
     assert "only the owner can approve" in (await team.say(ALICE, "yes"))[-1]
     await team.say(OWNER, "/grants allow alice approve", chat=OWNER_DM)
     await team.say(ALICE, "yes", wait_for="Committed")
-    rows = await team.services.store.db.conn.execute_fetchall(
-        "SELECT requester FROM commits")
+    rows = await team.services.store.db.conn.execute_fetchall("SELECT requester FROM commits")
     assert [r[0] for r in rows] == ["alice"]

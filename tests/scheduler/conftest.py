@@ -24,12 +24,12 @@ BERLIN = "Europe/Berlin"
 OWNER = SessionKey("terminal", "owner")
 
 
-def berlin(year: int, month: int, day: int, hour: int = 0, minute: int = 0,
-           second: int = 0) -> float:
+def berlin(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> float:
     from zoneinfo import ZoneInfo
 
-    return dt.datetime(year, month, day, hour, minute, second,
-                       tzinfo=ZoneInfo(BERLIN)).timestamp()
+    return dt.datetime(year, month, day, hour, minute, second, tzinfo=ZoneInfo(BERLIN)).timestamp()
 
 
 class ManualClock:
@@ -71,9 +71,16 @@ class RecordingDelivery:
 class Rig:
     """One scheduler on one database, driven tick by tick."""
 
-    def __init__(self, settings: Settings, store: Store, clock: ManualClock,
-                 terminal: TerminalChannel, scheduler: Scheduler,
-                 delivery: RecordingDelivery, injected: list[Inbound]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        clock: ManualClock,
+        terminal: TerminalChannel,
+        scheduler: Scheduler,
+        delivery: RecordingDelivery,
+        injected: list[Inbound],
+    ) -> None:
         self.settings, self.store, self.clock = settings, store, clock
         self.terminal, self.scheduler, self.delivery = terminal, scheduler, delivery
         self.injected = injected
@@ -93,31 +100,36 @@ class Rig:
 @pytest.fixture
 def sched_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(**env: str) -> Settings:
-        base = {"FETCH_HOME": str(tmp_path / "home"), "FETCH_TIMEZONE": BERLIN,
-                "FETCH_KENNEL": "bwrap",
-                "FETCH__SCHEDULER__TICK_SECONDS": "1",
-                "FETCH__SCHEDULER__RETRY_BASE_SECONDS": "30",
-                "FETCH__SCHEDULER__MAX_ATTEMPTS": "3"}
+        base = {
+            "FETCH_HOME": str(tmp_path / "home"),
+            "FETCH_TIMEZONE": BERLIN,
+            "FETCH_KENNEL": "bwrap",
+            "FETCH__SCHEDULER__TICK_SECONDS": "1",
+            "FETCH__SCHEDULER__RETRY_BASE_SECONDS": "30",
+            "FETCH__SCHEDULER__MAX_ATTEMPTS": "3",
+        }
         base.update(env)
         return load_settings(None, base)
+
     return make
 
 
 class RigFactory(Protocol):
-    async def __call__(self, now: float, *, recording: bool = True, start: bool = True,
-                       **env: str) -> Rig: ...
+    async def __call__(
+        self, now: float, *, recording: bool = True, start: bool = True, **env: str
+    ) -> Rig: ...
 
 
 @pytest.fixture
 async def rig_factory(
-    sched_settings: Callable[..., Settings], tmp_path: Path,
+    sched_settings: Callable[..., Settings],
+    tmp_path: Path,
 ) -> AsyncIterator[RigFactory]:
     """``await make(now)`` builds a scheduler (started, no loop) on the shared database;
     several may exist at once, as several processes would."""
     made: list[tuple[Store, Scheduler, TaskSupervisor, Journal]] = []
 
-    async def make(now: float, *, recording: bool = True, start: bool = True,
-                   **env: str) -> Rig:
+    async def make(now: float, *, recording: bool = True, start: bool = True, **env: str) -> Rig:
         settings = sched_settings(**env)
         store = Store(settings.db_path)
         await store.open()

@@ -43,9 +43,15 @@ class FileDelivery:
 
 
 async def main(home: Path, deliveries: Path) -> None:
-    settings = load_settings(None, {"FETCH_HOME": str(home), "FETCH_TIMEZONE": "Europe/Berlin",
-                                    "FETCH_KENNEL": "bwrap",
-                                    "FETCH__SCHEDULER__TICK_SECONDS": "0.05"})
+    settings = load_settings(
+        None,
+        {
+            "FETCH_HOME": str(home),
+            "FETCH_TIMEZONE": "Europe/Berlin",
+            "FETCH_KENNEL": "bwrap",
+            "FETCH__SCHEDULER__TICK_SECONDS": "0.05",
+        },
+    )
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with Store(settings.db_path) as store:
@@ -55,8 +61,9 @@ async def main(home: Path, deliveries: Path) -> None:
         async def inject(inbound: Inbound) -> None:
             raise RuntimeError("the crash test schedules reminders only")
 
-        scheduler = Scheduler(settings, store, inject, Messenger(store, journal), supervisor,
-                              SystemClock())
+        scheduler = Scheduler(
+            settings, store, inject, Messenger(store, journal), supervisor, SystemClock()
+        )
         scheduler.delivery = FileDelivery(deliveries)
         await scheduler.start()
         if not scheduler.running:

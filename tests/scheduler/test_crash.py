@@ -32,9 +32,15 @@ KILLS = 50
 def start_child(home: Path, deliveries: Path) -> subprocess.Popen[str]:
     child = subprocess.Popen(
         [sys.executable, "-m", "tests.scheduler.crash_child", str(home), str(deliveries)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("FETCH_")},
-             "PYTHONPATH": str(ROOT)})
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("FETCH_")},
+            "PYTHONPATH": str(ROOT),
+        },
+    )
     assert child.stdout is not None
     line = child.stdout.readline().strip()
     if line != "ready":
@@ -59,9 +65,16 @@ async def schedule(db: Path, start: float) -> None:
                 due = start + 4 + 8 * (i // 200)  # bursts at +4 s, +12 s, +20 s
             else:
                 due = start + rng.uniform(1.0, 25.0)
-            await jobs.add(kind="reminder", text=f"reminder {i}",
-                           key=SessionKey("terminal", "owner"), cron=None,
-                           tz="Europe/Berlin", spec="test", missed="run_once", next_at=due)
+            await jobs.add(
+                kind="reminder",
+                text=f"reminder {i}",
+                key=SessionKey("terminal", "owner"),
+                cron=None,
+                tz="Europe/Berlin",
+                spec="test",
+                missed="run_once",
+                next_at=due,
+            )
 
 
 def test_sigkill_at_50_random_moments_loses_and_doubles_nothing(tmp_path: Path) -> None:
@@ -89,8 +102,7 @@ def test_sigkill_at_50_random_moments_loses_and_doubles_nothing(tmp_path: Path) 
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         with sqlite3.connect(db) as conn:
-            left = conn.execute("SELECT COUNT(*) FROM jobs WHERE status != 'done'"
-                                ).fetchone()[0]
+            left = conn.execute("SELECT COUNT(*) FROM jobs WHERE status != 'done'").fetchone()[0]
         if left == 0:
             break
         time.sleep(0.2)
@@ -105,12 +117,13 @@ def test_sigkill_at_50_random_moments_loses_and_doubles_nothing(tmp_path: Path) 
     with sqlite3.connect(db) as conn:
         ids = {str(r[0]) for r in conn.execute("SELECT id FROM jobs")}
         statuses = Counter(r[0] for r in conn.execute("SELECT status FROM job_runs"))
-        jobs_left = conn.execute("SELECT COUNT(*) FROM jobs WHERE status != 'done'"
-                                 ).fetchone()[0]
+        jobs_left = conn.execute("SELECT COUNT(*) FROM jobs WHERE status != 'done'").fetchone()[0]
     lost = ids - set(per_job)
     doubled = {job: n for job, n in per_job.items() if n > 1}
-    print(f"\ncrash test: {len(lines)} deliveries for {len(ids)} jobs, {KILLS} SIGKILLs, "
-          f"{busy_kills} of them while it was delivering, runs by status {dict(statuses)}")
+    print(
+        f"\ncrash test: {len(lines)} deliveries for {len(ids)} jobs, {KILLS} SIGKILLs, "
+        f"{busy_kills} of them while it was delivering, runs by status {dict(statuses)}"
+    )
     assert busy_kills >= KILLS // 3  # the kills really landed in the middle of the work
     assert len(ids) == JOBS
     assert lost == set(), f"{len(lost)} lost"

@@ -25,8 +25,9 @@ async def remind(rig: Rig, text: str, phrase: str, **kw: str) -> int:
 
 
 async def every(rig: Rig, text: str, expr: str, **kw: str) -> int:
-    job = await rig.scheduler.create(kind="reminder", text=text,
-                                     when=When(None, parse_cron(expr), expr), home=OWNER, **kw)
+    job = await rig.scheduler.create(
+        kind="reminder", text=text, when=When(None, parse_cron(expr), expr), home=OWNER, **kw
+    )
     return job.id
 
 
@@ -127,8 +128,12 @@ async def test_failed_runs_retry_with_backoff_then_the_job_fails_and_the_owner_i
     assert await rig.tick() == 1  # attempt 3 fails: out of attempts
     assert len(rig.delivery.started) == 3 and not rig.delivery.delivered
     said = rig.said()
-    assert any("#1 “water the plants” failed 3 times" in s and "the channel is down" in s
-               and "/cron resume 1" in s for s in said), said
+    assert any(
+        "#1 “water the plants” failed 3 times" in s
+        and "the channel is down" in s
+        and "/cron resume 1" in s
+        for s in said
+    ), said
     assert (await rig.scheduler.jobs.get(job)).status == "failed"  # type: ignore[union-attr]
     rig.clock.advance(3600)
     assert await rig.tick() == 0 and rig.said() == []  # told once, nothing more runs
@@ -180,8 +185,10 @@ async def test_missed_slots_skipped_by_policy_are_recorded_and_reported(
     after = await rig_factory(berlin(2025, 3, 4, 13, 0))
     assert await after.tick() == 1  # only "buy milk" (run_once) runs, late
     assert after.delivery.delivered == [(late, berlin(2025, 3, 3, 12, 0))]
-    assert await runs(after, job) == [(berlin(2025, 3, 3, 9, 30), "missed"),
-                                      (berlin(2025, 3, 4, 9, 30), "missed")]
+    assert await runs(after, job) == [
+        (berlin(2025, 3, 3, 9, 30), "missed"),
+        (berlin(2025, 3, 4, 9, 30), "missed"),
+    ]
     assert await runs(after, once) == [(berlin(2025, 3, 3, 11, 0), "missed")]
     report = " ".join(after.said())
     assert "#1 “standup”" in report and "#2 “call the bank”" in report
@@ -214,8 +221,9 @@ async def test_a_crashed_claim_is_taken_back_by_the_next_scheduler(
     job = await remind(crashed, "x", "in 1m")
     crashed.delivery.gate = asyncio.Event()  # claimed, never finished: then "killed"
     crashed.clock.advance(60)
-    claims, _ = await crashed.scheduler.jobs.claim_due(crashed.clock.now(), "dead-worker",
-                                                       300, T0, 10)
+    claims, _ = await crashed.scheduler.jobs.claim_due(
+        crashed.clock.now(), "dead-worker", 300, T0, 10
+    )
     assert len(claims) == 1
     crashed.scheduler.lock.release()
     later = await rig_factory(T0 + 61)
@@ -230,8 +238,7 @@ async def test_an_expired_lease_is_taken_back(rig_factory: RigFactory) -> None:
     await rig.tick()  # the first tick (start-up recovery) is behind us
     job = await remind(rig, "x", "in 1m")
     rig.clock.advance(60)
-    claims, _ = await rig.scheduler.jobs.claim_due(rig.clock.now(), "stuck-worker", 300, T0,
-                                                   10)
+    claims, _ = await rig.scheduler.jobs.claim_due(rig.clock.now(), "stuck-worker", 300, T0, 10)
     assert len(claims) == 1
     rig.clock.advance(299)
     assert await rig.tick() == 0  # the lease still holds
@@ -247,8 +254,9 @@ async def test_a_slot_can_never_be_claimed_twice(rig_factory: RigFactory) -> Non
     assert await rig.tick() == 1
     # Even if the job were put back on the same slot (a bug, a restored backup), the
     # unique (job, slot) key refuses a second run.
-    await rig.store.db.conn.execute("UPDATE jobs SET status='active', next_at=? WHERE id=?",
-                               (T0 + 60, job))
+    await rig.store.db.conn.execute(
+        "UPDATE jobs SET status='active', next_at=? WHERE id=?", (T0 + 60, job)
+    )
     assert await rig.tick() == 0
     assert rig.delivery.delivered == [(job, T0 + 60)]
 
@@ -259,16 +267,17 @@ async def test_interrupted_reminder_is_reported_not_sent_twice(
     crashed = await rig_factory(T0, recording=False)
     job = await remind(crashed, "take the pills", "in 1m")
     crashed.clock.advance(60)
-    claims, _ = await crashed.scheduler.jobs.claim_due(crashed.clock.now(), "dead", 300, T0,
-                                                       10)
+    claims, _ = await crashed.scheduler.jobs.claim_due(crashed.clock.now(), "dead", 300, T0, 10)
     await crashed.scheduler.jobs.delivering(claims[0].run.id, "dead")  # then SIGKILL
     await crashed.scheduler.stop()
     later = await rig_factory(T0 + 65, recording=False)
     await later.tick()
     said = later.said()
     assert not any(s.startswith("⏰") for s in said)  # at most once: never re-sent
-    assert any("stopped while sending #1 “take the pills”" in s and
-               "may not have reached you" in s for s in said), said
+    assert any(
+        "stopped while sending #1 “take the pills”" in s and "may not have reached you" in s
+        for s in said
+    ), said
     assert await runs(later, job) == [(T0 + 60, "interrupted")]
 
 
@@ -276,9 +285,9 @@ async def test_interrupted_prompt_job_is_confirmed_by_the_gateway_record(
     rig_factory: RigFactory,
 ) -> None:
     crashed = await rig_factory(T0, recording=False)
-    job = await crashed.scheduler.create(kind="prompt", text="/status",
-                                         when=parse_when("in 1m", T0, zone(BERLIN)),
-                                         home=OWNER)
+    job = await crashed.scheduler.create(
+        kind="prompt", text="/status", when=parse_when("in 1m", T0, zone(BERLIN)), home=OWNER
+    )
     crashed.clock.advance(60)
     await crashed.tick()
     assert [i.message_id for i in crashed.injected] == [f"job:{job.id}:{int(T0 + 60)}"]

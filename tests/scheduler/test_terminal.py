@@ -23,8 +23,7 @@ async def test_reminder_arrives_in_the_chat(fetch: Driver) -> None:
 
 
 async def test_cron_create_list_pause_resume_cancel(fetch: Driver) -> None:
-    made = flat(await fetch.ask("/cron 0 9 * * 1-5 check the nightly build of demo",
-                                "Job #"))
+    made = flat(await fetch.ask("/cron 0 9 * * 1-5 check the nightly build of demo", "Job #"))
     assert "every weekday at 09:00 (UTC)" in made and "next run in" in made
     job = re.search(r"#(\d+)", made)
     assert job is not None

@@ -23,11 +23,17 @@ async def call(fetch: Driver, name: str, args: dict[str, Any]) -> str:
 
 
 async def test_schedule_tools(fetch: Driver) -> None:
-    made = await call(fetch, "schedule", {"text": "check the nightly build of demo",
-                                          "when": "0 9 * * 1-5", "kind": "prompt"})
+    made = await call(
+        fetch,
+        "schedule",
+        {"text": "check the nightly build of demo", "when": "0 9 * * 1-5", "kind": "prompt"},
+    )
     assert "Job #1" in made and "every weekday at 09:00" in made
-    made = await call(fetch, "schedule", {"text": "stand up", "when": "in 1s",
-                                          "kind": "reminder", "missed": "skip"})
+    made = await call(
+        fetch,
+        "schedule",
+        {"text": "stand up", "when": "in 1s", "kind": "reminder", "missed": "skip"},
+    )
     assert "Reminder #2" in made
     assert "⏰ stand up" in await fetch.expect("⏰ stand up", timeout=10)
     listed = await call(fetch, "schedule_list", {})

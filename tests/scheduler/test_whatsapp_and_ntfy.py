@@ -30,8 +30,7 @@ class NtfyServer:
 
         async def publish(request: web.Request) -> web.Response:
             body = await request.text()
-            self.posts.append((request.match_info["topic"], request.headers.get("Title", ""),
-                               body))
+            self.posts.append((request.match_info["topic"], request.headers.get("Title", ""), body))
             return web.json_response({"id": "x", "event": "message"})
 
         app.router.add_post("/{topic}", publish)
@@ -57,16 +56,19 @@ async def ntfy() -> AsyncIterator[NtfyServer]:
 
 @pytest.fixture
 async def whatsapp(
-    make_settings: Callable[..., Settings], ntfy: NtfyServer,
+    make_settings: Callable[..., Settings],
+    ntfy: NtfyServer,
 ) -> AsyncIterator[tuple[App, FakeWhatsAppClient]]:
-    settings = make_settings(**OWNER_DIRECT, FETCH_NTFY_URL=ntfy.url,
-                             FETCH_TIMEZONE="Europe/Berlin")
+    settings = make_settings(
+        **OWNER_DIRECT, FETCH_NTFY_URL=ntfy.url, FETCH_TIMEZONE="Europe/Berlin"
+    )
     async with running(settings) as pair:
         yield pair
 
 
 async def test_reminder_over_whatsapp_with_a_push(
-    whatsapp: tuple[App, FakeWhatsAppClient], ntfy: NtfyServer,
+    whatsapp: tuple[App, FakeWhatsAppClient],
+    ntfy: NtfyServer,
 ) -> None:
     _app, client = whatsapp
     client.emit(text_from(OWNER, "/remind drink some water in 2s", id="3EBREM1"))
@@ -102,7 +104,8 @@ async def test_ntfy_down_does_not_fail_the_reminder(
 
 
 async def test_a_scheduled_prompt_pushes_its_output(
-    make_settings: Callable[..., Settings], ntfy: NtfyServer,
+    make_settings: Callable[..., Settings],
+    ntfy: NtfyServer,
 ) -> None:
     app, driver = await start_driver(make_settings(FETCH_NTFY_URL=ntfy.url))
     try:

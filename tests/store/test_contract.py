@@ -63,8 +63,7 @@ async def test_the_queue_replays_unfinished_messages_oldest_first(ports: Ports) 
         assert await ports.inbox.accept("wa", f"m{i}", KEY, {"i": i, "nested": {"k": [i]}})
     await ports.inbox.finish("wa", "m1")
     await ports.inbox.finish("wa", "m3")
-    assert await ports.inbox.queued() == [
-        {"i": i, "nested": {"k": [i]}} for i in (0, 2, 4)]
+    assert await ports.inbox.queued() == [{"i": i, "nested": {"k": [i]}} for i in (0, 2, 4)]
 
 
 async def test_a_finished_message_stays_seen(ports: Ports) -> None:
@@ -109,8 +108,7 @@ async def test_totals_stay_current_after_the_first_read(ports: Ports) -> None:
 
 async def test_added_rows_get_increasing_ids_and_count_in_totals(ports: Ports) -> None:
     first = await ports.messages.add(KEY, "in", "one")
-    second = await ports.messages.add(KEY, "out", "two", model="m", tokens_in=4,
-                                      tokens_out=1)
+    second = await ports.messages.add(KEY, "out", "two", model="m", tokens_in=4, tokens_out=1)
     assert 0 < first < second
     await ports.messages.flush()  # nothing queued: a no-op
     assert await ports.messages.token_totals(KEY) == (4, 1)
@@ -137,7 +135,13 @@ async def test_a_new_task_is_running(ports: Ports) -> None:
     task = await ports.work.get_task(task_id)
     assert task is not None
     assert (task.id, task.session, task.repo, task.prompt, task.harness, task.status) == (
-        task_id, "terminal:owner", "demo", "fix the typo", "claude", "running")
+        task_id,
+        "terminal:owner",
+        "demo",
+        "fix the typo",
+        "claude",
+        "running",
+    )
     assert await ports.work.get_task(task_id + 100) is None
     other = await ports.work.create_task(OTHER, "demo", "again", "codex")
     assert other != task_id
@@ -145,8 +149,9 @@ async def test_a_new_task_is_running(ports: Ports) -> None:
 
 async def test_a_task_moves_through_its_statuses(ports: Ports) -> None:
     task_id = await ports.work.create_task(KEY, "demo", "p", "claude")
-    await ports.work.finish_task(task_id, "proposed", "done: 3 files", tokens_in=5,
-                                 tokens_out=6, cost_usd=0.01)
+    await ports.work.finish_task(
+        task_id, "proposed", "done: 3 files", tokens_in=5, tokens_out=6, cost_usd=0.01
+    )
     task = await ports.work.get_task(task_id)
     assert task is not None and task.status == "proposed"
     await ports.work.set_task_status(task_id, "committed")
@@ -165,8 +170,9 @@ async def test_task_checks_are_kept(ports: Ports) -> None:
 # -- work: approvals -------------------------------------------------------------------
 async def _approval(ports: Ports, key: SessionKey, nonce: str, ttl: float = 600.0) -> int:
     task_id = await ports.work.create_task(key, "demo", "p", "claude")
-    return await ports.work.create_approval(key, task_id, "demo", nonce, "hash", "base",
-                                            "owner", ttl)
+    return await ports.work.create_approval(
+        key, task_id, "demo", nonce, "hash", "base", "owner", ttl
+    )
 
 
 async def test_an_approval_starts_pending_with_its_expiry(ports: Ports) -> None:
@@ -174,9 +180,15 @@ async def test_an_approval_starts_pending_with_its_expiry(ports: Ports) -> None:
     approval_id = await _approval(ports, KEY, "n1", ttl=600.0)
     row = await ports.work.get_approval(approval_id)
     assert row is not None
-    assert (row.session, row.repo, row.nonce, row.diff_hash, row.base_sha, row.owner,
-            row.status) == ("terminal:owner", "demo", "n1", "hash", "base", "owner",
-                            "pending")
+    assert (
+        row.session,
+        row.repo,
+        row.nonce,
+        row.diff_hash,
+        row.base_sha,
+        row.owner,
+        row.status,
+    ) == ("terminal:owner", "demo", "n1", "hash", "base", "owner", "pending")
     assert before + 600.0 <= row.expires_at <= time.time() + 600.0
     assert await ports.work.get_approval(approval_id + 100) is None
 
@@ -186,8 +198,7 @@ async def test_a_new_approval_supersedes_the_sessions_pending_one(ports: Ports) 
     elsewhere = await _approval(ports, OTHER, "n2")
     second = await _approval(ports, KEY, "n3")
     statuses = [(await ports.work.get_approval(i)) for i in (first, elsewhere, second)]
-    assert [r.status if r else None for r in statuses] == [
-        "superseded", "pending", "pending"]
+    assert [r.status if r else None for r in statuses] == ["superseded", "pending", "pending"]
     assert not await ports.work.decide_approval(first, "approved")  # can never be answered
 
 
@@ -210,7 +221,13 @@ async def test_undo_walks_back_through_the_sessions_commits(ports: Ports) -> Non
     last = await ports.work.last_commit(KEY)
     assert last is not None
     assert (last.session, last.repo, last.sha, last.parent, last.task_id, last.summary) == (
-        "terminal:owner", "demo", "sha2", "sha1", None, "second")
+        "terminal:owner",
+        "demo",
+        "sha2",
+        "sha1",
+        None,
+        "second",
+    )
     await ports.work.mark_undone(last.id, "revert2")
     previous = await ports.work.last_commit(KEY)
     assert previous is not None
@@ -224,16 +241,36 @@ async def test_undo_walks_back_through_the_sessions_commits(ports: Ports) -> Non
 # -- work: intents (the git journal) ---------------------------------------------------
 async def test_a_commit_intent_records_everything_at_once_when_done(ports: Ports) -> None:
     task_id = await ports.work.create_task(KEY, "demo", "p", "claude", requester="ann")
-    approval_id = await ports.work.create_approval(KEY, task_id, "demo", "n", "hash",
-                                                   "base", "owner", 600)
-    opened = await ports.work.open_intent("commit", KEY, "demo", approval_id, "base",
-                                          "tree1", "fetch: p")
+    approval_id = await ports.work.create_approval(
+        KEY, task_id, "demo", "n", "hash", "base", "owner", 600
+    )
+    opened = await ports.work.open_intent(
+        "commit", KEY, "demo", approval_id, "base", "tree1", "fetch: p"
+    )
     intent = opened.id
     [row] = await ports.work.open_intents()
     assert row == opened
-    assert (row.id, row.kind, row.session, row.repo, row.target, row.base, row.tree,
-            row.message, row.status) == (intent, "commit", "terminal:owner", "demo",
-                                         approval_id, "base", "tree1", "fetch: p", "open")
+    assert (
+        row.id,
+        row.kind,
+        row.session,
+        row.repo,
+        row.target,
+        row.base,
+        row.tree,
+        row.message,
+        row.status,
+    ) == (
+        intent,
+        "commit",
+        "terminal:owner",
+        "demo",
+        approval_id,
+        "base",
+        "tree1",
+        "fetch: p",
+        "open",
+    )
     assert await ports.work.commit_done(intent, "sha1", "fetch: p")
     assert await ports.work.open_intents() == []
     approval = await ports.work.get_approval(approval_id)
@@ -241,16 +278,19 @@ async def test_a_commit_intent_records_everything_at_once_when_done(ports: Ports
     last = await ports.work.last_commit(KEY)
     assert approval is not None and approval.status == "approved"
     assert task is not None and task.status == "committed"
-    assert last is not None and (last.sha, last.parent, last.task_id, last.summary,
-                                 last.requester) == ("sha1", "base", task_id, "fetch: p",
-                                                     "ann")
+    assert last is not None and (
+        last.sha,
+        last.parent,
+        last.task_id,
+        last.summary,
+        last.requester,
+    ) == ("sha1", "base", task_id, "fetch: p", "ann")
     assert not await ports.work.commit_done(intent, "sha1", "fetch: p")  # once only
 
 
 async def test_a_commit_intent_on_a_decided_approval_records_nothing(ports: Ports) -> None:
     approval_id = await _approval(ports, KEY, "n1")
-    intent = (await ports.work.open_intent("commit", KEY, "demo", approval_id, "base",
-                                           "t", "m")).id
+    intent = (await ports.work.open_intent("commit", KEY, "demo", approval_id, "base", "t", "m")).id
     assert await ports.work.decide_approval(approval_id, "rejected")
     assert not await ports.work.commit_done(intent, "sha1", "m")
     assert await ports.work.last_commit(KEY) is None
@@ -272,16 +312,23 @@ async def test_undo_and_void_intents_close(ports: Ports) -> None:
 
 async def test_an_unasked_intent_records_the_commit_in_its_session(ports: Ports) -> None:
     task_id = await ports.work.create_task(OTHER, "demo", "p", "demo", requester="ann")
-    intent = (await ports.work.open_intent("unasked", KEY, "demo", task_id, "base", "t",
-                                           "fetch: p\n\nbody")).id
+    intent = (
+        await ports.work.open_intent(
+            "unasked", KEY, "demo", task_id, "base", "t", "fetch: p\n\nbody"
+        )
+    ).id
     assert not await ports.work.commit_done(intent, "sha1", "fetch: p")  # not a yes
     assert await ports.work.unasked_done(intent, "sha1", "fetch: p")
     assert await ports.work.open_intents() == []
     last = await ports.work.last_commit(KEY)  # the intent's session: where /undo is said
     task = await ports.work.get_task(task_id)
-    assert last is not None and (last.sha, last.parent, last.task_id, last.summary,
-                                 last.requester) == ("sha1", "base", task_id, "fetch: p",
-                                                     "ann")
+    assert last is not None and (
+        last.sha,
+        last.parent,
+        last.task_id,
+        last.summary,
+        last.requester,
+    ) == ("sha1", "base", task_id, "fetch: p", "ann")
     assert task is not None and task.status == "committed"
     assert not await ports.work.unasked_done(intent, "sha1", "fetch: p")  # once only
 
@@ -289,14 +336,17 @@ async def test_an_unasked_intent_records_the_commit_in_its_session(ports: Ports)
 async def test_a_branch_intent_records_the_merge_question(ports: Ports) -> None:
     task_id = await ports.work.create_task(KEY, "demo", "p", "demo")
     older = await _approval(ports, KEY, "n0")
-    intent = (await ports.work.open_intent("branch", KEY, "demo", task_id, "base", "t",
-                                           "m")).id
+    intent = (await ports.work.open_intent("branch", KEY, "demo", task_id, "base", "t", "m")).id
     approval_id = await ports.work.branch_done(intent, "n1", "hash", "owner", 600)
     assert approval_id and await ports.work.open_intents() == []
     approval = await ports.work.get_approval(approval_id)
     assert approval is not None and (
-        approval.task_id, approval.nonce, approval.diff_hash, approval.base_sha,
-        approval.status) == (task_id, "n1", "hash", "base", "pending")
+        approval.task_id,
+        approval.nonce,
+        approval.diff_hash,
+        approval.base_sha,
+        approval.status,
+    ) == (task_id, "n1", "hash", "base", "pending")
     assert approval.expires_at > time.time() + 500
     assert await ports.work.task_approval(task_id) == approval
     superseded = await ports.work.get_approval(older)

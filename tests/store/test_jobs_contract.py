@@ -31,10 +31,19 @@ async def jobs(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         yield MemoryJobs()
 
 
-async def _add(jobs: JobPort, at: float, *, cron: str | None = None, kind: str = "reminder",
-               missed: str = "run_once", key: SessionKey = KEY, text: str = "tea") -> Job:
-    return await jobs.add(kind=kind, text=text, key=key, cron=cron, tz="UTC", spec="spec",
-                          missed=missed, next_at=at)
+async def _add(
+    jobs: JobPort,
+    at: float,
+    *,
+    cron: str | None = None,
+    kind: str = "reminder",
+    missed: str = "run_once",
+    key: SessionKey = KEY,
+    text: str = "tea",
+) -> Job:
+    return await jobs.add(
+        kind=kind, text=text, key=key, cron=cron, tz="UTC", spec="spec", missed=missed, next_at=at
+    )
 
 
 # -- jobs ------------------------------------------------------------------------------
@@ -43,13 +52,21 @@ async def test_a_new_job_is_active_and_listed_soonest_first(jobs: JobPort) -> No
     sooner = await _add(jobs, T0 + 10, text="sooner")
     elsewhere = await _add(jobs, T0 + 5, key=OTHER)
     assert (later.status, later.text, later.key, later.next_at, later.recurring) == (
-        "active", "later", KEY, T0 + 60, False)
+        "active",
+        "later",
+        KEY,
+        T0 + 60,
+        False,
+    )
     assert await jobs.get(later.id) == later
     assert await jobs.get(later.id + 100) is None
     mine = await jobs.listing(KEY, ("active",))
     assert [j.id for j in mine] == [sooner.id, later.id]
     assert [j.id for j in await jobs.listing(None, ("active",))] == [
-        elsewhere.id, sooner.id, later.id]
+        elsewhere.id,
+        sooner.id,
+        later.id,
+    ]
     assert await jobs.next_due() == T0 + 5
     assert await jobs.counts() == {"active": 3}
 
@@ -59,8 +76,7 @@ async def test_status_moves_only_from_the_allowed_statuses(jobs: JobPort) -> Non
     assert await jobs.set_status(job.id, "paused", ("active",))
     assert not await jobs.set_status(job.id, "paused", ("active",))
     assert await jobs.next_due() is None  # a paused job is never due
-    assert await jobs.set_status(job.id, "active", ("paused",), next_at=T0 + 99,
-                                 keep_next=False)
+    assert await jobs.set_status(job.id, "active", ("paused",), next_at=T0 + 99, keep_next=False)
     got = await jobs.get(job.id)
     assert got is not None and (got.status, got.next_at) == ("active", T0 + 99)
     assert await jobs.set_missed_policy(job.id, "skip")
@@ -137,8 +153,7 @@ async def test_a_retry_is_claimed_again_once_its_backoff_is_over(jobs: JobPort) 
     again, unsure = await jobs.reclaim(T0 + 30, ME, LEASE, orphans_of_others=False)
     assert unsure == [] and len(again) == 1
     run = again[0].run
-    assert (run.id, run.status, run.attempt, run.error) == (
-        run_id, "claimed", 2, "channel down")
+    assert (run.id, run.status, run.attempt, run.error) == (run_id, "claimed", 2, "channel down")
     assert await jobs.delivering(run_id, ME)
 
 
@@ -152,7 +167,8 @@ async def test_an_expired_lease_is_taken_back(jobs: JobPort) -> None:
     again, unsure = await jobs.reclaim(T0 + LEASE + 2, ME, LEASE, orphans_of_others=False)
     assert [c.run.id for c in again] == []  # renewed: still THEM's
     assert [(c.run.id, c.run.status, c.run.attempt) for c in unsure] == [
-        (claims[1].run.id, "delivering", 1)]
+        (claims[1].run.id, "delivering", 1)
+    ]
     # The old holder can no longer move it; the new one decides.
     assert not await jobs.done(unsure[0], THEM, T0 + LEASE + 3)
     assert await jobs.undeliver(unsure[0].run.id, ME)
@@ -192,12 +208,14 @@ async def test_slots_missed_while_down_follow_the_policy(jobs: JobPort) -> None:
     once = await _add(jobs, T0, cron="0 9 * * *", missed="run_once", text="once")
     claims, handled = await jobs.claim_due(up, ME, LEASE, up, 100)
     assert handled == 2
-    assert [(c.job.id, c.run.slot, c.run.late) for c in claims] == [
-        (once.id, T0 + 3 * DAY, True)]
+    assert [(c.job.id, c.run.slot, c.run.late) for c in claims] == [(once.id, T0 + 3 * DAY, True)]
     assert [(r.slot, r.status) for r in await jobs.runs(skip.id)] == [
-        (T0 + i * DAY, "missed") for i in (3, 2, 1, 0)]
+        (T0 + i * DAY, "missed") for i in (3, 2, 1, 0)
+    ]
     assert [(r.slot, r.status) for r in await jobs.runs(once.id)] == [
-        (T0 + 3 * DAY, "claimed"), *((T0 + i * DAY, "missed") for i in (2, 1, 0))]
+        (T0 + 3 * DAY, "claimed"),
+        *((T0 + i * DAY, "missed") for i in (2, 1, 0)),
+    ]
     for job in (skip, once):
         got = await jobs.get(job.id)
         assert got is not None and got.next_at == T0 + 4 * DAY

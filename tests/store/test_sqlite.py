@@ -57,8 +57,9 @@ async def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
         with pytest.raises(RuntimeError):
             async with store.db.transaction() as db:
-                await db.execute("INSERT INTO messages(session, direction, text, ts)"
-                                 " VALUES ('s','in','lost',0)")
+                await db.execute(
+                    "INSERT INTO messages(session, direction, text, ts) VALUES ('s','in','lost',0)"
+                )
                 raise RuntimeError("boom")
         rows = await store.db.conn.execute_fetchall("SELECT COUNT(*) FROM messages")
         assert next(iter(rows))[0] == 0
@@ -81,6 +82,7 @@ def _writer(path: str, n: int) -> None:
         async with Store(Path(path)) as store:
             for i in range(n):
                 await store.messages.add(KEY, "in", f"p{i}")
+
     asyncio.run(run())
 
 
@@ -130,8 +132,9 @@ async def test_logged_rows_are_written_behind_without_a_flush(tmp_path: Path) ->
 async def test_fast_writes_wait_for_an_open_transaction(tmp_path: Path) -> None:
     async with Store(tmp_path / "f.db") as store:
         async with store.db.transaction() as conn:
-            await conn.execute("INSERT INTO messages(session, direction, text, ts)"
-                               " VALUES ('s','in','held',0)")
+            await conn.execute(
+                "INSERT INTO messages(session, direction, text, ts) VALUES ('s','in','held',0)"
+            )
             accept = asyncio.create_task(store.inbox.accept("wa", "m1", KEY, {"x": 1}))
             await asyncio.sleep(0.05)
             assert not accept.done()  # queued behind the transaction, not interleaved

@@ -33,8 +33,11 @@ async def _fill(db: Database) -> None:
     for size in (500, 50, 1):  # big rows, then the gaps they leave
         with pytest.raises(sqlite3.OperationalError, match="full"):
             for _ in range(10_000):
-                await db.conn.execute("INSERT INTO messages(session, direction, text, ts)"
-                                      " VALUES ('filler', 'in', ?, 0)", ("x" * size,))
+                await db.conn.execute(
+                    "INSERT INTO messages(session, direction, text, ts)"
+                    " VALUES ('filler', 'in', ?, 0)",
+                    ("x" * size,),
+                )
 
 
 def _texts(path: Path) -> list[str]:
@@ -58,7 +61,9 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 async def test_a_full_disk_does_not_spin_the_writer_and_the_rows_land_later(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     db = store.db
@@ -97,7 +102,9 @@ async def test_a_full_disk_does_not_spin_the_writer_and_the_rows_land_later(
 
 
 async def test_past_the_cap_the_oldest_rows_go_with_one_warning(
-    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    store: Store,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     db = store.db
     db.behind_cap = 100

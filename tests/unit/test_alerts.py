@@ -33,8 +33,7 @@ async def test_alert_goes_to_the_second_channel(tmp_path: Path) -> None:
         messenger.add_channel(wa)  # type: ignore[arg-type]
         messenger.add_channel(tg)  # type: ignore[arg-type]
         supervisor = TaskSupervisor()
-        alerts = Alerts(messenger, supervisor, {"whatsapp": "1@s.whatsapp.net",
-                                                "telegram": "42"})
+        alerts = Alerts(messenger, supervisor, {"whatsapp": "1@s.whatsapp.net", "telegram": "42"})
         alerts.raise_("whatsapp", "logged out: pair again with fetch whatsapp pair")
         await asyncio.sleep(0.05)
         assert wa.sent == [] and len(tg.sent) == 1

@@ -25,8 +25,10 @@ def test_defaults_without_a_file(tmp_path: Path) -> None:
 
 
 def test_file_then_env_overrides(tmp_path: Path) -> None:
-    path = write(tmp_path, "model:\n  name: from-file\n  base_url: http://x/v1\n"
-                           "approvals:\n  ttl_seconds: 120\n")
+    path = write(
+        tmp_path,
+        "model:\n  name: from-file\n  base_url: http://x/v1\napprovals:\n  ttl_seconds: 120\n",
+    )
     s = load_settings(path, {"FETCH_MODEL": "from-env", "FETCH__APPROVALS__TTL_SECONDS": "90"})
     assert s.model.name == "from-env" and s.model.base_url == "http://x/v1"
     assert s.approvals.ttl_seconds == 90

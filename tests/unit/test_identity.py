@@ -14,11 +14,27 @@ from skills import discover
 
 def test_shipped_identity_loads_and_builds_prompt() -> None:
     ident = load_identity(SHIPPED_DATA / "identity")
-    prompt = build_system_prompt(ident, FrozenContext(
-        workspace="/ws", repos=("demo", "myapp"), day="2026-11-23 (Monday)",
-        skills=("a: b",))) + "\n" + session_note(PromptContext(
-            state="ALERT", repos=("demo", "myapp"), active_repo="myapp",
-            repo_status="myapp (main, clean)", harness="claude-code"))
+    prompt = (
+        build_system_prompt(
+            ident,
+            FrozenContext(
+                workspace="/ws",
+                repos=("demo", "myapp"),
+                day="2026-11-23 (Monday)",
+                skills=("a: b",),
+            ),
+        )
+        + "\n"
+        + session_note(
+            PromptContext(
+                state="ALERT",
+                repos=("demo", "myapp"),
+                active_repo="myapp",
+                repo_status="myapp (main, clean)",
+                harness="claude-code",
+            )
+        )
+    )
     assert "You are Fetch" in prompt
     assert "Never change code without the owner's approval" in prompt
     assert "active repo: myapp" in prompt and "git status: myapp (main, clean)" in prompt

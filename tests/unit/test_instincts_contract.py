@@ -196,11 +196,24 @@ class FakeContext:
 REGISTRY = build_registry()
 
 
-async def run(line: str, session: FakeSession | None = None, *, owner: bool = True,
-              ctx: FakeContext | None = None) -> FakeContext:
+async def run(
+    line: str,
+    session: FakeSession | None = None,
+    *,
+    owner: bool = True,
+    ctx: FakeContext | None = None,
+) -> FakeContext:
     word, _, args = line.lstrip("/").partition(" ")
-    inbound = Inbound(channel="terminal", chat="me", sender="me", message_id="1", text=line,
-                      from_owner=owner, command=word, args=args)
+    inbound = Inbound(
+        channel="terminal",
+        chat="me",
+        sender="me",
+        message_id="1",
+        text=line,
+        from_owner=owner,
+        command=word,
+        args=args,
+    )
     if ctx is None:
         ctx = FakeContext(inbound, session or FakeSession(), REGISTRY)
     else:
@@ -226,8 +239,12 @@ async def test_stop_forgets_a_question_or_reports_the_stopped_task() -> None:
     session = FakeSession(state=State.WAITING, data=SessionData(question="Which repo?"))
     assert (await run("/stop", session)).said == ["⏹ OK, forget that question."]
     assert session.state is State.ALERT and session.data.question is None
-    ctx = FakeContext(Inbound("terminal", "me", "me", "1", "/stop"), FakeSession(), REGISTRY,
-                      tasks=FakeTasks(True))
+    ctx = FakeContext(
+        Inbound("terminal", "me", "me", "1", "/stop"),
+        FakeSession(),
+        REGISTRY,
+        tasks=FakeTasks(True),
+    )
     said = (await run("/stop", ctx=ctx)).said[0]
     assert "Stopped task #3: demo ended in 0.25 s" in said and "1 process(es)" in said
 
@@ -251,7 +268,8 @@ async def test_harness_memory_workspace_status_help() -> None:
     assert "▶ codex: nope" in listed and "✅ demo" in listed
     assert "🤔 unknown harness 'x'; valid: demo, codex" in (await run("/harness x")).said[0]
     assert (await run("/remember pref: tabs #style")).said == [
-        "remembered preference tabs ('style',)"]
+        "remembered preference tabs ('style',)"
+    ]
     assert (await run("/forget #4")).said == ["forgot 4"]
     assert (await run("/memory tabs")).said == ["found tabs"]
     assert (await run("/workspace demo", session)).said == ["using demo"]

@@ -19,8 +19,9 @@ class SmallChannel:
     """50 UTF-16 units a message, its markup is upper case."""
 
     name = "small"
-    capabilities = Capabilities(message_limit=50, measure=utf16_units, render=str.upper,
-                                can_edit=True)
+    capabilities = Capabilities(
+        message_limit=50, measure=utf16_units, render=str.upper, can_edit=True
+    )
 
     def __init__(self) -> None:
         self.sent: list[Outbound] = []
@@ -71,7 +72,10 @@ def test_only_the_messenger_splits() -> None:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "core.text" and \
-                    any(alias.name == "split_message" for alias in node.names):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "core.text"
+                and any(alias.name == "split_message" for alias in node.names)
+            ):
                 callers.append(str(path.relative_to(ROOT)))
     assert callers == ["orchestrator/messenger.py"]

@@ -20,8 +20,12 @@ def fences_balanced(chunk: str) -> bool:
 def no_broken_grapheme(chunks: list[str]) -> bool:
     for chunk in chunks:
         first = chunk[0]
-        if unicodedata.combining(first) or first in "\u200d\ufe0f" \
-                or "\U0001f3fb" <= first <= "\U0001f3ff" or chunk[-1] == "\u200d":
+        if (
+            unicodedata.combining(first)
+            or first in "\u200d\ufe0f"
+            or "\U0001f3fb" <= first <= "\U0001f3ff"
+            or chunk[-1] == "\u200d"
+        ):
             return False
         flags = len(chunk) - len(chunk.rstrip("".join(map(chr, range(0x1F1E6, 0x1F200)))))
         if flags % 2:
@@ -141,8 +145,21 @@ def test_a_line_without_spaces_is_hard_cut() -> None:
 @pytest.mark.parametrize("measure", [len, utf16_units])
 def test_random_texts_keep_every_character_and_fit(measure: Measure) -> None:
     rng = random.Random(9)
-    pieces = ["word", FAMILY, "👍🏽", "e\u0301", FLAG, "**b**", "`c`", "\n", "\n\n",
-              "\n```\n", "\n```sh\n", "x" * 300, " "]
+    pieces = [
+        "word",
+        FAMILY,
+        "👍🏽",
+        "e\u0301",
+        FLAG,
+        "**b**",
+        "`c`",
+        "\n",
+        "\n\n",
+        "\n```\n",
+        "\n```sh\n",
+        "x" * 300,
+        " ",
+    ]
     for _ in range(150):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 400)))
         limit = rng.randint(80, 900)
@@ -153,5 +170,6 @@ def test_random_texts_keep_every_character_and_fit(measure: Measure) -> None:
         assert no_broken_grapheme(chunks)
         kept = "".join(chunks).replace("```sh", "").replace(FENCE, "")
         original = text.replace("```sh", "").replace(FENCE, "")
-        assert kept.replace("\n", "").replace(" ", "") == \
-            original.replace("\n", "").replace(" ", "")
+        assert kept.replace("\n", "").replace(" ", "") == original.replace("\n", "").replace(
+            " ", ""
+        )

@@ -28,7 +28,8 @@ def sink() -> RecordingSink:
 
 @pytest.fixture
 async def make_channel(
-    tg: FakeTelegramApi, sink: RecordingSink,
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
 ) -> AsyncIterator[Callable[..., Any]]:
     """``await make_channel(**kwargs)``: a started polling channel, stopped at teardown."""
     async with AsyncExitStack() as stack:

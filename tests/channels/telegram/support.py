@@ -35,7 +35,11 @@ class RecordingSink:
 
 
 def settings_for(fake: FakeTelegramApi, **over: Any) -> TelegramSettings:
-    base: dict[str, Any] = {"enabled": True, "token": fake.token, "owner_id": str(OWNER),
-                            "api_base": fake.url}
+    base: dict[str, Any] = {
+        "enabled": True,
+        "token": fake.token,
+        "owner_id": str(OWNER),
+        "api_base": fake.url,
+    }
     base.update(over)
     return TelegramSettings(**base)

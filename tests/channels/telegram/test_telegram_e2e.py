@@ -15,7 +15,8 @@ from tests.fakes.telegram_api import FakeTelegramApi
 
 
 async def test_fix_then_tap_apply_commits(
-    tg: FakeTelegramApi, make_settings: Callable[..., Settings],
+    tg: FakeTelegramApi,
+    make_settings: Callable[..., Settings],
 ) -> None:
     settings = make_settings()
     channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2))
@@ -29,8 +30,7 @@ async def test_fix_then_tap_apply_commits(
         assert "<pre>" in diff.raw
         yes = diff.reply_markup["inline_keyboard"][0][0]["callback_data"]
         assert yes.startswith("fetch:yes:")  # bound to this approval's nonce
-        tg.push_callback("fetch:yes:0000000000000000", chat_id=OWNER,
-                         message_id=diff.message_id)
+        tg.push_callback("fetch:yes:0000000000000000", chat_id=OWNER, message_id=diff.message_id)
         refused = await tg.wait_for_text("Refused", timeout=30)
         assert "another diff" in refused.text and git(repo, "rev-parse", "HEAD") == base
         tg.push_callback(yes, chat_id=OWNER, message_id=diff.message_id)
@@ -41,7 +41,8 @@ async def test_fix_then_tap_apply_commits(
 
 
 async def test_strangers_get_nothing_and_replays_are_dropped(
-    tg: FakeTelegramApi, make_settings: Callable[..., Settings],
+    tg: FakeTelegramApi,
+    make_settings: Callable[..., Settings],
 ) -> None:
     settings = make_settings()
 
@@ -61,7 +62,8 @@ async def test_strangers_get_nothing_and_replays_are_dropped(
         tg.replay(update)
         tg.push_message("/status", chat_id=OWNER, from_id=OWNER)
         await tg.wait_for("sendMessage", count=3)
-        await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
-                          == update["update_id"] + 3)
+        await tg.wait_for(
+            "getUpdates", where=lambda c: c.params.get("offset") == update["update_id"] + 3
+        )
     assert len(tg.calls_to("sendMessage")) == 3
     assert {m.chat_id for m in tg.sent()} == {str(OWNER)}

@@ -26,23 +26,31 @@ MEMBER = 777001
 
 
 async def test_a_stranger_gets_no_toast_no_typing_and_nothing_is_stored(
-    tg: FakeTelegramApi, make_settings: Callable[..., Settings],
+    tg: FakeTelegramApi,
+    make_settings: Callable[..., Settings],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     settings = make_settings()
-    channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2),
-                              gate=AllowlistGate(settings.allowlist))
+    channel = TelegramChannel(
+        settings_for(tg),
+        poll_timeout=1,
+        backoff=Backoff(0.05, 0.2),
+        gate=AllowlistGate(settings.allowlist),
+    )
     caplog.set_level(logging.INFO, logger="channels.telegram.channel")
     async with build_app(settings, channels=[channel]):
         for n in range(40):
-            tg.push_message(f"fix the typo in README.md of demo {n}", chat_id=STRANGER,
-                            from_id=STRANGER)
-            tg.push_callback("fetch:yes:9f86d081884c7d65", chat_id=STRANGER,
-                             message_id=1, from_id=STRANGER)
+            tg.push_message(
+                f"fix the typo in README.md of demo {n}", chat_id=STRANGER, from_id=STRANGER
+            )
+            tg.push_callback(
+                "fetch:yes:9f86d081884c7d65", chat_id=STRANGER, message_id=1, from_id=STRANGER
+            )
         tg.push_callback("not-ours", chat_id=STRANGER, message_id=1, from_id=STRANGER)
         last = tg.push_message("/whoami", chat_id=OWNER, from_id=OWNER)
-        await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
-                          == last["update_id"] + 1)
+        await tg.wait_for(
+            "getUpdates", where=lambda c: c.params.get("offset") == last["update_id"] + 1
+        )
         await tg.wait_for("sendMessage")
         await asyncio.sleep(0.3)
         assert {m.chat_id for m in tg.sent()} == {str(OWNER)}
@@ -58,7 +66,9 @@ async def test_a_stranger_gets_no_toast_no_typing_and_nothing_is_stored(
 
 
 async def test_the_owners_updates_in_a_batch_are_handed_over_first(
-    tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
+    make_channel: Callable[..., Any],
 ) -> None:
     # All in one getUpdates batch: queued before the channel polls.
     for n in range(30):
@@ -67,10 +77,8 @@ async def test_the_owners_updates_in_a_batch_are_handed_over_first(
     last = tg.push_message("flood last", chat_id=MEMBER, from_id=MEMBER)
     await make_channel(gate=AllowlistGate([f"telegram:{MEMBER}"]))
     assert (await sink.next()).text == "/stop"
-    await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
-                      == last["update_id"] + 1)
-    assert [i.text for i in sink.got[1:]] == [*(f"flood {n}" for n in range(30)),
-                                              "flood last"]
+    await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset") == last["update_id"] + 1)
+    assert [i.text for i in sink.got[1:]] == [*(f"flood {n}" for n in range(30)), "flood last"]
 
 
 class DedupingSink:
@@ -104,8 +112,9 @@ async def test_a_stop_mid_batch_skips_nothing_and_repeats_nothing(
     gate = AllowlistGate([f"telegram:{MEMBER}"])
 
     def channel() -> TelegramChannel:
-        return TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2),
-                               gate=gate)
+        return TelegramChannel(
+            settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2), gate=gate
+        )
 
     first = channel()
     await first.start(sink, TaskSupervisor())
@@ -119,8 +128,7 @@ async def test_a_stop_mid_batch_skips_nothing_and_repeats_nothing(
     second = channel()
     await second.start(sink, TaskSupervisor())
     try:
-        await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
-                          == ids["m3"][0] + 1)
+        await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset") == ids["m3"][0] + 1)
     finally:
         await second.stop()
     assert sorted(sink.accepted) == sorted(mid for _, mid in ids.values())

@@ -18,8 +18,9 @@ NOW = 1700000500.0  # button presses carry no date: they are stamped on arrival
 
 def test_every_case_has_an_expectation() -> None:
     assert len(CASES) >= 10
-    assert {p.name.removesuffix(".expected.json") for p in FIXTURES.glob("*.expected.json")} \
-        == set(CASES)
+    assert {p.name.removesuffix(".expected.json") for p in FIXTURES.glob("*.expected.json")} == set(
+        CASES
+    )
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -14,7 +14,9 @@ from tests.fakes.telegram_api import FakeTelegramApi
 
 
 async def test_updates_arrive_as_inbound_and_offset_advances(
-    tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
+    make_channel: Callable[..., Any],
 ) -> None:
     await make_channel()
     first = tg.push_message("hello", chat_id=OWNER, from_id=OWNER)
@@ -25,15 +27,18 @@ async def test_updates_arrive_as_inbound_and_offset_advances(
     second = tg.push_message("again", chat_id=OWNER, from_id=OWNER)
     assert (await sink.next()).text == "again"
     # The poll after a batch confirms it: offset = that update's id + 1.
-    await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
-                      == second["update_id"] + 1)
+    await tg.wait_for(
+        "getUpdates", where=lambda c: c.params.get("offset") == second["update_id"] + 1
+    )
     offsets = [c.params["offset"] for c in tg.calls_to("getUpdates")]
     assert offsets[0] == 0 and offsets == sorted(offsets)
     assert tg.calls_to("deleteWebhook"), "polling clears a stale webhook first"
 
 
 async def test_duplicate_update_id_is_delivered_once(
-    tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
+    make_channel: Callable[..., Any],
 ) -> None:
     update = tg.push_message("once", chat_id=OWNER, from_id=OWNER)
     tg.push_update(update)  # the same update twice in one batch
@@ -47,12 +52,15 @@ async def test_duplicate_update_id_is_delivered_once(
 
 
 async def test_strangers_groups_and_replies_are_marked(
-    tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
+    make_channel: Callable[..., Any],
 ) -> None:
     await make_channel(gate=AllowlistGate(["telegram:7"]))
     tg.push_message("hi", chat_id=7, from_id=7)
-    tg.push_message("@fetch status", chat_id=-1001, from_id=OWNER, chat_type="supergroup",
-                    reply_to=5)
+    tg.push_message(
+        "@fetch status", chat_id=-1001, from_id=OWNER, chat_type="supergroup", reply_to=5
+    )
     # One batch, most likely: the owner's update is handed over first.
     by_sender = {i.sender: i for i in (await sink.next(), await sink.next())}
     stranger, group = by_sender["7"], by_sender[str(OWNER)]
@@ -62,7 +70,9 @@ async def test_strangers_groups_and_replies_are_marked(
 
 
 async def test_api_errors_back_off_and_recover(
-    tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
+    make_channel: Callable[..., Any],
 ) -> None:
     tg.fail_next("getUpdates", code=502)
     tg.fail_next("getUpdates", code=502)
@@ -75,7 +85,8 @@ async def test_api_errors_back_off_and_recover(
 
 
 async def test_unreachable_api_never_crashes_and_stops_cleanly(
-    tg: FakeTelegramApi, sink: RecordingSink,
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
 ) -> None:
     settings = settings_for(tg, api_base="http://127.0.0.1:9")  # nothing listens there
     channel = TelegramChannel(settings, poll_timeout=1, backoff=Backoff(0.02, 0.05))
@@ -93,7 +104,9 @@ async def test_unreachable_api_never_crashes_and_stops_cleanly(
 
 
 async def test_stop_confirms_what_was_handed_over(
-    tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
+    make_channel: Callable[..., Any],
 ) -> None:
     channel = await make_channel()
     update = tg.push_message("hello", chat_id=OWNER, from_id=OWNER)
@@ -105,7 +118,8 @@ async def test_stop_confirms_what_was_handed_over(
 
 
 async def test_a_failing_sink_does_not_stop_the_poller(
-    tg: FakeTelegramApi, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    make_channel: Callable[..., Any],
 ) -> None:
     got: list[str] = []
 

@@ -20,8 +20,10 @@ from tests.channels.outbound import messenger_for
 from tests.channels.telegram.support import OWNER, RecordingSink, settings_for
 from tests.fakes.telegram_api import FakeTelegramApi
 
-DIFF = ("📝 demo: 1 file, +1 −1\n• README.md +1 −1\n\n```\n▸ README.md\n-Teh <quick> & fox\n"
-        "+The <quick> & fox\n```\n\nApply? (yes/no) · more · show <file>")
+DIFF = (
+    "📝 demo: 1 file, +1 −1\n• README.md +1 −1\n\n```\n▸ README.md\n-Teh <quick> & fox\n"
+    "+The <quick> & fox\n```\n\nApply? (yes/no) · more · show <file>"
+)
 NONCE = "9f86d081884c7d65"
 
 
@@ -30,20 +32,25 @@ def out(text: str, **kw: Any) -> Outbound:
 
 
 async def test_html_is_escaped_and_code_is_monospace(
-    tg: FakeTelegramApi, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    make_channel: Callable[..., Any],
 ) -> None:
     channel = await make_channel()
     result = await channel.send(out("a < b && `x<y>` **bold**\n```python\nif a<b: pass\n```"))
     [m] = tg.sent(OWNER)
     assert result.message_id == f"{OWNER}:{m.message_id}"
     assert m.parse_mode == "HTML"
-    assert m.raw == ('a &lt; b &amp;&amp; <code>x&lt;y&gt;</code> <b>bold</b>\n'
-                     '<pre><code class="language-python">if a&lt;b: pass</code></pre>')
+    assert m.raw == (
+        "a &lt; b &amp;&amp; <code>x&lt;y&gt;</code> <b>bold</b>\n"
+        '<pre><code class="language-python">if a&lt;b: pass</code></pre>'
+    )
     assert m.text == "a < b && x<y> bold\nif a<b: pass"  # what the phone shows
 
 
 async def test_a_diff_gets_buttons_bound_to_its_nonce_and_a_tap_answers_yes(
-    tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
+    make_channel: Callable[..., Any],
 ) -> None:
     channel = await make_channel()
     page = await channel.send(out("```\n+more\n```\n\nApply? (yes/no)"))  # a "more" page
@@ -55,8 +62,7 @@ async def test_a_diff_gets_buttons_bound_to_its_nonce_and_a_tap_answers_yes(
     assert [b["callback_data"] for b in buttons] == [f"fetch:yes:{NONCE}", f"fetch:no:{NONCE}"]
     assert "<pre><code>" in diff.raw and "-Teh &lt;quick&gt; &amp; fox" in diff.raw
 
-    tg.push_callback(buttons[0]["callback_data"], chat_id=chat, message_id=int(mid),
-                     from_id=OWNER)
+    tg.push_callback(buttons[0]["callback_data"], chat_id=chat, message_id=int(mid), from_id=OWNER)
     answer = await sink.next()
     assert (answer.text, answer.reaction, answer.reply_to) == ("yes", "👍", result.message_id)
     assert answer.approval_nonce == NONCE
@@ -68,15 +74,19 @@ async def test_a_diff_gets_buttons_bound_to_its_nonce_and_a_tap_answers_yes(
 
 
 async def test_a_strangers_tap_gets_no_answer_and_an_allowed_members_keeps_the_buttons(
-    tg: FakeTelegramApi, sink: RecordingSink, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
+    make_channel: Callable[..., Any],
 ) -> None:
     channel = await make_channel(gate=AllowlistGate(["telegram:555"]))
     chat, mid = (await channel.send(out(DIFF, approval_nonce=NONCE))).message_id.split(":")
     # A stranger's tap: no toast (the gate is asked first), nothing handed over.
-    stranger = tg.push_callback(f"fetch:yes:{NONCE}", chat_id=chat, message_id=int(mid),
-                                from_id=999)
-    await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
-                      == stranger["update_id"] + 1)
+    stranger = tg.push_callback(
+        f"fetch:yes:{NONCE}", chat_id=chat, message_id=int(mid), from_id=999
+    )
+    await tg.wait_for(
+        "getUpdates", where=lambda c: c.params.get("offset") == stranger["update_id"] + 1
+    )
     assert tg.calls_to("answerCallbackQuery") == []
     # An allowed member's tap is answered and handed over (the gateway decides what it
     # may do), but only the owner's answer takes the buttons away.
@@ -91,8 +101,7 @@ async def test_a_strangers_tap_gets_no_answer_and_an_allowed_members_keeps_the_b
     assert inactive.params["text"] == "That button is not active"
     tg.push_callback("something-else", chat_id=chat, message_id=int(mid), from_id=999)
     last = tg.push_message("after", chat_id=OWNER, from_id=OWNER)
-    await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset")
-                      == last["update_id"] + 1)
+    await tg.wait_for("getUpdates", where=lambda c: c.params.get("offset") == last["update_id"] + 1)
     assert len(tg.calls_to("answerCallbackQuery")) == 2  # not even "not active"
     assert (await sink.next()).text == "after"
     await sink.nothing()
@@ -100,7 +109,8 @@ async def test_a_strangers_tap_gets_no_answer_and_an_allowed_members_keeps_the_b
 
 
 async def test_flood_limit_waits_retry_after_then_sends(
-    tg: FakeTelegramApi, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    make_channel: Callable[..., Any],
 ) -> None:
     channel = await make_channel()
     tg.fail_next("sendMessage", retry_after=1)
@@ -115,7 +125,8 @@ async def test_flood_limit_waits_retry_after_then_sends(
 
 
 async def test_endless_flood_fails_the_send_not_the_process(
-    tg: FakeTelegramApi, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    make_channel: Callable[..., Any],
 ) -> None:
     channel = await make_channel()
     tg.fail_next("sendMessage", retry_after=120)  # longer than we agree to wait
@@ -146,14 +157,17 @@ async def test_edit_in_place(tg: FakeTelegramApi, make_channel: Callable[..., An
 
 
 async def test_long_message_is_chunked_without_breaking_the_code_block(
-    tg: FakeTelegramApi, make_channel: Callable[..., Any], tmp_path: Path,
+    tg: FakeTelegramApi,
+    make_channel: Callable[..., Any],
+    tmp_path: Path,
 ) -> None:
     channel = await make_channel()
     code = [f"line {i:03d} <{'x' * 40}> & more" for i in range(300)]
     text = "Here is the file:\n```python\n" + "\n".join(code) + "\n```\nApply? (yes/no)"
     async with messenger_for(channel, tmp_path) as messenger:  # the one place that cuts
-        result = await messenger.send(SessionKey("telegram", str(OWNER)), text,
-                                      approval_nonce=NONCE)
+        result = await messenger.send(
+            SessionKey("telegram", str(OWNER)), text, approval_nonce=NONCE
+        )
     sent = tg.sent(OWNER)
     assert len(sent) >= 3  # ~20k characters; the fake refuses anything over 4096
     for m in sent:
@@ -175,7 +189,8 @@ async def test_reply_to_is_threaded(tg: FakeTelegramApi, make_channel: Callable[
 
 
 async def test_typing_repeats_until_cleared(
-    tg: FakeTelegramApi, make_channel: Callable[..., Any],
+    tg: FakeTelegramApi,
+    make_channel: Callable[..., Any],
 ) -> None:
     channel = await make_channel(typing_every=0.05)
     await channel.set_typing(str(OWNER), True)
@@ -196,15 +211,19 @@ async def test_send_before_start_is_a_clear_error(make_channel: Callable[..., An
 
 
 async def test_stop_ends_every_task_the_channel_spawned(
-    tg: FakeTelegramApi, sink: RecordingSink,
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
 ) -> None:
     supervisor = TaskSupervisor()  # the application's, in a real Fetch
-    channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2),
-                              typing_every=0.05)
+    channel = TelegramChannel(
+        settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2), typing_every=0.05
+    )
     await channel.start(sink, supervisor)
     await channel.set_typing(str(OWNER), True)
     tasks = supervisor.running()
-    assert {t.get_name() for t in tasks} == {"channel:telegram:polling",
-                                             f"channel:telegram:typing:{OWNER}"}
+    assert {t.get_name() for t in tasks} == {
+        "channel:telegram:polling",
+        f"channel:telegram:typing:{OWNER}",
+    }
     await channel.stop()
     assert supervisor.running() == [] and all(t.done() for t in tasks)

@@ -20,12 +20,18 @@ MEMBER = 777001
 
 
 async def test_a_members_flood_does_not_hold_up_the_owners_status(
-    tg: FakeTelegramApi, make_settings: Callable[..., Settings],
+    tg: FakeTelegramApi,
+    make_settings: Callable[..., Settings],
 ) -> None:
-    settings = make_settings(FETCH__ALLOWLIST=f'["telegram:{MEMBER}"]',
-                             FETCH__GATEWAY__RATE_PER_MINUTE="5")
-    channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2),
-                              gate=AllowlistGate(settings.allowlist))
+    settings = make_settings(
+        FETCH__ALLOWLIST=f'["telegram:{MEMBER}"]', FETCH__GATEWAY__RATE_PER_MINUTE="5"
+    )
+    channel = TelegramChannel(
+        settings_for(tg),
+        poll_timeout=1,
+        backoff=Backoff(0.05, 0.2),
+        gate=AllowlistGate(settings.allowlist),
+    )
     async with build_app(settings, channels=[channel]):
         for _ in range(150):
             tg.push_message("/help", chat_id=MEMBER, from_id=MEMBER)
@@ -38,7 +44,8 @@ async def test_a_members_flood_does_not_hold_up_the_owners_status(
 
 
 async def test_a_tap_on_an_answered_diff_is_not_an_instruction(
-    tg: FakeTelegramApi, make_settings: Callable[..., Settings],
+    tg: FakeTelegramApi,
+    make_settings: Callable[..., Settings],
 ) -> None:
     settings = make_settings()
     channel = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2))

@@ -24,11 +24,16 @@ PUBLIC = "https://fetch.example.com/telegram/webhook"
 
 @pytest.fixture
 async def hooked(
-    tg: FakeTelegramApi, sink: RecordingSink,
+    tg: FakeTelegramApi,
+    sink: RecordingSink,
 ) -> AsyncIterator[tuple[TelegramChannel, str]]:
     http = HttpServer(HttpSettings(port=0))
-    channel = TelegramChannel(settings_for(tg, mode="webhook", webhook_secret=SECRET),
-                              http=http, public_url=PUBLIC, backoff=Backoff(0.05, 0.2))
+    channel = TelegramChannel(
+        settings_for(tg, mode="webhook", webhook_secret=SECRET),
+        http=http,
+        public_url=PUBLIC,
+        backoff=Backoff(0.05, 0.2),
+    )
     await channel.start(sink, TaskSupervisor())
     await http.start()
     try:
@@ -39,9 +44,16 @@ async def hooked(
 
 
 def update(text: str, update_id: int = 900, from_id: int = OWNER) -> dict[str, Any]:
-    return {"update_id": update_id, "message": {
-        "message_id": update_id, "date": 1700000000, "text": text,
-        "chat": {"id": from_id, "type": "private"}, "from": {"id": from_id, "is_bot": False}}}
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": update_id,
+            "date": 1700000000,
+            "text": text,
+            "chat": {"id": from_id, "type": "private"},
+            "from": {"id": from_id, "is_bot": False},
+        },
+    }
 
 
 async def post(url: str, body: Any, secret: str | None) -> int:
@@ -51,7 +63,8 @@ async def post(url: str, body: Any, secret: str | None) -> int:
 
 
 async def test_start_registers_the_webhook_with_its_secret(
-    tg: FakeTelegramApi, hooked: tuple[TelegramChannel, str],
+    tg: FakeTelegramApi,
+    hooked: tuple[TelegramChannel, str],
 ) -> None:
     channel, _url = hooked
     [call] = await tg.wait_for("setWebhook")
@@ -62,7 +75,8 @@ async def test_start_registers_the_webhook_with_its_secret(
 
 
 async def test_right_secret_delivers_once(
-    sink: RecordingSink, hooked: tuple[TelegramChannel, str],
+    sink: RecordingSink,
+    hooked: tuple[TelegramChannel, str],
 ) -> None:
     _channel, url = hooked
     assert await post(url, update("via webhook"), SECRET) == 200
@@ -75,7 +89,9 @@ async def test_right_secret_delivers_once(
 
 @pytest.mark.parametrize("secret", [None, "", "wrong", SECRET + "x", SECRET.upper()])
 async def test_wrong_or_missing_secret_is_401_and_nothing_arrives(
-    sink: RecordingSink, hooked: tuple[TelegramChannel, str], secret: str | None,
+    sink: RecordingSink,
+    hooked: tuple[TelegramChannel, str],
+    secret: str | None,
 ) -> None:
     _channel, url = hooked
     assert await post(url, update("forged", update_id=901), secret) == 401
@@ -97,8 +113,11 @@ async def test_webhook_mode_needs_secret_listener_and_url(tg: FakeTelegramApi) -
     with pytest.raises(ConfigError, match="webhook_secret"):
         TelegramChannel(settings_for(tg, mode="webhook"), http=http, public_url=PUBLIC)
     with pytest.raises(ConfigError, match="webhook_secret"):
-        TelegramChannel(settings_for(tg, mode="webhook", webhook_secret="has space"),
-                        http=http, public_url=PUBLIC)
+        TelegramChannel(
+            settings_for(tg, mode="webhook", webhook_secret="has space"),
+            http=http,
+            public_url=PUBLIC,
+        )
     with pytest.raises(ConfigError, match="public https URL"):
         TelegramChannel(settings_for(tg, mode="webhook", webhook_secret=SECRET), http=http)
     with pytest.raises(ConfigError, match=r"telegram\.token"):

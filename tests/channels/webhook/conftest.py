@@ -18,8 +18,9 @@ from tests.channels.webhook.support import SECRET, Client, Hook
 @pytest.fixture
 async def hook() -> AsyncIterator[Hook]:
     http = HttpServer(HttpSettings(port=0))
-    channel = WebhookChannel(WebhookSettings(enabled=True, secret=SECRET, max_body_bytes=2048),
-                             http, settle=0.2)
+    channel = WebhookChannel(
+        WebhookSettings(enabled=True, secret=SECRET, max_body_bytes=2048), http, settle=0.2
+    )
     sink = RecordingSink()
     await channel.start(sink, TaskSupervisor())
     await http.start()

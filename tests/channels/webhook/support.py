@@ -25,19 +25,30 @@ class Client:
         self.base_url, self.secret = base_url, secret
 
     async def post(
-        self, path: str, body: Any = None, *, raw: bytes | None = None,
-        secret: str | None = None, stamp: int | None = None, signature: str | None = None,
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | None = None,
+        secret: str | None = None,
+        stamp: int | None = None,
+        signature: str | None = None,
         omit: tuple[str, ...] = (),
     ) -> tuple[int, Any]:
         data = raw if raw is not None else json.dumps(body).encode()
         ts = str(stamp if stamp is not None else int(time.time()))
-        sent = {TIMESTAMP_HEADER: ts, "Content-Type": "application/json",
-                SIGNATURE_HEADER: signature if signature is not None
-                else sign(secret or self.secret, ts, data)}
+        sent = {
+            TIMESTAMP_HEADER: ts,
+            "Content-Type": "application/json",
+            SIGNATURE_HEADER: signature
+            if signature is not None
+            else sign(secret or self.secret, ts, data),
+        }
         sent = {k: v for k, v in sent.items() if k not in omit}
-        async with aiohttp.ClientSession() as session, session.post(
-            self.base_url + path, data=data, headers=sent
-        ) as resp:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.base_url + path, data=data, headers=sent) as resp,
+        ):
             return resp.status, await resp.json(content_type=None)
 
 

@@ -30,14 +30,16 @@ async def answer_each(hook: Hook, *replies: str) -> None:
     """Play the core: answer the next inbound with ``replies``."""
     inbound = await hook.sink.next()
     for text in replies:
-        await hook.channel.send(Outbound("webhook", inbound.chat, text,
-                                         reply_to=inbound.message_id))
+        await hook.channel.send(
+            Outbound("webhook", inbound.chat, text, reply_to=inbound.message_id)
+        )
 
 
 async def test_good_signature_delivers_and_returns_the_replies(hook: Hook) -> None:
     core = asyncio.create_task(answer_each(hook, "on it", "done: 3 files"))
     status, body = await hook.client.post(
-        "/webhook", {"text": "/status", "chat": "phone", "message_id": "m1", "wait": 5})
+        "/webhook", {"text": "/status", "chat": "phone", "message_id": "m1", "wait": 5}
+    )
     await core
     assert status == 202
     assert (body["accepted"], body["message_id"], body["chat"]) == (True, "m1", "phone")
@@ -69,8 +71,10 @@ async def test_replies_stay_in_their_chat(hook: Hook) -> None:
     assert [r["text"] for r in body["replies"]] == ["for b"]
 
 
-@pytest.mark.parametrize("how", ["wrong secret", "no signature", "no timestamp",
-                                 "tampered body", "stale", "future", "not hex"])
+@pytest.mark.parametrize(
+    "how",
+    ["wrong secret", "no signature", "no timestamp", "tampered body", "stale", "future", "not hex"],
+)
 async def test_bad_signature_is_401_and_nothing_is_delivered(hook: Hook, how: str) -> None:
     body = {"text": "rm -rf /"}
     now = int(time.time())
@@ -105,28 +109,35 @@ async def test_oversized_body_is_413(hook: Hook) -> None:
             yield b"x" * 1000
 
     # No Content-Length (chunked): cut off at the limit all the same.
-    async with aiohttp.ClientSession() as s, s.post(hook.client.base_url + "/webhook",
-                                                    data=chunks()) as r:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(hook.client.base_url + "/webhook", data=chunks()) as r,
+    ):
         assert r.status == 413
     await hook.sink.nothing(0.1)
 
 
-@pytest.mark.parametrize(("raw", "needle"), [
-    (b"{not json", "not valid JSON"),
-    (b"\xff\xfe", "not valid JSON"),
-    (b"[1, 2]", "JSON object"),
-    (b'{"chat": "x"}', "'text'"),
-    (b'{"text": "   "}', "'text'"),
-    (b'{"text": 5}', "'text'"),
-    (b'{"text": "hi", "chat": 7}', "'chat'"),
-    (b'{"text": "hi", "chat": "../../etc"}', "'chat'"),
-    (b'{"text": "hi", "sender": "' + b"x" * 65 + b'"}', "'sender'"),
-    (b'{"text": "hi", "message_id": "has space"}', "'message_id'"),
-    (b'{"text": "hi", "wait": "soon"}', "'wait'"),
-    (b'{"text": "hi", "wait": 3600}', "'wait'"),
-])
+@pytest.mark.parametrize(
+    ("raw", "needle"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"\xff\xfe", "not valid JSON"),
+        (b"[1, 2]", "JSON object"),
+        (b'{"chat": "x"}', "'text'"),
+        (b'{"text": "   "}', "'text'"),
+        (b'{"text": 5}', "'text'"),
+        (b'{"text": "hi", "chat": 7}', "'chat'"),
+        (b'{"text": "hi", "chat": "../../etc"}', "'chat'"),
+        (b'{"text": "hi", "sender": "' + b"x" * 65 + b'"}', "'sender'"),
+        (b'{"text": "hi", "message_id": "has space"}', "'message_id'"),
+        (b'{"text": "hi", "wait": "soon"}', "'wait'"),
+        (b'{"text": "hi", "wait": 3600}', "'wait'"),
+    ],
+)
 async def test_malformed_json_is_400_with_a_clear_message(
-    hook: Hook, raw: bytes, needle: str,
+    hook: Hook,
+    raw: bytes,
+    needle: str,
 ) -> None:
     status, answer = await hook.client.post("/webhook", raw=raw)
     assert status == 400 and needle in answer["error"]

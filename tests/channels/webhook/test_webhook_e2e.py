@@ -32,8 +32,11 @@ async def test_status_round_trip_and_replay_is_refused(
         # A captured request sent again, byte for byte, inside the five minutes.
         raw = json.dumps({"text": "/status", "wait": 1.5}).encode()
         ts = str(int(time.time()))
-        headers = {TIMESTAMP_HEADER: ts, SIGNATURE_HEADER: sign(SECRET, ts, raw),
-                   "Content-Type": "application/json"}
+        headers = {
+            TIMESTAMP_HEADER: ts,
+            SIGNATURE_HEADER: sign(SECRET, ts, raw),
+            "Content-Type": "application/json",
+        }
         answers = []
         async with aiohttp.ClientSession() as s:
             for _ in range(2):

@@ -16,8 +16,11 @@ from tests.channels.webhook.support import SECRET, Hook
 
 
 async def _send_raw(url: str, raw: bytes, ts: str) -> tuple[int, dict[str, object]]:
-    headers = {TIMESTAMP_HEADER: ts, SIGNATURE_HEADER: sign(SECRET, ts, raw),
-               "Content-Type": "application/json"}
+    headers = {
+        TIMESTAMP_HEADER: ts,
+        SIGNATURE_HEADER: sign(SECRET, ts, raw),
+        "Content-Type": "application/json",
+    }
     async with aiohttp.ClientSession() as s, s.post(url, data=raw, headers=headers) as r:
         return r.status, await r.json(content_type=None)
 
@@ -42,10 +45,10 @@ async def test_a_replayed_replies_poll_cannot_drain_the_mailbox(hook: Hook) -> N
     status, body = await _send_raw(hook.client.base_url + "/webhook/replies", raw, ts)
     assert status == 409 and "replies" not in body
     # The owner's own poll, signed anew (another second), still gets the diff.
-    status, body = await hook.client.post("/webhook/replies", {"chat": "owner-phone"},
-                                          stamp=int(ts) + 1)
-    assert status == 200 and [r["text"] for r in body["replies"]] == [
-        "📝 diff… Apply? (yes/no)"]
+    status, body = await hook.client.post(
+        "/webhook/replies", {"chat": "owner-phone"}, stamp=int(ts) + 1
+    )
+    assert status == 200 and [r["text"] for r in body["replies"]] == ["📝 diff… Apply? (yes/no)"]
 
 
 async def test_the_same_body_signed_anew_is_accepted(hook: Hook) -> None:

@@ -33,9 +33,14 @@ def text_of(message: Any) -> str:
 
 
 class FakeWhatsAppClient:
-    def __init__(self, *, paired: bool = True, fail_reconnects: int = 0,
-                 media: bytes | Exception = b"\x89PNG fake image",
-                 fail_sends: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        paired: bool = True,
+        fail_reconnects: int = 0,
+        media: bytes | Exception = b"\x89PNG fake image",
+        fail_sends: int = 0,
+    ) -> None:
         self.sink: EventSink | None = None
         self.calls: list[Call] = []
         self.connected = False
@@ -113,24 +118,33 @@ class FakeWhatsAppClient:
         quoted = ""
         if message.HasField("extendedTextMessage"):
             quoted = str(message.extendedTextMessage.contextInfo.stanzaID)
-        self.calls.append(Call("send", jid_str(to), text_of(message), message_id,
-                               {"quoted": quoted, "message": message}))
+        self.calls.append(
+            Call(
+                "send",
+                jid_str(to),
+                text_of(message),
+                message_id,
+                {"quoted": quoted, "message": message},
+            )
+        )
         return message_id
 
     async def edit_message(self, chat: Any, message_id: str, message: Any) -> str:
         if self.fail_edits:
             raise RuntimeError("message too old to edit")
         edit_id = self._new_id()
-        self.calls.append(Call("edit", jid_str(chat), text_of(message), message_id,
-                               {"edit_id": edit_id}))
+        self.calls.append(
+            Call("edit", jid_str(chat), text_of(message), message_id, {"edit_id": edit_id})
+        )
         return edit_id
 
     async def send_chat_presence(self, chat: Any, composing: bool) -> None:
         self.calls.append(Call("typing", jid_str(chat), extra={"composing": composing}))
 
     async def mark_read(self, message_id: str, chat: Any, sender: Any) -> None:
-        self.calls.append(Call("read", jid_str(chat), message_id=message_id,
-                               extra={"sender": jid_str(sender)}))
+        self.calls.append(
+            Call("read", jid_str(chat), message_id=message_id, extra={"sender": jid_str(sender)})
+        )
 
     async def download(self, message: Any) -> bytes:
         self.calls.append(Call("download"))

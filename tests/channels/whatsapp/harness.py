@@ -24,8 +24,7 @@ FRIEND_CHAT = f"{FRIEND}@s.whatsapp.net"
 class Harness:
     """A started channel, its fake client and what reached the gateway."""
 
-    def __init__(self, channel: WhatsAppChannel, client: FakeWhatsAppClient,
-                 home: Path) -> None:
+    def __init__(self, channel: WhatsAppChannel, client: FakeWhatsAppClient, home: Path) -> None:
         self.channel, self.client, self.home = channel, client, home
         self.inbox: asyncio.Queue[Inbound] = asyncio.Queue()
         self.sink_threads: set[str] = set()
@@ -66,19 +65,22 @@ class Harness:
 
 
 def settings(**overrides: Any) -> WhatsAppSettings:
-    base: dict[str, Any] = {"enabled": True, "owner": "+1 555 123 4567",
-                            "min_send_interval_seconds": 0, "sends_per_minute": 1000}
+    base: dict[str, Any] = {
+        "enabled": True,
+        "owner": "+1 555 123 4567",
+        "min_send_interval_seconds": 0,
+        "sends_per_minute": 1000,
+    }
     base.update(overrides)
     return WhatsAppSettings(**base)
 
 
-async def started(tmp_path: Path, client: FakeWhatsAppClient | None = None,
-                  **kw: Any) -> Harness:
+async def started(tmp_path: Path, client: FakeWhatsAppClient | None = None, **kw: Any) -> Harness:
     client = client or FakeWhatsAppClient()
     ws = kw.pop("ws", settings())
-    channel = WhatsAppChannel(ws, tmp_path, client=client,
-                              gate=AllowlistGate(kw.pop("allowlist", ())),
-                              **kw)
+    channel = WhatsAppChannel(
+        ws, tmp_path, client=client, gate=AllowlistGate(kw.pop("allowlist", ())), **kw
+    )
     harness = Harness(channel, client, tmp_path)
     await channel.start(harness.sink, harness.supervisor)
     return harness

@@ -59,8 +59,9 @@ async def test_events_from_a_foreign_thread_reach_the_gateway_on_the_loop(wa: Ha
     assert "connected" in wa.channel.health() and "last in 0s ago" in wa.channel.health()
 
 
-async def test_group_chatter_never_reaches_the_gateway(wa: Harness,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+async def test_group_chatter_never_reaches_the_gateway(
+    wa: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, "channels.whatsapp")
     wa.client.emit(in_group(FRIEND, "lunch at 1?", id="3EB0G01"))
     wa.client.emit(in_group(OWNER, "@fetch /status", id="3EB0G02"))
@@ -70,10 +71,13 @@ async def test_group_chatter_never_reaches_the_gateway(wa: Harness,
     assert "3EB0G01 not for Fetch: group message without @fetch" in caplog.text
 
 
-@pytest.mark.parametrize(("required", "text", "delivered"), [
-    (False, "/status", True), (True, "/status", False), (True, "@fetch /status", True)])
-async def test_self_chat_trigger_is_configurable(tmp_path: Path, required: bool, text: str,
-                                                 delivered: bool) -> None:
+@pytest.mark.parametrize(
+    ("required", "text", "delivered"),
+    [(False, "/status", True), (True, "/status", False), (True, "@fetch /status", True)],
+)
+async def test_self_chat_trigger_is_configurable(
+    tmp_path: Path, required: bool, text: str, delivered: bool
+) -> None:
     wa = await started(tmp_path, ws=settings(trigger_in_self_chat=required))
     try:
         wa.client.emit(self_chat(text, id="3EB0SELF"))
@@ -83,10 +87,13 @@ async def test_self_chat_trigger_is_configurable(tmp_path: Path, required: bool,
         await wa.channel.stop()
 
 
-@pytest.mark.parametrize(("required", "text", "delivered"), [
-    (False, "hello", True), (True, "hello", False), (True, "@Fetch, hello", True)])
-async def test_direct_chat_trigger_is_configurable(tmp_path: Path, required: bool, text: str,
-                                                   delivered: bool) -> None:
+@pytest.mark.parametrize(
+    ("required", "text", "delivered"),
+    [(False, "hello", True), (True, "hello", False), (True, "@Fetch, hello", True)],
+)
+async def test_direct_chat_trigger_is_configurable(
+    tmp_path: Path, required: bool, text: str, delivered: bool
+) -> None:
     wa = await started(tmp_path, ws=settings(trigger_in_direct_chat=required))
     try:
         wa.client.emit(text_from(OWNER, text, id="3EB0DM"))
@@ -110,8 +117,15 @@ async def test_read_receipts_for_the_owner_and_allowlist_only(tmp_path: Path) ->
 
 
 async def test_an_image_is_downloaded_into_the_session_media_folder(wa: Harness) -> None:
-    wa.client.emit(message_event(image("@fetch what is this?"), id="3EB0IMG",
-                                 chat=jid(OWNER), sender=jid(OWNER), kind="media"))
+    wa.client.emit(
+        message_event(
+            image("@fetch what is this?"),
+            id="3EB0IMG",
+            chat=jid(OWNER),
+            sender=jid(OWNER),
+            kind="media",
+        )
+    )
     inbound = await wa.next()
     (attachment,) = inbound.attachments
     path = Path(attachment.path)
@@ -126,16 +140,20 @@ async def test_a_failed_or_oversized_download_is_said_in_the_text(tmp_path: Path
     client = FakeWhatsAppClient(media=RuntimeError("media conn reset"))
     wa = await started(tmp_path, client)
     try:
-        wa.client.emit(message_event(image(), id="3EB0IMG1", chat=jid(OWNER),
-                                     sender=jid(OWNER), kind="media"))
+        wa.client.emit(
+            message_event(image(), id="3EB0IMG1", chat=jid(OWNER), sender=jid(OWNER), kind="media")
+        )
         first = await wa.next()
         assert first.text == "[image not received: the download failed]"
         assert first.attachments == ()
         client.media = b"x" * (2 * 1024 * 1024)  # the event declared 123 kB
         await wa.channel.stop()
         wa = await started(tmp_path, client, ws=settings(max_media_bytes=1024 * 1024))
-        wa.client.emit(message_event(image("see"), id="3EB0IMG2", chat=jid(OWNER),
-                                     sender=jid(OWNER), kind="media"))
+        wa.client.emit(
+            message_event(
+                image("see"), id="3EB0IMG2", chat=jid(OWNER), sender=jid(OWNER), kind="media"
+            )
+        )
         second = await wa.next()
         assert second.text == "see\n[image not received: 2.0 MB is over the 1.0 MB limit]"
     finally:
@@ -146,7 +164,8 @@ async def test_a_failed_or_oversized_download_is_said_in_the_text(tmp_path: Path
 
 
 async def test_never_messages_a_chat_that_did_not_write_first(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     # FRIEND is allowlisted: a stranger's message is not kept, so it enables nothing
     # (test_gate_whatsapp.py); an allowed sender's first message opens the chat.
     wa = await started(tmp_path, allowlist=[f"whatsapp:{FRIEND}"])
@@ -181,8 +200,9 @@ async def test_replies_are_whatsapp_markup_in_chunks(wa: Harness) -> None:
     await wa.next()
     body = "```diff\n" + "\n".join(f"+ line {i:04d} " + "x" * 40 for i in range(200)) + "\n```"
     async with messenger_for(wa.channel, wa.home) as messenger:  # the one place that cuts
-        result = await messenger.send(SessionKey("whatsapp", OWNER_CHAT),
-                                      f"**Diff** for *myapp*:\n\n{body}", reply_to="3EB0Q")
+        result = await messenger.send(
+            SessionKey("whatsapp", OWNER_CHAT), f"**Diff** for *myapp*:\n\n{body}", reply_to="3EB0Q"
+        )
     sends = wa.client.named("send")
     assert len(sends) == 4 and all(len(c.text) <= 3500 for c in sends)
     assert sends[0].text.startswith("*Diff* for _myapp_:\n\n```\n+ line 0000")
@@ -197,16 +217,17 @@ async def test_edit_in_place_and_its_fallbacks(wa: Harness) -> None:
     await wa.next()
     first = await wa.channel.send(Outbound("whatsapp", OWNER_CHAT, "⏳ working…"))
     edited = await wa.channel.send(
-        Outbound("whatsapp", OWNER_CHAT, "✅ done", edit_of=first.message_id))
+        Outbound("whatsapp", OWNER_CHAT, "✅ done", edit_of=first.message_id)
+    )
     assert edited.message_id == first.message_id  # later edits target the same message
     (edit,) = wa.client.named("edit")
     assert edit.message_id == first.message_id and edit.text == "✅ done"
     wa.client.fail_edits = True  # e.g. older than WhatsApp's edit window
     again = await wa.channel.send(
-        Outbound("whatsapp", OWNER_CHAT, "✅ done (2)", edit_of=first.message_id))
+        Outbound("whatsapp", OWNER_CHAT, "✅ done (2)", edit_of=first.message_id)
+    )
     assert again.message_id != first.message_id
-    foreign = await wa.channel.send(
-        Outbound("whatsapp", OWNER_CHAT, "new", edit_of="3EB0NOTOURS"))
+    foreign = await wa.channel.send(Outbound("whatsapp", OWNER_CHAT, "new", edit_of="3EB0NOTOURS"))
     assert wa.client.named("send")[-1].message_id == foreign.message_id
 
 
@@ -215,8 +236,15 @@ async def test_echoes_of_our_own_messages_are_ignored(wa: Harness) -> None:
     await wa.next()
     sent = await wa.channel.send(Outbound("whatsapp", OWNER_CHAT, "all good"))
     # The same message, seen from the owner's phone in the self-chat.
-    wa.client.emit(message_event(nz.Message(conversation="all good"), id=sent.message_id,
-                                 chat=jid(OWNER), sender=jid(OWNER, device=7), from_me=True))
+    wa.client.emit(
+        message_event(
+            nz.Message(conversation="all good"),
+            id=sent.message_id,
+            chat=jid(OWNER),
+            sender=jid(OWNER, device=7),
+            from_me=True,
+        )
+    )
     assert await wa.drain() == []
 
 
@@ -226,11 +254,16 @@ async def test_a_thumbs_up_on_a_diff_is_an_answer(wa: Harness) -> None:
     diff = await wa.channel.send(Outbound("whatsapp", OWNER_CHAT, "📝 diff… Apply? (yes/no)"))
     wa.client.emit(reaction(OWNER, "3EB0SOMETHINGELSE", "👍", id="3EB0RX1"))
     wa.client.emit(reaction(OWNER, diff.message_id, "👍", id="3EB0RX2"))
-    wa.client.emit(message_event(quoting("no", diff.message_id), id="3EB0RX3",
-                                 chat=jid(OWNER), sender=jid(OWNER)))
+    wa.client.emit(
+        message_event(
+            quoting("no", diff.message_id), id="3EB0RX3", chat=jid(OWNER), sender=jid(OWNER)
+        )
+    )
     got = await wa.drain()
     assert [(i.message_id, i.reaction, i.reply_to) for i in got] == [
-        ("3EB0RX2", "👍", diff.message_id), ("3EB0RX3", None, diff.message_id)]
+        ("3EB0RX2", "👍", diff.message_id),
+        ("3EB0RX3", None, diff.message_id),
+    ]
 
 
 async def test_typing_indicator(wa: Harness) -> None:
@@ -280,11 +313,20 @@ async def test_start_twice_is_refused_and_stop_is_symmetric(wa: Harness) -> None
 
 
 def test_capabilities_follow_the_settings(tmp_path: Path) -> None:
-    channel = WhatsAppChannel(settings(min_send_interval_seconds=4, sends_per_minute=10),
-                              tmp_path, client=FakeWhatsAppClient())
+    channel = WhatsAppChannel(
+        settings(min_send_interval_seconds=4, sends_per_minute=10),
+        tmp_path,
+        client=FakeWhatsAppClient(),
+    )
     caps = channel.capabilities
-    assert (caps.message_limit, caps.markup, caps.can_edit, caps.can_react, caps.typing,
-            caps.reply_only) == (3500, "whatsapp", True, True, True, True)
+    assert (
+        caps.message_limit,
+        caps.markup,
+        caps.can_edit,
+        caps.can_react,
+        caps.typing,
+        caps.reply_only,
+    ) == (3500, "whatsapp", True, True, True, True)
     assert (caps.min_send_interval, caps.sends_per_minute) == (4, 10)
     assert (caps.render, caps.measure) == (to_whatsapp, len)  # the goldens' pipeline
     assert channel.name == "whatsapp"
@@ -292,7 +334,6 @@ def test_capabilities_follow_the_settings(tmp_path: Path) -> None:
 
 async def test_stop_ends_every_task_the_channel_spawned(wa: Harness) -> None:
     tasks = wa.supervisor.running()
-    assert {t.get_name() for t in tasks} == {"channel:whatsapp:events",
-                                             "channel:whatsapp:monitor"}
+    assert {t.get_name() for t in tasks} == {"channel:whatsapp:events", "channel:whatsapp:monitor"}
     await wa.channel.stop()
     assert wa.supervisor.running() == [] and all(t.done() for t in tasks)

@@ -34,8 +34,12 @@ async def test_reconnects_with_backoff_until_it_works(tmp_path: Path) -> None:
     try:
         client.connected = False
         client.emit(nz.DisconnectedEv(status=True))
-        await wa.wait_for(lambda: len(client.named("reconnect")) == 4
-                          and wa.channel.health().startswith("whatsapp: connected"))
+        await wa.wait_for(
+            lambda: (
+                len(client.named("reconnect")) == 4
+                and wa.channel.health().startswith("whatsapp: connected")
+            )
+        )
         times = [c.at for c in client.named("reconnect")]
         gaps = [b - a for a, b in itertools.pairwise(times)]
         # waits between attempts: 0.04, 0.08, 0.08 (doubling, capped)
@@ -85,20 +89,33 @@ async def test_the_probe_notices_a_silent_drop(tmp_path: Path) -> None:
         await wa.channel.stop()
 
 
-@pytest.mark.parametrize(("event", "words"), [
-    (nz.LoggedOutEv(OnConnect=False, Reason=ConnectFailureReason.LOGGED_OUT),
-     "logged Fetch out (LOGGED_OUT): run `fetch whatsapp pair`"),
-    (nz.TemporaryBanEv(Code=nz.TemporaryBanEv.SEND_TO_TOO_MANY_PEOPLE, Expire=3900),
-     "temporarily banned this number (SEND_TO_TOO_MANY_PEOPLE), lifted in about 1h 5m"),
-    (nz.StreamReplacedEv(), "another client took over Fetch's WhatsApp session"),
-    (nz.ClientOutdatedEv(), "upgrade neonize"),
-    (nz.ConnectFailureEv(Reason=ConnectFailureReason.MAIN_DEVICE_GONE, Message="",
-                         Raw=Node(Tag="failure", Nil=True)),
-     "refused the connection (MAIN_DEVICE_GONE)"),
-    (nz.QREv(Codes=["2@x"]), "asks to pair again"),
-])
-async def test_alerts_reach_the_owner_and_stop_sending(tmp_path: Path, event: object,
-                                                       words: str) -> None:
+@pytest.mark.parametrize(
+    ("event", "words"),
+    [
+        (
+            nz.LoggedOutEv(OnConnect=False, Reason=ConnectFailureReason.LOGGED_OUT),
+            "logged Fetch out (LOGGED_OUT): run `fetch whatsapp pair`",
+        ),
+        (
+            nz.TemporaryBanEv(Code=nz.TemporaryBanEv.SEND_TO_TOO_MANY_PEOPLE, Expire=3900),
+            "temporarily banned this number (SEND_TO_TOO_MANY_PEOPLE), lifted in about 1h 5m",
+        ),
+        (nz.StreamReplacedEv(), "another client took over Fetch's WhatsApp session"),
+        (nz.ClientOutdatedEv(), "upgrade neonize"),
+        (
+            nz.ConnectFailureEv(
+                Reason=ConnectFailureReason.MAIN_DEVICE_GONE,
+                Message="",
+                Raw=Node(Tag="failure", Nil=True),
+            ),
+            "refused the connection (MAIN_DEVICE_GONE)",
+        ),
+        (nz.QREv(Codes=["2@x"]), "asks to pair again"),
+    ],
+)
+async def test_alerts_reach_the_owner_and_stop_sending(
+    tmp_path: Path, event: object, words: str
+) -> None:
     client = FakeWhatsAppClient()
     wa = await started(tmp_path, client, backoff=FAST)
     try:
@@ -123,8 +140,9 @@ async def test_not_paired_is_an_alert_not_a_crash(tmp_path: Path) -> None:
     wa = await started(tmp_path, client)
     try:
         assert client.named("connect") == []
-        assert wa.alerts == ["WhatsApp: not paired with a phone: run `fetch whatsapp pair`, "
-                             "then restart Fetch"]
+        assert wa.alerts == [
+            "WhatsApp: not paired with a phone: run `fetch whatsapp pair`, then restart Fetch"
+        ]
         assert "not paired" in wa.channel.health()
     finally:
         await wa.channel.stop()
@@ -147,8 +165,13 @@ async def test_a_transient_connect_failure_is_retried(tmp_path: Path) -> None:
     wa = await started(tmp_path, client, backoff=FAST)
     try:
         client.connected = False
-        client.emit(nz.ConnectFailureEv(Reason=ConnectFailureReason.SERVICE_UNAVAILABLE,
-                                        Message="503", Raw=Node(Tag="failure", Nil=True)))
+        client.emit(
+            nz.ConnectFailureEv(
+                Reason=ConnectFailureReason.SERVICE_UNAVAILABLE,
+                Message="503",
+                Raw=Node(Tag="failure", Nil=True),
+            )
+        )
         await wa.wait_for(lambda: len(client.named("reconnect")) == 1)
         await wa.wait_for(lambda: wa.channel.health().startswith("whatsapp: connected"))
         assert wa.alerts == []
@@ -169,8 +192,10 @@ class RefusesFirstConnect(FakeWhatsAppClient):
 async def test_an_unreadable_device_store_is_an_alert(tmp_path: Path) -> None:
     wa = await started(tmp_path, BrokenStore())
     try:
-        assert wa.alerts == ["WhatsApp: cannot read the WhatsApp device store /x/device.db: "
-                             "run `fetch whatsapp pair`, then restart Fetch"]
+        assert wa.alerts == [
+            "WhatsApp: cannot read the WhatsApp device store /x/device.db: "
+            "run `fetch whatsapp pair`, then restart Fetch"
+        ]
     finally:
         await wa.channel.stop()
 

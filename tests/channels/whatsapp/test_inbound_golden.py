@@ -21,8 +21,19 @@ from .builders import OWNER, from_json
 FIXTURES = Path(__file__).parent / "fixtures" / "inbound"
 CASES = sorted(p.name.removesuffix(".event.json") for p in FIXTURES.glob("*.event.json"))
 # The Inbound fields this adapter fills; fields other channels add keep their defaults.
-FIELDS = ("channel", "chat", "sender", "message_id", "text", "timestamp", "is_group",
-          "from_owner", "reply_to", "reaction", "attachments")
+FIELDS = (
+    "channel",
+    "chat",
+    "sender",
+    "message_id",
+    "text",
+    "timestamp",
+    "is_group",
+    "from_owner",
+    "reply_to",
+    "reaction",
+    "attachments",
+)
 SENT = {"3EB0D1FF000000000001"}  # ids of messages Fetch sent (the diff)
 CONTEXT = NormalizeContext(owner=OWNER, max_media_bytes=16 * 1024 * 1024)
 RULES = TriggerRules()
@@ -34,17 +45,30 @@ def as_json(decision: Route) -> dict[str, Any]:
     if message is not None:
         full = dataclasses.asdict(message.inbound)
         out["inbound"] = {name: full[name] for name in FIELDS}
-        defaults = dataclasses.asdict(dataclasses.replace(
-            message.inbound, **{f.name: f.default for f in dataclasses.fields(message.inbound)
-                                if f.name not in FIELDS
-                                and f.default is not dataclasses.MISSING}))
+        defaults = dataclasses.asdict(
+            dataclasses.replace(
+                message.inbound,
+                **{
+                    f.name: f.default
+                    for f in dataclasses.fields(message.inbound)
+                    if f.name not in FIELDS and f.default is not dataclasses.MISSING
+                },
+            )
+        )
         assert full == defaults, "the adapter set a field the goldens do not cover"
         out["is_self_chat"] = message.is_self_chat
         out["is_from_me"] = message.is_from_me
-        out["media"] = None if message.media is None else {
-            "kind": message.media.kind, "mime": message.media.mime,
-            "declared_bytes": message.media.declared_bytes, "label": message.media.label,
-            "captioned": message.media.captioned}
+        out["media"] = (
+            None
+            if message.media is None
+            else {
+                "kind": message.media.kind,
+                "mime": message.media.mime,
+                "declared_bytes": message.media.declared_bytes,
+                "label": message.media.label,
+                "captioned": message.media.captioned,
+            }
+        )
     return out
 
 
@@ -65,8 +89,7 @@ def test_inbound_golden(case: str) -> None:
     got = json.loads(json.dumps(as_json(route(load_event(case), CONTEXT, RULES, SENT))))
     golden = FIXTURES / f"{case}.expected.json"
     if os.environ.get("FETCH_UPDATE_GOLDENS") == "1":
-        golden.write_text(json.dumps(got, ensure_ascii=False, indent=2) + "\n",
-                          encoding="utf-8")
+        golden.write_text(json.dumps(got, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     assert got == json.loads(golden.read_text(encoding="utf-8"))
 
 

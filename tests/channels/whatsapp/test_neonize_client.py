@@ -46,7 +46,9 @@ def go_calls_back(client: NeonizeClient, event: Any) -> None:
     code = EVENT_TO_INT[type(event)]
     thread = threading.Thread(
         target=client._client.event.execute,
-        args=(0, ctypes.addressof(buf), len(data), code), name="go-callback")
+        args=(0, ctypes.addressof(buf), len(data), code),
+        name="go-callback",
+    )
     thread.start()
     thread.join()
 
@@ -75,15 +77,26 @@ async def test_neonize_callbacks_reach_the_adapter(tmp_path: Path, neonize_loop:
 
     await channel.start(sink, TaskSupervisor())
     try:
-        go_calls_back(client, Device(JID=jid(FETCH), LID=jid("207391234567890", "lid"),
-                                     Platform="", BussinessName="", PushName="Fetch",
-                                     Initialized=True))
+        go_calls_back(
+            client,
+            Device(
+                JID=jid(FETCH),
+                LID=jid("207391234567890", "lid"),
+                Platform="",
+                BussinessName="",
+                PushName="Fetch",
+                Initialized=True,
+            ),
+        )
         assert client.own_users() == {FETCH, "207391234567890"}
         go_calls_back(client, nz.ConnectedEv(status=True))
         go_calls_back(client, text_from(OWNER, "/status", id="3EB0REAL"))
         inbound = await asyncio.wait_for(inbox.get(), 3)
         assert (inbound.message_id, inbound.text, inbound.from_owner) == (
-            "3EB0REAL", "/status", True)
+            "3EB0REAL",
+            "/status",
+            True,
+        )
         assert channel.health().startswith("whatsapp: connected")
     finally:
         await channel.stop()

@@ -47,8 +47,7 @@ def test_outbound_golden(case: str) -> None:
     golden = FIXTURES / f"{case}.expected.json"
     got = {"limit": limit, "chunks": chunks}
     if os.environ.get("FETCH_UPDATE_GOLDENS") == "1":
-        golden.write_text(json.dumps(got, ensure_ascii=False, indent=2) + "\n",
-                          encoding="utf-8")
+        golden.write_text(json.dumps(got, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     assert got == json.loads(golden.read_text(encoding="utf-8"))
 
 
@@ -82,8 +81,11 @@ def test_a_code_block_that_fits_is_never_split() -> None:
 def _graphemes_intact(chunks: list[str]) -> bool:
     for chunk in chunks:
         first = chunk[0]
-        if unicodedata.combining(first) or first in "\u200d\ufe0f" or \
-                "\U0001f3fb" <= first <= "\U0001f3ff":
+        if (
+            unicodedata.combining(first)
+            or first in "\u200d\ufe0f"
+            or "\U0001f3fb" <= first <= "\U0001f3ff"
+        ):
             return False
         if chunk[-1] == "\u200d":
             return False
@@ -95,8 +97,20 @@ def _graphemes_intact(chunks: list[str]) -> bool:
 
 def test_random_texts_keep_every_character_and_stay_well_formed() -> None:
     rng = random.Random(2024)
-    pieces = ["word", "👩\u200d👩\u200d👧", "👍🏽", "e\u0301", "🇳🇱", "**b**", "`c`", "\n", "\n\n",
-              "\n```\n", "x" * 300, " "]
+    pieces = [
+        "word",
+        "👩\u200d👩\u200d👧",
+        "👍🏽",
+        "e\u0301",
+        "🇳🇱",
+        "**b**",
+        "`c`",
+        "\n",
+        "\n\n",
+        "\n```\n",
+        "x" * 300,
+        " ",
+    ]
     for _ in range(200):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 400)))
         limit = rng.randint(60, 900)

@@ -24,8 +24,9 @@ from .builders import FETCH, jid
 from .fake_client import Call, FakeWhatsAppClient
 
 QR = "2@AbCdEfGhIjKlMnOp,QrStUvWx==,YzAbCdEf==,GhIjKlMn=="
-PAIRED = nz.PairStatusEv(ID=jid(FETCH), BusinessName="", Platform="android",
-                         Status=nz.PairStatusEv.SUCCESS, Error="")
+PAIRED = nz.PairStatusEv(
+    ID=jid(FETCH), BusinessName="", Platform="android", Status=nz.PairStatusEv.SUCCESS, Error=""
+)
 
 
 class ScriptedPairing(FakeWhatsAppClient):
@@ -89,8 +90,13 @@ async def test_pairing_by_phone_code(fetch_settings: Settings) -> None:
 
 
 async def test_a_failed_pairing_says_why(fetch_settings: Settings) -> None:
-    failed = nz.PairStatusEv(ID=jid(""), BusinessName="", Platform="",
-                             Status=nz.PairStatusEv.ERROR, Error="pair code expired")
+    failed = nz.PairStatusEv(
+        ID=jid(""),
+        BusinessName="",
+        Platform="",
+        Status=nz.PairStatusEv.ERROR,
+        Error="pair code expired",
+    )
     out = io.StringIO()
     assert await pair(fetch_settings.home_dir, client=ScriptedPairing([failed]), out=out) == 1
     assert "Pairing failed: pair code expired" in out.getvalue()
@@ -112,6 +118,8 @@ async def test_already_paired_does_nothing(fetch_settings: Settings) -> None:
 
 async def test_pairing_gives_up_after_a_while(fetch_settings: Settings) -> None:
     out = io.StringIO()
-    assert await pair(fetch_settings.home_dir, client=ScriptedPairing([]), out=out,
-                      give_up_after=0.2) == 1
+    assert (
+        await pair(fetch_settings.home_dir, client=ScriptedPairing([]), out=out, give_up_after=0.2)
+        == 1
+    )
     assert "timed out" in out.getvalue()

@@ -39,20 +39,42 @@ OWNER_LID = "210987654321098"
 
 
 async def test_a_strangers_media_is_never_downloaded_written_or_recorded(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, "channels.whatsapp")
     wa = await started(tmp_path, allowlist=[f"whatsapp:{FRIEND}"])
     try:
         for i in range(30):  # a flood of images and voice notes
             media = image("@fetch look") if i % 2 else voice_note()
-            wa.client.emit(message_event(media, id=f"3EBSTRMEDIA{i}", chat=jid(STRANGER),
-                                         sender=jid(STRANGER), kind="media"))
+            wa.client.emit(
+                message_event(
+                    media,
+                    id=f"3EBSTRMEDIA{i}",
+                    chat=jid(STRANGER),
+                    sender=jid(STRANGER),
+                    kind="media",
+                )
+            )
         # LID with the number beside it: not learned for a stranger either.
-        wa.client.emit(message_event(image(), id="3EBSTRLID", chat=jid("99887766", "lid"),
-                                     sender=jid("99887766", "lid"),
-                                     sender_alt=jid(STRANGER), kind="media"))
-        wa.client.emit(message_event(image("@fetch mine"), id="3EBFRIENDIMG",
-                                     chat=jid(FRIEND), sender=jid(FRIEND), kind="media"))
+        wa.client.emit(
+            message_event(
+                image(),
+                id="3EBSTRLID",
+                chat=jid("99887766", "lid"),
+                sender=jid("99887766", "lid"),
+                sender_alt=jid(STRANGER),
+                kind="media",
+            )
+        )
+        wa.client.emit(
+            message_event(
+                image("@fetch mine"),
+                id="3EBFRIENDIMG",
+                chat=jid(FRIEND),
+                sender=jid(FRIEND),
+                kind="media",
+            )
+        )
         got = await wa.drain()
         assert [i.message_id for i in got] == ["3EBFRIENDIMG"]
         assert len(wa.client.named("download")) == 1  # the member's only
@@ -84,17 +106,20 @@ class EchoFirstClient(FakeWhatsAppClient):
 
     async def send_message(self, to: Any, message: Any) -> str:
         message_id = await super().send_message(to, message)
-        echo = message_event(nz.Message(conversation=str(message.conversation)),
-                             id=message_id, chat=to, sender=jid(OWNER, device=3),
-                             from_me=True)
+        echo = message_event(
+            nz.Message(conversation=str(message.conversation)),
+            id=message_id,
+            chat=to,
+            sender=jid(OWNER, device=3),
+            from_me=True,
+        )
         self.emit(echo)
         assert self.harness is not None
         self.echo_seen = await self.harness.drain()
         return message_id
 
 
-async def test_an_echo_that_arrives_before_the_send_returns_is_not_input(
-        tmp_path: Path) -> None:
+async def test_an_echo_that_arrives_before_the_send_returns_is_not_input(tmp_path: Path) -> None:
     client = EchoFirstClient()
     wa = await started(tmp_path, client)
     client.harness = wa
@@ -108,8 +133,15 @@ async def test_an_echo_that_arrives_before_the_send_returns_is_not_input(
         wa.client.emit(self_chat("/status", id="3EB0ST2"))
         assert [i.message_id for i in await wa.drain()] == ["3EB0ST2"]
         # And a late echo of the same send (a reconnect replays it) is caught by its id.
-        wa.client.emit(message_event(nz.Message(conversation="/status"), id=sent.message_id,
-                                     chat=jid(OWNER), sender=jid(OWNER), from_me=True))
+        wa.client.emit(
+            message_event(
+                nz.Message(conversation="/status"),
+                id=sent.message_id,
+                chat=jid(OWNER),
+                sender=jid(OWNER),
+                from_me=True,
+            )
+        )
         assert await wa.drain() == []
     finally:
         await wa.channel.stop()
@@ -118,47 +150,82 @@ async def test_an_echo_that_arrives_before_the_send_returns_is_not_input(
 # -- 11.8: the owner in every form ---------------------------------------------------------
 
 
-async def test_the_owner_is_recognised_in_every_form_and_the_lid_is_learned(
-        tmp_path: Path) -> None:
+async def test_the_owner_is_recognised_in_every_form_and_the_lid_is_learned(tmp_path: Path) -> None:
     wa = await started(tmp_path)
     try:
         # A phone-number JID with a device suffix (491…:12@s.whatsapp.net on the wire).
-        wa.client.emit(message_event(nz.Message(conversation="hi"), id="3EBDEV",
-                                     chat=jid(OWNER), sender=jid(OWNER, device=12)))
+        wa.client.emit(
+            message_event(
+                nz.Message(conversation="hi"),
+                id="3EBDEV",
+                chat=jid(OWNER),
+                sender=jid(OWNER, device=12),
+            )
+        )
         # LID-only before the mapping is known: not recognisably the owner, dropped.
-        wa.client.emit(message_event(nz.Message(conversation="hi"), id="3EBLIDEARLY",
-                                     chat=jid(OWNER_LID, "lid"), sender=jid(OWNER_LID, "lid")))
+        wa.client.emit(
+            message_event(
+                nz.Message(conversation="hi"),
+                id="3EBLIDEARLY",
+                chat=jid(OWNER_LID, "lid"),
+                sender=jid(OWNER_LID, "lid"),
+            )
+        )
         first = await wa.drain()
         # LID with the phone number beside it (SenderAlt): the owner; the mapping is learned.
-        wa.client.emit(message_event(nz.Message(conversation="hi"), id="3EBLIDALT",
-                                     chat=jid(OWNER_LID, "lid"), sender=jid(OWNER_LID, "lid"),
-                                     sender_alt=jid(OWNER)))
+        wa.client.emit(
+            message_event(
+                nz.Message(conversation="hi"),
+                id="3EBLIDALT",
+                chat=jid(OWNER_LID, "lid"),
+                sender=jid(OWNER_LID, "lid"),
+                sender_alt=jid(OWNER),
+            )
+        )
         # Later, the LID alone (with a device): still the owner.
-        wa.client.emit(message_event(nz.Message(conversation="hi"), id="3EBLIDONLY",
-                                     chat=jid(OWNER_LID, "lid"),
-                                     sender=jid(OWNER_LID, "lid", device=5)))
+        wa.client.emit(
+            message_event(
+                nz.Message(conversation="hi"),
+                id="3EBLIDONLY",
+                chat=jid(OWNER_LID, "lid"),
+                sender=jid(OWNER_LID, "lid", device=5),
+            )
+        )
         got = first + await wa.drain()
         assert [(i.message_id, i.sender, i.from_owner) for i in got] == [
-            ("3EBDEV", OWNER, True), ("3EBLIDALT", OWNER, True), ("3EBLIDONLY", OWNER, True)]
+            ("3EBDEV", OWNER, True),
+            ("3EBLIDALT", OWNER, True),
+            ("3EBLIDONLY", OWNER, True),
+        ]
     finally:
         await wa.channel.stop()
     # The mapping is stored: a new process knows the LID at once.
     again = await started(tmp_path)
     try:
-        again.client.emit(message_event(nz.Message(conversation="back"), id="3EBLIDNEXT",
-                                        chat=jid(OWNER_LID, "lid"),
-                                        sender=jid(OWNER_LID, "lid")))
-        assert [(i.message_id, i.from_owner) for i in await again.drain()] == [
-            ("3EBLIDNEXT", True)]
+        again.client.emit(
+            message_event(
+                nz.Message(conversation="back"),
+                id="3EBLIDNEXT",
+                chat=jid(OWNER_LID, "lid"),
+                sender=jid(OWNER_LID, "lid"),
+            )
+        )
+        assert [(i.message_id, i.from_owner) for i in await again.drain()] == [("3EBLIDNEXT", True)]
     finally:
         await again.channel.stop()
 
 
-@pytest.mark.parametrize("spelling", [
-    "+49 170 1234567", "0049 170 1234567", "49-170-1234567", "+49 (0)170 123 45 67",
-    "491701234567"])
-async def test_every_spelling_of_the_owners_number_works(tmp_path: Path,
-                                                         spelling: str) -> None:
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "+49 170 1234567",
+        "0049 170 1234567",
+        "49-170-1234567",
+        "+49 (0)170 123 45 67",
+        "491701234567",
+    ],
+)
+async def test_every_spelling_of_the_owners_number_works(tmp_path: Path, spelling: str) -> None:
     wa = await started(tmp_path, ws=settings(owner=spelling))
     try:
         wa.client.emit(text_from("491701234567", "/status", id="3EBSPELL"))
@@ -168,13 +235,19 @@ async def test_every_spelling_of_the_owners_number_works(tmp_path: Path,
         await wa.channel.stop()
 
 
-@pytest.mark.parametrize("number", ["+49 17", "+999 1234567", "12", "+1 555 123 45678",
-                                    "call me"])
+@pytest.mark.parametrize("number", ["+49 17", "+999 1234567", "12", "+1 555 123 45678", "call me"])
 def test_a_number_that_cannot_be_real_refuses_the_start_naming_the_variable(
-        tmp_path: Path, number: str) -> None:
+    tmp_path: Path, number: str
+) -> None:
     with pytest.raises(ConfigError) as info:
-        load_settings(None, {"FETCH_HOME": str(tmp_path), "FETCH__WHATSAPP__ENABLED": "true",
-                             "FETCH_WHATSAPP_OWNER": number})
+        load_settings(
+            None,
+            {
+                "FETCH_HOME": str(tmp_path),
+                "FETCH__WHATSAPP__ENABLED": "true",
+                "FETCH_WHATSAPP_OWNER": number,
+            },
+        )
     message = str(info.value)
     assert "environment FETCH_WHATSAPP_OWNER" in message and "whatsapp.owner" in message
     assert "real number" in message or "not a phone number" in message
@@ -205,9 +278,15 @@ async def test_a_slow_send_does_not_hold_up_inbound(tmp_path: Path) -> None:
         await wa.next()
         sending = asyncio.create_task(wa.channel.send(Outbound("whatsapp", OWNER_CHAT, "…")))
         await asyncio.sleep(0.05)
-        wa.client.emit(message_event(nz.Message(conversation="/stop"), id="3EB0STOP",
-                                     chat=jid(OWNER), sender=jid(OWNER, device=2),
-                                     from_me=True))
+        wa.client.emit(
+            message_event(
+                nz.Message(conversation="/stop"),
+                id="3EB0STOP",
+                chat=jid(OWNER),
+                sender=jid(OWNER, device=2),
+                from_me=True,
+            )
+        )
         got = await asyncio.wait_for(wa.next(), 1.0)
         assert got.message_id == "3EB0STOP" and got.from_owner
         release.set()
@@ -219,8 +298,7 @@ async def test_a_slow_send_does_not_hold_up_inbound(tmp_path: Path) -> None:
 # -- 11.3: the adapter hands the owner's events over first ---------------------------------
 
 
-async def test_the_owners_message_overtakes_a_members_flood_in_the_adapter(
-        tmp_path: Path) -> None:
+async def test_the_owners_message_overtakes_a_members_flood_in_the_adapter(tmp_path: Path) -> None:
     wa = await started(tmp_path, allowlist=[f"whatsapp:{FRIEND}"])
     try:
         for i in range(200):

@@ -17,7 +17,8 @@ from .fake_client import FakeWhatsAppClient
 
 # The owner on WhatsApp, sends unpaced, and the owner's direct chat needs no trigger.
 OWNER_DIRECT: dict[str, str] = {
-    "FETCH__WHATSAPP__ENABLED": "true", "FETCH_WHATSAPP_OWNER": OWNER,
+    "FETCH__WHATSAPP__ENABLED": "true",
+    "FETCH_WHATSAPP_OWNER": OWNER,
     "FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS": "0",
     "FETCH__WHATSAPP__TRIGGER_IN_DIRECT_CHAT": "false",
 }
@@ -25,9 +26,13 @@ OWNER_DIRECT: dict[str, str] = {
 
 def whatsapp_channel(settings: Settings, client: FakeWhatsAppClient) -> WhatsAppChannel:
     """The channel as the app wires it: the settings' trigger and allowlist gate."""
-    return WhatsAppChannel(settings.whatsapp, settings.home_dir, client=client,
-                           trigger=settings.gateway.trigger,
-                           gate=AllowlistGate(settings.allowlist))
+    return WhatsAppChannel(
+        settings.whatsapp,
+        settings.home_dir,
+        client=client,
+        trigger=settings.gateway.trigger,
+        gate=AllowlistGate(settings.allowlist),
+    )
 
 
 async def start_app(settings: Settings, client: FakeWhatsAppClient) -> App:
@@ -47,8 +52,9 @@ async def running(settings: Settings) -> AsyncIterator[tuple[App, FakeWhatsAppCl
         await app.__aexit__(None, None, None)
 
 
-async def wait_for(client: FakeWhatsAppClient, needle: str, after: int = 0,
-                   timeout: float = 20) -> tuple[int, str]:
+async def wait_for(
+    client: FakeWhatsAppClient, needle: str, after: int = 0, timeout: float = 20
+) -> tuple[int, str]:
     """The first send or edit from ``after`` on that contains ``needle``: its index, text."""
     async with asyncio.timeout(timeout):
         while True:
