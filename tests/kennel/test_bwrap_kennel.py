@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import KennelError
+from kennel import launcher
 from kennel.base import ExecSpec, RelaySpec
 from kennel.bwrap import BwrapKennel, probe
 from kennel.choice import choose
@@ -22,6 +23,9 @@ from kennel.settings import KennelSettings
 from tests.conftest import make_repo
 from tests.kennel.procs import running
 from tests.kennel.test_local_kennel import PROBE, relay_to, upstream
+
+# Where Fetch's own packages are (the sandbox binds them read-only for the demo CLI).
+FETCH_ROOT = Path(launcher.__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.real
 
@@ -137,8 +141,11 @@ async def test_what_the_cli_sees(
     assert facts["git_writable"] is False and facts["tree_writable"] is True
     assert facts["state_writable"] is True
     assert facts["home"] is False  # FETCH_HOME is not there
-    # /tmp is empty but for the folders leading to the repo (mount points, nothing else)
-    assert set(facts["tmp"]) <= {repo.parts[2]} if repo.parts[1] == "tmp" else True
+    # /tmp is empty but for the folders leading to what is bound read-only or writable (the
+    # repo; Fetch's own packages when Fetch itself is checked out under /tmp, as in CI):
+    # mount points, nothing else.
+    leading = {p.parts[2] for p in (repo, FETCH_ROOT) if len(p.parts) > 2 and p.parts[1] == "tmp"}
+    assert set(facts["tmp"]) <= leading
 
 
 async def test_a_background_process_ends_with_the_task(tmp_path: Path, repo: Path) -> None:
