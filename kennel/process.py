@@ -116,7 +116,17 @@ class GroupProcess:
         # would be raised from here as if the run had hit its time limit.
         await asyncio.wait({self._stderr_task}, timeout=1.0)
         await cancel_and_wait(self._stderr_task)
+        self._release_pipes()
         return code
+
+    def _release_pipes(self) -> None:
+        """Once the CLI has exited and the drain is over, close our ends of its pipes: a
+        child that still holds stderr would otherwise keep the pipe, and asyncio's
+        transport with it, open until that child exits — a file descriptor leaked per
+        task (asyncio exposes no public close for a finished process's transport)."""
+        transport = getattr(self._proc, "_transport", None)
+        if transport is not None and self._proc.returncode is not None:
+            transport.close()
 
     def stderr_tail(self) -> str:
         return "\n".join(self._stderr)
@@ -160,6 +170,7 @@ class GroupProcess:
         while any(_pid_alive(p) for p in strays) and time.monotonic() - started < 3.0:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
         await cancel_and_wait(self._stderr_task)
+        self._release_pipes()
         return time.monotonic() - started
 
     @staticmethod

@@ -47,3 +47,25 @@ async def test_terminate_ends_the_drain() -> None:
     assert len(_drains()) == 1
     await proc.terminate(0.5)
     assert _drains() == []
+
+
+async def test_a_child_holding_stderr_leaves_no_pipe_open() -> None:
+    """After ``wait`` (and after ``terminate`` of the leftover), no pipe of the run stays
+    open in this process: a child that keeps stderr must not leak a descriptor per task."""
+    import gc
+    import os
+    import warnings
+
+    before = set(os.listdir("/proc/self/fd"))
+    proc = await _start("sleep 5 >/dev/null & exit 3")
+    assert [line async for line in proc.lines()] == []
+    while proc.pid in proc.alive_pids():  # noqa: ASYNC110
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.2)
+    assert await asyncio.wait_for(proc.wait(), 4) == 3
+    await proc.terminate(0.5)  # the sleeping child
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        del proc
+        gc.collect()
+    assert set(os.listdir("/proc/self/fd")) <= before
