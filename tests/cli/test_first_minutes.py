@@ -15,6 +15,7 @@ import pexpect
 import pytest
 
 from tests.cli.test_fetch_command import STARTUP, _env, _fetch_executable, running_fetch
+from tests.fakes.require import missing
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEAVY = ("orchestrator.app", "aiosqlite", "openai", "neonize", "aiohttp")
@@ -199,7 +200,7 @@ def test_a_binary_config_file_is_one_clear_line(tmp_path: Path, home: Path) -> N
 def _tmpfs(where: Path, options: str) -> Iterator[Path]:
     """A tiny filesystem of our own (root only): a full or read-only disk, for real."""
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
+        missing("mounting a tmpfs needs root")
     where.mkdir(parents=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], check=True)
     try:

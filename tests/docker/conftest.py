@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, NoReturn
 
@@ -11,14 +10,13 @@ import pytest
 from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
 from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.require import missing
 
 CANARY = "sk-ant-canary-docker-91b2"
 
 
 def _missing(why: str) -> NoReturn:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{why}; CI must provide it (.ci/kennel-image.sh)", pytrace=False)
-    pytest.skip(why)
+    missing(f"{why} (.ci/kennel-image.sh)")
 
 
 @pytest.fixture(scope="session")

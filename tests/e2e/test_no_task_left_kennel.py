@@ -20,6 +20,7 @@ from kennel.paths import run_dir
 from orchestrator.config import Settings
 from tests.conftest import start_driver
 from tests.e2e.test_pause import FOREVER, cli_pids, until
+from tests.fakes.require import missing
 
 
 class _Baseline:
@@ -155,5 +156,5 @@ async def test_a_task_through_docker_leaves_nothing(
     make_settings: Callable[..., Settings],
 ) -> None:
     if _docker_image() is None:
-        pytest.skip("no Docker engine or kennel image")
+        missing("no Docker engine or kennel image")
     await _demo_task_then_stop(make_settings(FETCH_KENNEL="docker"), kennel="docker")

@@ -21,6 +21,7 @@ from kennel.bwrap import BwrapKennel, probe
 from kennel.choice import choose
 from kennel.settings import KennelSettings
 from tests.conftest import make_repo
+from tests.fakes.require import missing, require_binary
 from tests.kennel.procs import running
 from tests.kennel.test_local_kennel import PROBE, relay_to, upstream
 
@@ -33,9 +34,7 @@ pytestmark = pytest.mark.real
 def require_bwrap() -> None:
     why = probe()
     if why is not None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"the bwrap sandbox must work in CI: {why}")
-        pytest.skip(why)
+        missing(f"the bwrap sandbox cannot run: {why}")
 
 
 @pytest.fixture
@@ -229,12 +228,8 @@ async def test_the_demo_cli_runs_inside(tmp_path: Path, repo: Path) -> None:
 
 @pytest.mark.parametrize("cli", ["claude", "gemini", "codex", "copilot"])
 async def test_the_coding_clis_start_inside(tmp_path: Path, repo: Path, cli: str) -> None:
-    import shutil
 
-    if shutil.which(cli) is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{cli} must be installed in CI")
-        pytest.skip(f"{cli} is not installed")
+    require_binary(cli)
     kennel = BwrapKennel(tmp_path / "home")
     state = kennel.layout(repo, "probe").state_seen
     spec = dataclasses.replace(
