@@ -56,6 +56,12 @@ class HarnessRequest:
     confined: bool = False  # see kennel.base.Layout.confined
     kennel: str = "local"  # the backend's name: "docker" runs the image's tools, not the host's
     mcp: McpServer | None = None  # None when memory is off or the run has no relay
+    # Standing instructions for this run (the pack member's, issue 14): each adapter
+    # writes them where its CLI reads user-level instructions (CLAUDE.md, GEMINI.md,
+    # AGENTS.md ...) under ``state_dir``, never into the repository.
+    instructions: str = ""
+    # Skills handed to the CLI, (name, description, body) each, in the CLI's own format.
+    skills: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

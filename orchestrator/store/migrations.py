@@ -177,4 +177,34 @@ MIGRATIONS: tuple[str, ...] = (
         expires     REAL NOT NULL
     );
     """,
+    # 8: RESERVED for memory blocks (issue 14): replace this placeholder with the schema.
+    "SELECT 8",
+    # 9: every model call Fetch pays for, one row each: the orchestrator's own calls
+    # (planner, summaries, embeddings) and the harnesses' calls seen by the relay. The
+    # cost ledger (budgets, /cost) and the dashboard read it; ``cost`` is in USD.
+    """
+    CREATE TABLE usage (
+        id          INTEGER PRIMARY KEY,
+        at          REAL NOT NULL,
+        source      TEXT NOT NULL,         -- orchestrator | relay | embed | summarize
+        session     TEXT NOT NULL DEFAULT '',  -- key_str of the chat; '' for none
+        message     INTEGER,               -- messages.id of the inbound it served
+        task        INTEGER,               -- tasks.id when the call served a task
+        provider    TEXT NOT NULL DEFAULT '',
+        model       TEXT NOT NULL DEFAULT '',
+        tokens_in   INTEGER NOT NULL DEFAULT 0,
+        tokens_out  INTEGER NOT NULL DEFAULT 0,
+        cost        REAL NOT NULL DEFAULT 0,
+        latency_ms  REAL NOT NULL DEFAULT 0,
+        status      INTEGER NOT NULL DEFAULT 200,  -- HTTP status; 0 when none came
+        error       TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX usage_at ON usage(at);
+    CREATE INDEX usage_task ON usage(task) WHERE task IS NOT NULL;
+    CREATE INDEX usage_session ON usage(session, at);
+    """,
+    # 10: RESERVED for the dashboard / web chat (issue 15), if it needs a table.
+    "SELECT 10",
+    # 11: RESERVED for self-improvement pull requests (issue 16): replace this placeholder.
+    "SELECT 11",
 )
