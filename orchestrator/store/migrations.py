@@ -187,7 +187,7 @@ MIGRATIONS: tuple[str, ...] = (
         id          INTEGER PRIMARY KEY,
         at          REAL NOT NULL,
         source      TEXT NOT NULL,         -- orchestrator | relay | embed | summarize
-        session     TEXT NOT NULL DEFAULT '',  -- key_str of the chat; '' for none
+        session     TEXT NOT NULL DEFAULT '',  -- key_str of the chat, '' for none
         message     INTEGER,               -- messages.id of the inbound it served
         task        INTEGER,               -- tasks.id when the call served a task
         provider    TEXT NOT NULL DEFAULT '',
@@ -196,7 +196,7 @@ MIGRATIONS: tuple[str, ...] = (
         tokens_out  INTEGER NOT NULL DEFAULT 0,
         cost        REAL NOT NULL DEFAULT 0,
         latency_ms  REAL NOT NULL DEFAULT 0,
-        status      INTEGER NOT NULL DEFAULT 200,  -- HTTP status; 0 when none came
+        status      INTEGER NOT NULL DEFAULT 200,  -- HTTP status, 0 when none came
         error       TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX usage_at ON usage(at);
