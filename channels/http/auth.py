@@ -1,0 +1,275 @@
+"""Who may use the web pages (dashboard, web chat): whoever holds the web token.
+
+* The token lives in ``FETCH_HOME/web-token`` (mode 0600), made with
+  ``secrets.token_urlsafe(32)`` on first start and reused after, so the login link stays
+  the same across restarts. Delete the file to change it (every open browser is logged
+  out: the session cookie is derived from the token).
+* ``GET /login?token=...`` compares in constant time, sets the session cookie (HttpOnly,
+  SameSite=Strict, Path=/) and redirects to ``/`` (or a local ``next=`` path). The
+  cookie is an HMAC of the token, never the token itself, so a cookie read off a disk
+  does not give the login link away. Failed logins are limited per client address.
+* ``Authorization: Bearer <token>`` is accepted for scripts (no cookie, no CSRF: a
+  browser never sends that header cross-site on its own).
+* ``require_auth`` wraps an aiohttp handler: no valid cookie or bearer -> 401 page that
+  says to open the login link Fetch printed at start, never data. On ``POST`` (and the
+  other unsafe methods) a cookie session must also send its CSRF token: the
+  ``X-CSRF-Token`` header or a ``csrf`` form field; pages embed ``csrf_token(request)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import logging
+import os
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
+
+from aiohttp import web
+
+from channels.http.server import Handler, HttpServer
+
+log = logging.getLogger(__name__)
+
+TOKEN_FILE = "web-token"
+COOKIE = "fetch_session"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FIELD = "csrf"
+LOGIN_PATH = "/login"
+_MIN_TOKEN_CHARS = 32
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+LOGIN_HINT = "Not logged in: open the login link Fetch printed at start."
+
+
+def load_token(home: Path) -> str:
+    """The web token in ``home``, made on first use. A file someone loosened is put back
+    to 0600; an unreadable or too short one is replaced (and said in the log)."""
+    path = home / TOKEN_FILE
+    try:
+        token = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        token = ""
+    except (OSError, UnicodeDecodeError) as err:
+        log.warning("web token %s unreadable (%s); making a new one", path, err)
+        token = ""
+    if len(token) >= _MIN_TOKEN_CHARS and token.isprintable() and " " not in token:
+        if path.stat().st_mode & 0o077:
+            log.warning("web token %s was readable by others; set back to 0600", path)
+            os.chmod(path, 0o600)
+        return token
+    if path.exists():
+        log.warning("web token %s is not a valid token; making a new one", path)
+        path.unlink()
+    token = secrets.token_urlsafe(32)
+    home.mkdir(parents=True, exist_ok=True)
+    # O_EXCL + mode at creation: never a moment where the token sits world-readable.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(token + "\n")
+    return token
+
+
+class LoginLimiter:
+    """At most ``per_window`` failed logins per client address in ``window`` seconds.
+    Addresses are bounded too (the oldest forgotten first), so a flood of them cannot
+    grow memory without end."""
+
+    def __init__(
+        self,
+        per_window: int = 5,
+        window: float = 60.0,
+        max_clients: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._per_window, self._window, self._max = per_window, window, max_clients
+        self._clock = clock
+        self._failures: dict[str, deque[float]] = {}
+
+    def _recent(self, client: str) -> deque[float]:
+        now = self._clock()
+        times = self._failures.get(client)
+        if times is None:
+            return deque()
+        while times and now - times[0] >= self._window:
+            times.popleft()
+        if not times:
+            del self._failures[client]
+        return times
+
+    def blocked(self, client: str) -> bool:
+        return len(self._recent(client)) >= self._per_window
+
+    def failed(self, client: str) -> None:
+        times = self._failures.pop(client, None) or deque()
+        times.append(self._clock())
+        self._failures[client] = times  # re-inserted: most recent last
+        while len(self._failures) > self._max:
+            del self._failures[next(iter(self._failures))]
+
+
+class WebAuth:
+    """The web token, the session cookie and CSRF for every authenticated page."""
+
+    def __init__(self, token: str, *, limiter: LoginLimiter | None = None) -> None:
+        if len(token) < _MIN_TOKEN_CHARS:
+            raise ValueError("web token too short")
+        self._token = token
+        key = token.encode()
+        # Derived, not stored: a restart keeps everyone logged in, a new token logs all out.
+        self._session = hmac.new(key, b"fetch web session v1", hashlib.sha256).hexdigest()
+        self._csrf = hmac.new(key, b"fetch csrf v1:" + self._session.encode(), hashlib.sha256)
+        self.limiter = limiter or LoginLimiter()
+
+    @classmethod
+    def from_home(cls, home: Path) -> WebAuth:
+        return cls(load_token(home))
+
+    # -- what the start banner prints -----------------------------------------------
+
+    def login_url(self, base_url: str) -> str:
+        return f"{base_url.rstrip('/')}{LOGIN_PATH}?token={quote(self._token, safe='')}"
+
+    # -- checks ---------------------------------------------------------------------
+
+    def _bearer_ok(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not given:
+            return False
+        return hmac.compare_digest(given.strip().encode(), self._token.encode())
+
+    def _cookie_ok(self, request: web.Request) -> bool:
+        given = request.cookies.get(COOKIE, "")
+        return bool(given) and hmac.compare_digest(given.encode(), self._session.encode())
+
+    def authenticated(self, request: web.Request) -> bool:
+        return self._cookie_ok(request) or self._bearer_ok(request)
+
+    def csrf_token(self, request: web.Request | None = None) -> str:
+        """The token a page embeds in its forms (``csrf`` field) and scripts send as
+        ``X-CSRF-Token``. One per session (the session is derived from the token)."""
+        return self._csrf.hexdigest()
+
+    async def csrf_ok(self, request: web.Request) -> bool:
+        """A POST of a logged-in browser carries the page's CSRF token. Reading the form
+        here is fine: aiohttp keeps the parsed body for the handler."""
+        given = request.headers.get(CSRF_HEADER, "")
+        if not given and request.content_type in (
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+        ):
+            form = await request.post()
+            value = form.get(CSRF_FIELD, "")
+            given = value if isinstance(value, str) else ""
+        return bool(given) and hmac.compare_digest(given.encode(), self.csrf_token().encode())
+
+    def require_auth(self, handler: Handler) -> Handler:
+        """``handler`` for the token holder only; see the module docstring."""
+
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            if self._bearer_ok(request):
+                return await handler(request)
+            if not self._cookie_ok(request):
+                return unauthorized(request)
+            if request.method in _UNSAFE and not await self.csrf_ok(request):
+                return forbidden(request, "Missing or stale form token: reload the page.")
+            return await handler(request)
+
+        guarded.__name__ = getattr(handler, "__name__", "guarded")
+        return guarded
+
+    # -- routes ---------------------------------------------------------------------
+
+    def install(self, http: HttpServer) -> None:
+        http.add_route("GET", LOGIN_PATH, self._login)
+        http.add_route("POST", "/logout", self.require_auth(self._logout))
+
+    async def _login(self, request: web.Request) -> web.StreamResponse:
+        client = request.remote or "?"
+        if self.limiter.blocked(client):
+            log.warning("web login: too many failed attempts from %s", client)
+            return _page(429, "Too many tries", "Too many failed logins; wait a minute.")
+        given = request.query.get("token", "")
+        if not given or not hmac.compare_digest(given.encode(), self._token.encode()):
+            self.limiter.failed(client)
+            log.warning("web login: wrong token from %s", client)
+            return _page(401, "Wrong link", "That login link is not valid. " + LOGIN_HINT)
+        response = _see_other(_local_path(request.query.get("next", "/")))
+        response.set_cookie(
+            COOKIE,
+            self._session,
+            httponly=True,
+            samesite="Strict",
+            path="/",
+            secure=request.secure,
+            max_age=30 * 24 * 3600,
+        )
+        return response
+
+    async def _logout(self, request: web.Request) -> web.StreamResponse:
+        response = _see_other("/")
+        response.del_cookie(COOKIE, path="/")
+        return response
+
+
+def _see_other(location: str) -> web.Response:
+    return web.Response(status=303, headers={**_NO_STORE, "Location": location})
+
+
+def _local_path(target: str) -> str:
+    """``next=`` only ever leads to a path on this server (no open redirect)."""
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+def _wants_json(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "")
+    return "application/json" in accept or "text/event-stream" in accept
+
+
+def _page(status: int, title: str, text: str) -> web.Response:
+    body = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Fetch · {html.escape(title)}</title></head>"
+        f'<body><main><h1>{html.escape(title)}</h1><p id="auth-hint">{html.escape(text)}</p>'
+        "</main></body></html>"
+    )
+    return web.Response(
+        status=status,
+        text=body,
+        content_type="text/html",
+        headers={**_NO_STORE, "Content-Security-Policy": "default-src 'none'"},
+    )
+
+
+def unauthorized(request: web.Request) -> web.Response:
+    if _wants_json(request):
+        return web.json_response({"error": LOGIN_HINT}, status=401, headers=_NO_STORE)
+    return _page(401, "Log in", LOGIN_HINT)
+
+
+def forbidden(request: web.Request, text: str) -> web.Response:
+    if _wants_json(request):
+        return web.json_response({"error": text}, status=403, headers=_NO_STORE)
+    return _page(403, "Refused", text)
+
+
+__all__ = [
+    "COOKIE",
+    "CSRF_FIELD",
+    "CSRF_HEADER",
+    "LOGIN_HINT",
+    "LoginLimiter",
+    "WebAuth",
+    "load_token",
+    "unauthorized",
+]
