@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.instructions import write_user_instructions
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
@@ -14,6 +16,10 @@ class ClaudeCode(Harness, name="claude-code"):
     provider = "anthropic"
     binary = "claude"
     summary = "Claude Code CLI (Anthropic Messages)"
+
+    def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
+        # User memory: $CLAUDE_CONFIG_DIR/CLAUDE.md (the pack member's instructions).
+        write_user_instructions(req, host_state_dir, "claude")
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         argv = [

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.instructions import write_user_instructions
 from harnesses.runstate import RunState
 
 DEFAULT_MODEL = "gpt-5.5"  # a slug codex knows: an unknown one gets no apply_patch tool
@@ -90,6 +91,7 @@ class Codex(Harness, name="codex"):
         for folder in (home, host_state_dir / "home", host_state_dir / "tmp"):
             folder.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(config_toml(req))
+        write_user_instructions(req, host_state_dir, "codex")  # $CODEX_HOME/AGENTS.md
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         # --sandbox must come before "resume"; exec's approval policy is always "never".

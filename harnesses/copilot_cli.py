@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.instructions import write_user_instructions
 from harnesses.runstate import RunState
 
 DEFAULT_MODEL = "gpt-5.4"  # BYOK has no model picker: one must be named
@@ -46,6 +47,8 @@ class CopilotCli(Harness, name="copilot"):
     def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
         for sub in ("home", "copilot", "tmp"):
             (host_state_dir / sub).mkdir(parents=True, exist_ok=True)
+        # $COPILOT_HOME/copilot-instructions.md: user-level instructions for every session.
+        write_user_instructions(req, host_state_dir, "copilot")
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         argv = [

@@ -6,9 +6,11 @@ Docker kennel, its Node port ``kennel/demo_cli.js`` that the image carries)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.instructions import write_user_instructions
 
 IMAGE_DEMO_CLI = "/opt/kennel/demo_cli.js"  # kennel/demo_cli.js, in the kennel image
 
@@ -17,6 +19,10 @@ class DemoHarness(Harness, name="demo"):
     provider = None
     binary = sys.executable
     summary = "offline demo: fixes common typos, no model needed"
+
+    def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
+        # $HOME/fetch-instructions.md: the stand-in CLI names the pack member it read there.
+        write_user_instructions(req, host_state_dir, "demo")
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         if req.kennel == "docker":  # the image has Node and a port of demo_cli, no Python

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -31,6 +32,20 @@ def emit(kind: str, text: str) -> None:
     print(json.dumps({"type": kind, "text": text}), flush=True)
 
 
+INSTRUCTIONS = "fetch-instructions.md"  # harnesses/instructions.py writes it in $HOME
+MEMBER = re.compile(r"^# Fetch pack member: (\S+)", re.MULTILINE)
+
+
+def member() -> str:
+    """The pack member named by the user-level instructions, as a real CLI would read them."""
+    try:
+        text = (Path(os.environ.get("HOME", "/nonexistent")) / INSTRUCTIONS).read_text("utf-8")
+    except OSError:
+        return ""
+    found = MEMBER.search(text)
+    return f"{found.group(1)}: " if found else ""
+
+
 def _fix(match: re.Match[str]) -> str:
     word = match.group(0)
     fixed = TYPOS[word.lower()]
@@ -55,10 +70,11 @@ def main(prompt: str) -> int:
             path.write_text(fixed, encoding="utf-8")
             emit("file_change", path.name)
             changed += count
+    who = member()
     if changed:
-        emit("done", f"Fixed {changed} typo(s) in {', '.join(p.name for p in targets)}.")
+        emit("done", f"{who}Fixed {changed} typo(s) in {', '.join(p.name for p in targets)}.")
     else:
-        emit("done", f"No typos I know of in {', '.join(p.name for p in targets)}.")
+        emit("done", f"{who}No typos I know of in {', '.join(p.name for p in targets)}.")
     return 0
 
 

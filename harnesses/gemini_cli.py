@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.instructions import write_user_instructions
 from harnesses.runstate import RunState
 
 DEFAULT_MODEL = "gemini-2.5-flash"  # any named model: "auto" costs a router call per turn
@@ -65,6 +66,7 @@ class GeminiCli(Harness, name="gemini-cli"):
         config = host_state_dir / "gemini" / ".gemini"
         config.mkdir(parents=True, exist_ok=True)
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+        write_user_instructions(req, host_state_dir, "gemini")  # .gemini/GEMINI.md
         for sub in ("home", "tmp"):
             (host_state_dir / sub).mkdir(parents=True, exist_ok=True)
 

@@ -34,6 +34,18 @@ function inside(root, p) {
   return real.startsWith(root + path.sep);
 }
 
+const MEMBER = /^# Fetch pack member: (\S+)/m;
+
+// The pack member named by the user-level instructions (harnesses/instructions.py).
+function member() {
+  let text;
+  try {
+    text = fs.readFileSync(path.join(process.env.HOME || '/nonexistent', 'fetch-instructions.md'), 'utf8');
+  } catch { return ''; }
+  const found = MEMBER.exec(text);
+  return found ? `${found[1]}: ` : '';
+}
+
 function main(prompt) {
   const root = fs.realpathSync(process.cwd());
   const named = (prompt.match(/[\w./-]+\.\w+/g) || []).map((t) => path.join(root, t));
@@ -56,8 +68,9 @@ function main(prompt) {
     }
   }
   const names = targets.map((p) => path.basename(p)).join(', ');
-  emit('done', changed ? `Fixed ${changed} typo(s) in ${names}.`
-    : `No typos I know of in ${names}.`);
+  const who = member();
+  emit('done', changed ? `${who}Fixed ${changed} typo(s) in ${names}.`
+    : `${who}No typos I know of in ${names}.`);
   return 0;
 }
 
