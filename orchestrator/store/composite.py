@@ -14,6 +14,7 @@ from orchestrator.store.db import Database
 from orchestrator.store.inbox import InboxPort, SqliteInbox
 from orchestrator.store.messages import MessagePort, SqliteMessages
 from orchestrator.store.sessions import SessionPort, SqliteSessions
+from orchestrator.store.usage import SqliteUsage, UsagePort
 from orchestrator.store.work import SqliteWork, WorkPort
 
 
@@ -24,6 +25,7 @@ class Store:
         self.inbox: InboxPort = SqliteInbox(self.db)
         self.messages: MessagePort = SqliteMessages(self.db)
         self.work: WorkPort = SqliteWork(self.db)
+        self.usage: UsagePort = SqliteUsage(self.db)  # the cost ledger (store/usage.py)
 
     async def __aenter__(self) -> Store:
         await self.db.open()
