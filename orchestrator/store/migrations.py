@@ -177,8 +177,31 @@ MIGRATIONS: tuple[str, ...] = (
         expires     REAL NOT NULL
     );
     """,
-    # 8: RESERVED for memory blocks (issue 14): replace this placeholder with the schema.
-    "SELECT 8",
+    # 8: memory blocks (orchestrator/blocks/): persona, owner and one per project, always
+    # in the model's prompt. Every change is a numbered version with its author and time
+    # (a revert too), so any version can be brought back. ``blocks`` points at each
+    # block's current version.
+    """
+    CREATE TABLE block_versions (
+        id          INTEGER PRIMARY KEY,
+        kind        TEXT NOT NULL,         -- persona | owner | project
+        scope       TEXT NOT NULL,         -- '' or, for a project block, the repo's name
+        number      INTEGER NOT NULL,      -- 1, 2, ... per block
+        text        TEXT NOT NULL,
+        author      TEXT NOT NULL,         -- owner, a member, or 'fetch for <subject>'
+        change      TEXT NOT NULL,         -- set | append | clear | revert
+        at          REAL NOT NULL,
+        restored    INTEGER,               -- a revert: the number whose text it restored
+        UNIQUE (kind, scope, number)
+    );
+    CREATE TABLE blocks (
+        kind        TEXT NOT NULL,
+        scope       TEXT NOT NULL,
+        version     INTEGER NOT NULL,      -- block_versions.number of the current text
+        updated     REAL NOT NULL,
+        PRIMARY KEY (kind, scope)
+    );
+    """,
     # 9: every model call Fetch pays for, one row each: the orchestrator's own calls
     # (planner, summaries, embeddings) and the harnesses' calls seen by the relay. The
     # cost ledger (budgets, /cost) and the dashboard read it; ``cost`` is in USD.
