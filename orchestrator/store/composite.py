@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.store.blocks import BlockPort, SqliteBlocks
 from orchestrator.store.db import Database
 from orchestrator.store.inbox import InboxPort, SqliteInbox
 from orchestrator.store.messages import MessagePort, SqliteMessages
@@ -25,6 +26,7 @@ class Store:
         self.inbox: InboxPort = SqliteInbox(self.db)
         self.messages: MessagePort = SqliteMessages(self.db)
         self.work: WorkPort = SqliteWork(self.db)
+        self.blocks: BlockPort = SqliteBlocks(self.db)  # memory blocks (orchestrator/blocks/)
         self.usage: UsagePort = SqliteUsage(self.db)  # the cost ledger (store/usage.py)
 
     async def __aenter__(self) -> Store:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.events import SessionKey
+from orchestrator.store.blocks import BlockVersion
 from orchestrator.store.db import key_str
 from orchestrator.store.sessions import SessionRow
 from orchestrator.store.work import ApprovalRow, CommitRow, IntentRow, TaskRow
@@ -41,6 +42,43 @@ class MemorySessions:
             for r in self._rows.values()
             if r.state in states
         ]
+
+
+class MemoryBlocks:
+    """The memory blocks' versions; the current one of a block is its last."""
+
+    def __init__(self) -> None:
+        self._versions: dict[tuple[str, str], list[BlockVersion]] = {}
+
+    async def heads(self) -> list[BlockVersion]:
+        return [v[-1] for _, v in sorted(self._versions.items()) if v]
+
+    async def commit(
+        self,
+        kind: str,
+        scope: str,
+        *,
+        expected: int,
+        text: str,
+        author: str,
+        change: str,
+        restored: int | None = None,
+        at: float | None = None,
+    ) -> BlockVersion | None:
+        versions = self._versions.setdefault((kind, scope), [])
+        if len(versions) != expected:
+            return None
+        when = time.time() if at is None else at
+        row = BlockVersion(kind, scope, expected + 1, text, author, change, when, restored)
+        versions.append(row)
+        return row
+
+    async def history(self, kind: str, scope: str, limit: int = 20) -> list[BlockVersion]:
+        return list(reversed(self._versions.get((kind, scope), [])))[:limit]
+
+    async def version(self, kind: str, scope: str, number: int) -> BlockVersion | None:
+        versions = self._versions.get((kind, scope), [])
+        return versions[number - 1] if 1 <= number <= len(versions) else None
 
 
 @dataclass(slots=True)
