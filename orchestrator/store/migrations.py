@@ -228,6 +228,29 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 10: RESERVED for the dashboard / web chat (issue 15), if it needs a table.
     "SELECT 10",
-    # 11: RESERVED for self-improvement pull requests (issue 16): replace this placeholder.
-    "SELECT 11",
+    # 11: self-improvement (orchestrator/improve/): one row per /improve run, its
+    # branch on Fetch's own repository and the pull request it opened. ``pr_state`` is
+    # what GitHub last said (open, closed, merged), refreshed by /prs: the outcome is
+    # remembered. Fetch never merges, so nothing here ever moves a branch.
+    """
+    CREATE TABLE improvements (
+        id          INTEGER PRIMARY KEY,
+        session     TEXT NOT NULL,         -- key_str of the chat that asked
+        requester   TEXT NOT NULL,
+        request     TEXT NOT NULL,         -- what to improve, as asked
+        repo        TEXT NOT NULL,         -- owner/name on GitHub
+        base        TEXT NOT NULL DEFAULT '',
+        branch      TEXT NOT NULL DEFAULT '',  -- fetch/improve-<id>-<slug>
+        head_sha    TEXT NOT NULL DEFAULT '',
+        status      TEXT NOT NULL,         -- running, proposed, empty, failed, stopped
+        tests       TEXT NOT NULL DEFAULT '',  -- the test result line
+        detail      TEXT NOT NULL DEFAULT '',  -- why it failed, or what was left behind
+        pr_number   INTEGER,
+        pr_url      TEXT NOT NULL DEFAULT '',
+        pr_state    TEXT NOT NULL DEFAULT '',  -- open, closed, merged (GitHub's word)
+        created     REAL NOT NULL,
+        updated     REAL NOT NULL
+    );
+    CREATE INDEX improvements_open ON improvements(id) WHERE pr_state = 'open';
+    """,
 )
