@@ -23,12 +23,14 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from channels.http_settings import HttpSettings
 from channels.telegram_settings import TelegramSettings
 from channels.terminal_settings import TerminalSettings
+from channels.webchat_settings import WebChatSettings
 from channels.webhook_settings import WebhookSettings
 from channels.whatsapp_settings import WhatsAppSettings
 from core.errors import ConfigError
 from core.settings import StrictSettings
 from harnesses.settings import HarnessSettings
 from kennel.settings import KennelSettings, ProviderSettings, default_providers
+from orchestrator.improve.settings import ImproveSettings
 from orchestrator.permissions.settings import MEMBER_NAME, MemberSettings, PermissionSettings
 
 ALLOW_ENTRY = re.compile(
@@ -125,9 +127,11 @@ class Settings(StrictSettings):
     whatsapp: WhatsAppSettings = WhatsAppSettings()
     telegram: TelegramSettings = TelegramSettings()
     webhook: WebhookSettings = WebhookSettings()
+    webchat: WebChatSettings = WebChatSettings()
     http: HttpSettings = HttpSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     memory: MemorySettings = MemorySettings()
+    improve: ImproveSettings = ImproveSettings()  # /improve /prs (orchestrator/improve/)
     # The owner's timezone (IANA name): reminders and cron run in it, DST-correct.
     timezone: str = "UTC"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
@@ -258,6 +262,9 @@ _ENV_KEYS: dict[str, str] = {
     "FETCH_EMBEDDING_BASE_URL": "memory.embedding_base_url",
     "FETCH_EMBEDDING_API_KEY": "memory.embedding_api_key",
     "FETCH_NTFY_URL": "scheduler.ntfy_url",
+    # GITHUB_TOKEN first: FETCH_GITHUB_TOKEN, read after it, wins when both are set.
+    "GITHUB_TOKEN": "improve.token",
+    "FETCH_GITHUB_TOKEN": "improve.token",
     "ANTHROPIC_API_KEY": "providers.anthropic.api_key",
     "ANTHROPIC_BASE_URL": "providers.anthropic.base_url",
     "OPENAI_API_KEY": "providers.openai.api_key",
