@@ -29,6 +29,7 @@ from channels.whatsapp_settings import WhatsAppSettings
 from core.errors import ConfigError
 from core.settings import StrictSettings
 from harnesses.settings import HarnessSettings
+from orchestrator.blocks.settings import BlockSettings
 from kennel.settings import KennelSettings, ProviderSettings, default_providers
 from orchestrator.improve.settings import ImproveSettings
 from orchestrator.permissions.settings import MEMBER_NAME, MemberSettings, PermissionSettings
@@ -131,6 +132,7 @@ class Settings(StrictSettings):
     http: HttpSettings = HttpSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     memory: MemorySettings = MemorySettings()
+    blocks: BlockSettings = BlockSettings()  # memory blocks' size limits (orchestrator/blocks/)
     improve: ImproveSettings = ImproveSettings()  # /improve /prs (orchestrator/improve/)
     # The owner's timezone (IANA name): reminders and cron run in it, DST-correct.
     timezone: str = "UTC"
