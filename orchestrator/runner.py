@@ -143,6 +143,9 @@ class TaskRunner:
         ``requester`` may work in ``repo_name``. Replies on every refusal."""
         key = session.key
         send = self._messenger.send
+        if key in self._runs:  # a run adopted from elsewhere (/improve) holds this chat
+            await send(key, "⏳ Another run is going on in this chat; /stop ends it.")
+            return
         harness = self._harnesses.get(session.data.harness or self.default_harness())
         avail = self.availability(harness)
         if not avail.usable:
@@ -201,6 +204,27 @@ class TaskRunner:
         handle.task = self._supervisor.spawn(
             self._run(session, handle, harness, repo), name=f"run:{key.slug}:{task_id}"
         )
+
+    # -- runs driven elsewhere (self-improvement: orchestrator/improve/) ---------------
+    def adopt(self, key: SessionKey, handle: RunHandle) -> bool:
+        """Hold ``handle`` as this chat's run, so /stop, /pause and /resume reach it like
+        a task's. False (nothing held) when the chat already has a run."""
+        if key in self._runs:
+            return False
+        self._runs[key] = handle
+        return True
+
+    def release(self, key: SessionKey, handle: RunHandle) -> None:
+        if self._runs.get(key) is handle:
+            del self._runs[key]
+
+    async def execute(
+        self, session: Session, handle: RunHandle, harness: Harness, repo: Repo
+    ) -> None:
+        """One harness run in the kennel exactly as a task's (relay with the key on the
+        host, memory, progress, time limit) on ``repo``, for a run adopted with
+        ``adopt``. Raises ``HarnessFailed``, ``FetchError`` or ``TimeoutError``."""
+        await self._execute(session, handle, harness, repo)
 
     # -- pausing -----------------------------------------------------------------------
     async def pause(self, key: SessionKey) -> PauseResult | None:

@@ -48,6 +48,8 @@ class SuiteResult:
     note: str = ""  # why it did not run, or how it ended (timeout)
     seconds: float = 0.0
     changed_files: bool = False  # the run left the working tree different
+    # The last lines of the runner's output (at most TAIL_LINES): a pull request shows them.
+    output: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -278,6 +280,7 @@ async def run(
     except TimeoutError:
         await proc.terminate(grace)
         result.ran, result.note = True, f"still running after {limit_seconds:.0f} s, stopped"
+        result.output = list(tail)
         result.seconds = time.monotonic() - started
         parse(plan.kind, lines, result)
         return result
@@ -287,6 +290,7 @@ async def run(
     await proc.terminate(grace)  # anything the tests left running in the kennel
     result.seconds = time.monotonic() - started
     result.exit_code = code
+    result.output = list(tail)
     joined = "\n".join(list(tail)[-5:]) + proc.stderr_tail()
     if code == NO_RUNNER and ("fetch: no python" in joined or "not found" in joined):
         what = {
