@@ -15,6 +15,7 @@ class SessionData:
     harness: str | None = None
     task_id: int | None = None
     task_prompt: str | None = None
+    task_agent: str | None = None  # the pack member that took the task (identity/pack.py)
     approval_id: int | None = None
     approval_message_id: str | None = None
     question: str | None = None  # what Fetch asked while WAITING

@@ -21,6 +21,7 @@ class FrozenContext:
     repos: tuple[str, ...]  # as when the conversation began; workspace_list is current
     day: str  # the owner's date, e.g. 2026-11-23 (Monday)
     skills: tuple[str, ...] = ()
+    pack: tuple[str, ...] = ()  # "name: when to use", task_create's agent (identity/pack.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,9 @@ def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
     lines += ["", f"Workspace: {ctx.workspace} with repos: {', '.join(ctx.repos) or '(none)'}"]
     if ctx.skills:
         lines.append(f"Skills: {', '.join(ctx.skills)}")
+    if ctx.pack:
+        lines.append("Pack (task_create's agent; left out, the routing rules pick):")
+        lines += [f"- {m}" for m in ctx.pack]
     lines += [
         "",
         "To change code, call task_create with the repo and a precise instruction; the",

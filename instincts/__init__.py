@@ -9,6 +9,7 @@ def build_registry() -> InstinctRegistry:
         grants,
         harness,
         help,
+        identity,
         memory,
         schedule,
         session,
@@ -29,6 +30,7 @@ def build_registry() -> InstinctRegistry:
         schedule.router,
         memory.router,
         grants.router,
+        identity.router,
     ):
         registry.include(router)
     return registry

@@ -166,6 +166,22 @@ class Grants(Protocol):
     async def grant(self, who: str, action: str, scope: str) -> str: ...
 
 
+class Identity(Protocol):
+    """/identity /whoami /tools, bound to the sender; each answer is the phone text."""
+
+    def identity(self) -> str:
+        """Who Fetch is (COLLAR), the owner (ALPHA), the pack, in sections."""
+        ...
+
+    def whoami(self) -> str:
+        """The sender as the permission model sees them and what they may do."""
+        ...
+
+    def tools(self) -> str:
+        """The orchestrator tools the sender may use, one line each."""
+        ...
+
+
 class InstinctContext(Protocol):
     """What one handler call receives."""
 
@@ -194,6 +210,8 @@ class InstinctContext(Protocol):
     def commands(self) -> Commands: ...
     @property
     def grants(self) -> Grants: ...
+    @property
+    def identity(self) -> Identity: ...
 
 
 Handler = Callable[[InstinctContext, str], Awaitable[None]]

@@ -22,7 +22,7 @@ from core.gate import AllowlistGate
 from core.state import State
 from harnesses import builtin_harnesses
 from harnesses.base import HarnessRegistry
-from identity import load_identity
+from identity import load_identity, load_pack
 from instincts import build_registry
 from kennel.base import Kennel
 from kennel.bwrap import BwrapKennel
@@ -169,6 +169,8 @@ class App:
             harnesses.get(settings.harness.default)  # unknown name: fail at start, clearly
         identity = load_identity(identity_dir(settings))
         skills = discover(home / "skills", SHIPPED_DATA / "skills")
+        # The pack: the owner's agents/ over the shipped one (a bad owner's file skipped).
+        pack = load_pack(SHIPPED_DATA / "agents", home / "agents")
         workspace = Workspace(settings.workspace_dir)
         if settings.workspace is None:
             workspace.ensure_demo()
@@ -203,6 +205,7 @@ class App:
             supervisor=supervisor,
             approvals=approvals,
             memory=memory,
+            pack=pack,
         )
         planner = Planner(settings.model, build_tools())
         stack.push_async_callback(planner.close)

@@ -22,6 +22,7 @@ from orchestrator.session import Session
 if TYPE_CHECKING:
     from orchestrator.facades.commits import CommitsFacade
     from orchestrator.facades.harnesses import HarnessesFacade
+    from orchestrator.facades.identity import IdentityFacade
     from orchestrator.facades.status import StatusFacade
     from orchestrator.facades.tasks import TasksFacade
     from orchestrator.facades.workspace import WorkspaceFacade
@@ -103,3 +104,9 @@ class Context:
         from orchestrator.permissions.facade import GrantsFacade
 
         return GrantsFacade(self.services.permissions, self.subject, self.session.key)
+
+    @property
+    def identity(self) -> IdentityFacade:
+        from orchestrator.facades.identity import IdentityFacade
+
+        return IdentityFacade(self.services, self.subject, self.session.key)

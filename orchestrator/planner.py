@@ -68,6 +68,11 @@ class Planner:
             )
 
     @property
+    def tools(self) -> ToolRegistry:
+        """The model's tools (/tools lists those the sender may use)."""
+        return self._tools
+
+    @property
     def configured(self) -> bool:
         return self._client is not None
 

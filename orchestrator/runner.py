@@ -20,6 +20,7 @@ from harnesses.base import (
     HarnessRequest,
     McpServer,
 )
+from identity.pack import Agent, Pack, Route
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
 from kennel.relay import PLACEHOLDER_KEY
 from orchestrator import testrun
@@ -60,6 +61,10 @@ class RunHandle:
     # A turn that answers the CLI's question: the answer, and the CLI session it resumes.
     answer: str | None = None
     resume: str | None = None
+    # The pack member that took the task (identity/pack.py): its instructions go to the
+    # CLI on every turn of the run, its model when it runs on its own harness.
+    agent: Agent | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +95,10 @@ class TaskRunner:
         supervisor: TaskSupervisor,
         approvals: Approvals,
         memory: Memory | None = None,
+        pack: Pack | None = None,
     ) -> None:
         self._memory = memory
+        self.pack = pack or Pack.empty()
         self._settings = settings
         self._store = store
         self._messenger = messenger
@@ -135,18 +142,55 @@ class TaskRunner:
     def running(self, key: SessionKey) -> RunHandle | None:
         return self._runs.get(key)
 
+    def route(self, prompt: str, agent: str | None = None) -> Route:
+        """The pack member for a task: the one asked for (checked by the caller against
+        the pack), else ROUTING.md's rules."""
+        chosen = self.pack.get(agent) if agent else None
+        return Route(chosen, "asked for") if chosen is not None else self.pack.route(prompt)
+
+    def _harness_for(self, session: Session, member: Agent) -> tuple[Harness, str]:
+        """The harness this run uses and a note when the member's preference can't be
+        met. The chat's own /harness choice wins over a member's preference."""
+        if session.data.harness:
+            return self._harnesses.get(session.data.harness), ""
+        default = self._harnesses.get(self.default_harness())
+        wanted = member.harness
+        if wanted == "auto" or wanted == default.name:
+            return default, ""
+        if wanted not in self._harnesses.names():
+            why = "no such harness"
+        else:
+            preferred = self._harnesses.get(wanted)
+            avail = self.availability(preferred)
+            if avail.usable:
+                return preferred, ""
+            why = avail.detail
+        return (
+            default,
+            f"ℹ️ {member.name} prefers {wanted}, which can't run here ({why}); "
+            f"using {default.name}.",
+        )
+
     # -- starting ----------------------------------------------------------------------
     async def start(
-        self, session: Session, repo_name: str, prompt: str, requester: str = "owner"
+        self,
+        session: Session,
+        repo_name: str,
+        prompt: str,
+        requester: str = "owner",
+        agent: str | None = None,
     ) -> None:
         """Start a run; the caller holds ``session.lock`` and has checked that
-        ``requester`` may work in ``repo_name``. Replies on every refusal."""
+        ``requester`` may work in ``repo_name``. Replies on every refusal. ``agent``: the
+        pack member asked for (else ROUTING.md picks one)."""
         key = session.key
         send = self._messenger.send
         if key in self._runs:  # a run adopted from elsewhere (/improve) holds this chat
             await send(key, "⏳ Another run is going on in this chat; /stop ends it.")
             return
-        harness = self._harnesses.get(session.data.harness or self.default_harness())
+        route = self.route(prompt, agent)
+        member = route.agent
+        harness, note = self._harness_for(session, member)
         avail = self.availability(harness)
         if not avail.usable:
             await send(
@@ -186,18 +230,25 @@ class TaskRunner:
             repo_name,
             prompt,
         )
+        session.data.task_agent = member.name  # the task's pack member (/status)
         await session.start_task()
-        handle = RunHandle(task_id, harness.name, repo_name, prompt, requester)
+        handle = RunHandle(task_id, harness.name, repo_name, prompt, requester, agent=member)
+        if member.model and member.harness == harness.name:
+            handle.model = member.model
         self._runs[key] = handle
+        log.info("task %s: %s (%s) on %s", task_id, member.name, route.reason, harness.name)
         handle.progress = Progress(
             self._messenger,
             key,
             harness.name,
-            title=f"Task #{task_id} · {repo_name} · {harness.name}",
+            title=f"Task #{task_id} · {repo_name} · {member.name} on {harness.name}",
         )
         first = await send(
             key,
-            f"⏳ On it (task #{task_id}): {_short(prompt)}\n\n" + handle.progress.render("coding"),
+            f"⏳ On it (task #{task_id}): {_short(prompt)}\n"
+            + (f"{note}\n" if note else "")
+            + "\n"
+            + handle.progress.render("coding"),
         )
         handle.progress.attach(first.message_id)
         await self._messenger.typing(key, True)
@@ -355,11 +406,12 @@ class TaskRunner:
                 model_url=relay_url if relay is not None else None,
                 placeholder_key=PLACEHOLDER_KEY,
                 path_env=layout.path_env,
-                model=settings.harness.model,
+                model=handle.model or settings.harness.model,
                 max_retries=settings.harness.max_retries,
                 confined=layout.confined,
                 kennel=self._kennel.name,
                 mcp=mcp,
+                instructions=instructions_for(handle.agent),
             )
             layout.state_host.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(harness.prepare, req, layout.state_host)
@@ -663,3 +715,10 @@ def _short(text: str, limit: int = 80) -> str:
 
 
 __all__ = ["PauseResult", "RunHandle", "StopResult", "TaskRunner"]
+
+
+def instructions_for(member: Agent | None) -> str:
+    """What the CLI reads as its user-level instructions: who it is, then the member's."""
+    if member is None or not member.instructions:
+        return ""
+    return f"# Fetch pack member: {member.name} ({member.role})\n\n{member.instructions}\n"

@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from core.errors import FetchError
 
 if TYPE_CHECKING:
+    from core.events import SessionKey
     from orchestrator.context import Context
+    from orchestrator.permissions.model import Subject
+    from orchestrator.permissions.service import Permissions
 
 Kind = Literal["read", "write"]
 
@@ -97,13 +100,15 @@ class ToolRegistry:
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self._tools.values()]
 
+    def visible(self, permissions: Permissions, subject: Subject, key: SessionKey) -> list[Tool]:
+        """The tools ``subject`` may use in chat ``key``: what the model is shown, and
+        what /tools lists."""
+        return [t for t in self._tools.values() if permissions.may(subject, f"tool:{t.name}", key)]
+
     def schemas_for(self, ctx: Context) -> list[dict[str, Any]]:
         """The schemas of the tools ``ctx``'s sender may use in this chat."""
-        permissions = ctx.services.permissions
         return [
-            t.schema()
-            for t in self._tools.values()
-            if permissions.may(ctx.subject, f"tool:{t.name}", ctx.session.key)
+            t.schema() for t in self.visible(ctx.services.permissions, ctx.subject, ctx.session.key)
         ]
 
     def names(self) -> list[str]:

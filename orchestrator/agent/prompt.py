@@ -47,6 +47,7 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
             repos=tuple(s.workspace.repos()),
             day=day,
             skills=tuple(f"{k.name}: {k.description}" for k in s.skills),
+            pack=tuple(f"{a.name}: {a.when or a.role}" for a in s.runner.pack.agents.values()),
         ),
     )
     data.frozen_prompt = {"text": text, "day": day, "identity": digest, "since": since}

@@ -87,18 +87,24 @@ def register_tools(registry: ToolRegistry) -> None:
     @registry.tool(
         "task_create",
         "Hand a coding task to the harness; the owner approves its diff.",
-        {**REPO, "instruction": {"type": "string"}},
+        {**REPO, "instruction": {"type": "string"}, "agent": {"type": "string"}},
         ["repo", "instruction"],
     )
     async def task_create(ctx: Context, args: dict[str, Any]) -> ToolResult:
         repo, instruction = args["repo"], args["instruction"].strip()
+        agent = args.get("agent") or None  # a pack member; none: ROUTING.md picks
+        pack = ctx.services.runner.pack
         if repo not in ctx.services.workspace.repos():
             return ToolResult(f"error: no repository named {repo!r}; call workspace_list")
         if not instruction:
             return ToolResult("error: the instruction is empty")
+        if agent is not None and (not isinstance(agent, str) or pack.get(agent) is None):
+            return ToolResult(
+                f"error: no pack member named {agent!r}; one of: {', '.join(pack.names())}"
+            )
         if not await ctx.permit(f"repo:{repo}", f"tasks in {repo}"):
             return ToolResult(f"refused: the sender may not work in {repo}", final=True)
-        await ctx.services.runner.start(ctx.session, repo, instruction, ctx.subject.id)
+        await ctx.services.runner.start(ctx.session, repo, instruction, ctx.subject.id, agent)
         return ToolResult("task handed to the harness", final=True)
 
     @registry.tool(

@@ -59,7 +59,7 @@ def matches(pattern: str, action: str) -> bool:
 
 
 # What each profile may do when no rule and no grant speaks ("defaults", the last step).
-VIEWER_ALLOWS = ("instinct:help", "instinct:commands", "instinct:status")
+VIEWER_ALLOWS = ("instinct:help", "instinct:commands", "instinct:status", "instinct:whoami")
 COLLABORATOR_ALLOWS = (
     *VIEWER_ALLOWS,
     "instinct:stop",
@@ -70,6 +70,10 @@ COLLABORATOR_ALLOWS = (
     "instinct:remember",
     "instinct:memory",
     "instinct:forget",
+    # Who Fetch is and its pack (the owner's profile text too: not for viewers), and the
+    # tools this sender may use.
+    "instinct:identity",
+    "instinct:tools",
     "tool:workspace_list",
     "tool:workspace_select",
     "tool:task_create",

@@ -170,6 +170,25 @@ class FakeGrants:
 
 
 @dataclass
+class FakeIdentity:
+    """Records which of /identity /whoami /tools asked; the wording is the facade's."""
+
+    calls: list[str] = field(default_factory=list)
+
+    def identity(self) -> str:
+        self.calls.append("identity")
+        return "who"
+
+    def whoami(self) -> str:
+        self.calls.append("whoami")
+        return "you"
+
+    def tools(self) -> str:
+        self.calls.append("tools")
+        return "tools"
+
+
+@dataclass
 class FakeContext:
     inbound: Inbound
     session: FakeSession
@@ -182,6 +201,7 @@ class FakeContext:
     harnesses: FakeHarnesses = field(default_factory=FakeHarnesses)
     status: FakeStatus = field(default_factory=FakeStatus)
     grants: FakeGrants = field(default_factory=FakeGrants)
+    identity: FakeIdentity = field(default_factory=FakeIdentity)
     said: list[str] = field(default_factory=list)
 
     @property
@@ -278,3 +298,11 @@ async def test_harness_memory_workspace_status_help() -> None:
     commands: Sequence[CommandInfo] = REGISTRY.all()
     listed = (await run("/commands")).said[0]
     assert all(f"/{c.name}" in listed for c in commands)
+
+
+async def test_identity_whoami_tools_answer_from_their_port() -> None:
+    for word, alias in (("identity", "pack"), ("whoami", "whoami"), ("tools", "tools")):
+        ctx = await run(f"/{word}")
+        assert ctx.identity.calls == [word]
+        assert ctx.said == [{"identity": "who", "whoami": "you", "tools": "tools"}[word]]
+        assert (await run(f"/{alias}")).identity.calls == [word]
