@@ -5,6 +5,7 @@ from instincts.router import InstinctRegistry
 
 def build_registry() -> InstinctRegistry:
     from instincts import (
+        blocks,
         control,
         grants,
         harness,
@@ -30,6 +31,7 @@ def build_registry() -> InstinctRegistry:
         schedule.router,
         memory.router,
         grants.router,
+        blocks.router,
         identity.router,
     ):
         registry.include(router)

@@ -20,6 +20,7 @@ from orchestrator.permissions.model import Subject
 from orchestrator.session import Session
 
 if TYPE_CHECKING:
+    from orchestrator.facades.blocks import BlocksFacade
     from orchestrator.facades.commits import CommitsFacade
     from orchestrator.facades.harnesses import HarnessesFacade
     from orchestrator.facades.identity import IdentityFacade
@@ -90,6 +91,10 @@ class Context:
     @property
     def status(self) -> StatusFacade:
         return self.services.facades.status
+
+    @property
+    def blocks(self) -> BlocksFacade:
+        return self.services.facades.blocks.of(self.subject.id)
 
     @property
     def commands(self) -> VisibleCommands:

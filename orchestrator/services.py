@@ -11,7 +11,9 @@ from harnesses.base import HarnessRegistry
 from identity import Identity
 from instincts.router import InstinctRegistry
 from kennel.base import Kennel
+from orchestrator.blocks import Blocks
 from orchestrator.config import Settings
+from orchestrator.facades.blocks import BlocksFacade, zone_of
 from orchestrator.facades.commits import CommitsFacade
 from orchestrator.facades.harnesses import HarnessesFacade
 from orchestrator.facades.status import StatusFacade
@@ -48,6 +50,7 @@ class Facades:
     workspace: WorkspaceFacade
     harnesses: HarnessesFacade
     status: StatusFacade
+    blocks: BlocksFacade
 
 
 @dataclass
@@ -72,9 +75,11 @@ class Services:
     permissions: Permissions  # who may do what (orchestrator/permissions/)
     scheduler: Scheduler | None  # None until the gateway exists (set by App)
     started_at: float = field(default_factory=time.time)
+    blocks: Blocks = field(init=False)  # memory blocks (orchestrator/blocks/)
     facades: Facades = field(init=False)
 
     def __post_init__(self) -> None:
+        self.blocks = Blocks(self.store.blocks, self.settings.blocks)
         self.facades = Facades(
             scheduling=SchedulingFacade(
                 lambda: self.scheduler,
@@ -91,4 +96,5 @@ class Services:
             workspace=WorkspaceFacade(self.workspace),
             harnesses=HarnessesFacade(self.harnesses, self.runner),
             status=StatusFacade(self),
+            blocks=BlocksFacade(self.blocks, self.workspace, zone_of(self.settings.timezone)),
         )

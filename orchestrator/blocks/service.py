@@ -37,6 +37,8 @@ class Block:
     text: str
     version: int
     limit: int
+    author: str = ""  # who wrote the current version
+    at: float = 0.0
 
     @property
     def name(self) -> str:
@@ -89,13 +91,9 @@ class Blocks:
 
     def _block(self, heads: dict[tuple[str, str], BlockVersion], kind: str, scope: str) -> Block:
         head = heads.get((kind, scope))
-        return Block(
-            kind,
-            scope,
-            head.text if head else "",
-            head.number if head else 0,
-            self.limit(kind),
-        )
+        if head is None:
+            return Block(kind, scope, "", 0, self.limit(kind))
+        return Block(kind, scope, head.text, head.number, self.limit(kind), head.author, head.at)
 
     async def get(self, kind: str, scope: str | None = None) -> Block:
         kind = check_kind(kind)
