@@ -1,0 +1,99 @@
+"""Server-rendered pages: one Jinja2 environment with autoescape always on, and the
+response headers every page carries (a strict CSP: no inline script, no inline style,
+nothing from anywhere but Fetch itself).
+
+Everything a page shows may come from a user, a CLI, a model or a repository, so the
+templates never mark text safe; the one exception is the QR code's SVG, which Fetch
+itself draws from a pairing code (segno escapes nothing it is given: it writes only
+path data).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from aiohttp import web
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from orchestrator.dashboard.assets import WEB_DATA
+
+TEMPLATES = WEB_DATA / "templates"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+    " connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+}
+
+
+def _when(ts: float | None, tz: ZoneInfo) -> str:
+    if not ts:
+        return "—"
+    return datetime.fromtimestamp(ts, tz).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _ago(ts: float | None) -> str:
+    if not ts:
+        return "never"
+    delta = time.time() - ts
+    if delta < 0:
+        return "in " + _span(-delta)
+    return _span(delta) + " ago"
+
+
+def _span(seconds: float) -> str:
+    if seconds < 90:
+        return f"{int(seconds)}s"
+    if seconds < 90 * 60:
+        return f"{int(seconds // 60)}m"
+    if seconds < 36 * 3600:
+        return f"{int(seconds // 3600)}h"
+    return f"{int(seconds // 86400)}d"
+
+
+def _money(usd: float | None) -> str:
+    value = usd or 0.0
+    return f"${value:,.4f}" if 0 < value < 1 else f"${value:,.2f}"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f} ms" if value < 10_000 else f"{value / 1000:,.1f} s"
+
+
+class Renderer:
+    def __init__(self, timezone: str = "UTC", templates: Path = TEMPLATES) -> None:
+        try:
+            self.tz = ZoneInfo(timezone)
+        except (KeyError, ValueError):
+            self.tz = ZoneInfo("UTC")
+        self.env = Environment(
+            loader=FileSystemLoader(str(templates)),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["when"] = lambda ts: _when(ts, self.tz)
+        self.env.filters["ago"] = _ago
+        self.env.filters["money"] = _money
+        self.env.filters["ms"] = _ms
+        self.env.filters["span"] = _span
+        self.env.globals["utc"] = UTC
+
+    def html(self, name: str, code: int = 200, **context: Any) -> web.Response:
+        body = self.env.get_template(name).render(**context)
+        return web.Response(status=code, text=body, content_type="text/html", headers=HEADERS)
+
+
+__all__ = ["CSP", "HEADERS", "Renderer"]

@@ -1,0 +1,70 @@
+"""Every dashboard route in one place. ``PAGES`` lists the pages a browser opens (the
+browser tests walk it); ``ACTIONS`` the POSTs that change something; ``mount`` puts
+them all on the HTTP server behind the web token (``channels/http/auth.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+
+from aiohttp import web
+
+from channels.base import Channel
+from channels.http import HttpServer
+from channels.http.auth import WebAuth
+from orchestrator.dashboard import views_costs, views_ops, views_sessions, views_tasks
+from orchestrator.dashboard.assets import STATIC_PREFIX, static_files, static_handler
+from orchestrator.dashboard.context import Dash
+from orchestrator.dashboard.queries import DashboardQueries
+from orchestrator.dashboard.render import Renderer
+from orchestrator.services import Services
+
+View = Callable[[Dash, web.Request], Awaitable[web.StreamResponse]]
+
+# (path a browser can open as is, title) — the pages with no parameter to fill in.
+PAGES: tuple[tuple[str, str], ...] = (
+    ("/", "Sessions"),
+    ("/sessions", "Sessions"),
+    ("/tasks", "Tasks"),
+    ("/costs", "Costs"),
+    ("/errors", "Errors"),
+    ("/memory", "Memory"),
+    ("/jobs", "Jobs"),
+    ("/health", "Health"),
+)
+# (method, route, view): the pages above, the ones that take a parameter, and actions.
+ROUTES: tuple[tuple[str, str, View], ...] = (
+    ("GET", "/", views_sessions.sessions),
+    ("GET", "/sessions", views_sessions.sessions),
+    ("GET", "/sessions/{key:.+}", views_sessions.session),
+    ("GET", "/tasks", views_tasks.tasks),
+    ("GET", "/tasks/{id}", views_tasks.task),
+    ("GET", "/costs", views_costs.costs),
+    ("GET", "/errors", views_ops.errors),
+    ("GET", "/memory", views_ops.memory),
+    ("POST", "/memory/{id}/forget", views_ops.forget),
+    ("GET", "/jobs", views_ops.jobs),
+    ("POST", "/jobs/{id}/{verb}", views_ops.job_action),
+    ("GET", "/health", views_ops.health),
+    ("GET", "/health/whatsapp-qr.svg", views_ops.whatsapp_qr),
+)
+ACTIONS = tuple((m, p) for m, p, _v in ROUTES if m == "POST")
+
+
+def mount(http: HttpServer, auth: WebAuth, services: Services, channels: Sequence[Channel]) -> Dash:
+    """Add every dashboard route to ``http`` (before it starts)."""
+    dash = Dash(
+        services=services,
+        channels=channels,
+        auth=auth,
+        render=Renderer(services.settings.timezone),
+        queries=DashboardQueries(services.store.db),
+    )
+    for method, path, view in ROUTES:
+        http.add_route(method, path, auth.require_auth(partial(view, dash)))
+    # The CSS and the script are not secret (no data in them): a login page may use them.
+    http.add_route("GET", STATIC_PREFIX + "/{name}", static_handler(static_files()))
+    return dash
+
+
+__all__ = ["ACTIONS", "PAGES", "ROUTES", "mount"]

@@ -1,0 +1,141 @@
+"""Every dashboard page over real HTTP: 200 with the login cookie, refused without it
+(never data), escaped everywhere, CSRF on every change, search and paging."""
+
+from __future__ import annotations
+
+import re
+
+from core.events import SessionKey
+from orchestrator.dashboard import ACTIONS, PAGES
+from orchestrator.dashboard.render import CSP
+from orchestrator.store.db import key_str
+from orchestrator.store.usage import UsageRow
+from tests.dashboard.conftest import Web
+
+EVIL = "<script>alert('pwned')</script>"
+SECRET_TEXT = "the secret message text 7731"
+
+
+async def test_every_page_answers_with_the_cookie_and_a_strict_csp(web: Web) -> None:
+    for path, title in PAGES:
+        async with web.client.get(web.base + path, allow_redirects=False) as r:
+            body = await r.text()
+            assert r.status == 200, (path, body[:500])
+            assert r.headers["Content-Security-Policy"] == CSP
+            assert "'unsafe-inline'" not in CSP
+            assert f"<title>Fetch · {title}</title>" in body
+            # No inline script: every <script> has a src on Fetch itself.
+            for tag in re.findall(r"<script[^>]*>", body):
+                assert 'src="/static/dash/' in tag, tag
+            assert "http://" not in body.replace(web.base, "") and "https://" not in body
+
+
+async def test_every_page_and_action_is_refused_without_the_cookie(web: Web) -> None:
+    key = SessionKey("terminal", "owner")
+    await web.services.store.messages.add(key, "in", SECRET_TEXT)
+    paths = [p for p, _t in PAGES] + [f"/sessions/{key_str(key)}", "/tasks/1"]
+    for path in paths:
+        async with web.anon.get(web.base + path, allow_redirects=False) as r:
+            body = await r.text()
+            assert r.status == 401, path
+            assert SECRET_TEXT not in body and "terminal:owner" not in body
+            assert "login link" in body
+    for _method, route in ACTIONS:
+        path = route.replace("{id}", "1").replace("{verb}", "pause")
+        async with web.anon.post(web.base + path, data={"csrf": web.csrf()}) as r:
+            assert r.status == 401, path
+
+
+async def test_static_assets_are_served_by_fetch(web: Web) -> None:
+    for name, kind in (("dash.css", "text/css"), ("dash.js", "text/javascript")):
+        async with web.anon.get(f"{web.base}/static/dash/{name}") as r:
+            assert r.status == 200 and r.content_type == kind
+            assert len(await r.read()) > 100
+    for bad in ("../render.py", "nope.css", ".hidden", "%2e%2e%2fassets.py"):
+        async with web.anon.get(f"{web.base}/static/dash/{bad}") as r:
+            assert r.status == 404, bad
+
+
+async def test_what_came_from_outside_is_escaped_on_every_page(web: Web) -> None:
+    s = web.services
+    key = SessionKey("terminal", "owner")
+    await s.store.sessions.save(key, "resting", {})
+    await s.store.messages.add(key, "in", f"hello {EVIL}")
+    task = await s.store.work.create_task(key, "demo", f"fix {EVIL}", "demo")
+    await s.store.work.finish_task(task, "failed", f"died {EVIL}")
+    await s.store.work.set_task_checks(task, [f"pytest {EVIL}"])
+    s.store.usage.record(
+        UsageRow("relay", model=f"m{EVIL}", task=task, status=500, error=EVIL, session=key_str(key))
+    )
+    await s.store.usage.flush()
+    s.journal.append(key, "tool", f"tool{EVIL}", ms=12.5, ok=False)
+    s.journal.append(key, "harness", f"event {EVIL}", task=task, kind="text")
+    pages = [
+        "/sessions",
+        "/sessions?q=hello",
+        f"/sessions/{key_str(key)}",
+        "/tasks",
+        f"/tasks/{task}",
+        "/errors",
+        "/costs",
+        f"/sessions?q={EVIL}",
+    ]
+    for path in pages:
+        status, body = await web.get(path)
+        assert status == 200, path
+        assert "<script>alert" not in body, path
+    status, body = await web.get(f"/tasks/{task}")
+    assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in body
+    assert "tool&lt;script&gt;" not in body  # tool rows belong to the session page
+    status, body = await web.get(f"/sessions/{key_str(key)}")
+    assert "tool&lt;script&gt;" in body and "12 ms" in body
+
+
+async def test_sessions_search_and_paging(web: Web) -> None:
+    s = web.services
+    for i in range(60):
+        key = SessionKey("webhook", f"chat{i:02d}")
+        await s.store.sessions.save(key, "resting", {})
+        await s.store.messages.add(key, "in", "needle here" if i == 7 else f"plain {i}")
+    status, body = await web.get("/sessions?q=needle")
+    assert status == 200
+    assert "webhook:chat07" in body and "webhook:chat08" not in body
+    status, body = await web.get("/sessions?q=100%25")  # a literal %, not a wildcard
+    assert status == 200 and "webhook:chat" not in body
+    status, body = await web.get("/sessions")
+    assert body.count('href="/sessions/webhook') == 50 and "older →" in body
+    status, body = await web.get("/sessions?offset=50")
+    assert body.count('href="/sessions/webhook') >= 10 and "← newer" in body
+    status, body = await web.get("/sessions?offset=junk")
+    assert status == 200
+
+
+async def test_unknown_session_and_task_are_404_pages(web: Web) -> None:
+    for path in ("/sessions/nope:nothing", "/sessions/x", "/tasks/99999", "/tasks/abc"):
+        status, body = await web.get(path)
+        assert status == 404, path
+        assert "Nothing here" in body
+
+
+async def test_a_post_without_the_csrf_token_changes_nothing(web: Web) -> None:
+    s = web.services
+    assert s.scheduler is not None
+    job = await s.scheduler.jobs.add(
+        kind="reminder",
+        text="stretch",
+        key=SessionKey("terminal", "owner"),
+        cron="0 9 * * *",
+        tz="UTC",
+        spec="every day at 9",
+        missed="skip",
+        next_at=4102444800.0,
+    )
+    for data in ({}, {"csrf": "0" * 64}):
+        status, _loc, body = await web.post(f"/jobs/{job.id}/pause", data)
+        assert status == 403, body
+    again = await s.scheduler.jobs.get(job.id)
+    assert again is not None and again.status == "active"
+    status, location, _ = await web.post(f"/jobs/{job.id}/pause", {"csrf": web.csrf()})
+    assert status == 303 and "paused" in location
+    again = await s.scheduler.jobs.get(job.id)
+    assert again is not None and again.status == "paused"
