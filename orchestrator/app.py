@@ -13,6 +13,7 @@ from pathlib import Path
 
 from channels.base import Channel
 from channels.http import HttpServer
+from channels.http.auth import WebAuth
 from channels.http.health import add_health
 from channels.terminal import TerminalChannel
 from core.clock import Clock, SystemClock
@@ -81,8 +82,11 @@ def build_harnesses() -> HarnessRegistry:
     return registry
 
 
-def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
-    """The phone-facing channels the settings enable (the terminal is added by the CLI)."""
+def build_channels(
+    settings: Settings, http: HttpServer, auth: WebAuth | None = None
+) -> list[Channel]:
+    """The phone-facing channels the settings enable (the terminal is added by the CLI);
+    the web chat needs the web token's ``auth`` (no auth, no web chat)."""
     channels: list[Channel] = []
     if settings.whatsapp.enabled:
         from channels.whatsapp import WhatsAppChannel
@@ -110,6 +114,10 @@ def build_channels(settings: Settings, http: HttpServer) -> list[Channel]:
         from channels.webhook import WebhookChannel
 
         channels.append(WebhookChannel(settings.webhook, http))
+    if settings.webchat.enabled and auth is not None:
+        from channels.web import WebChatChannel
+
+        channels.append(WebChatChannel(settings.webchat, http, auth))
     return channels
 
 
@@ -119,6 +127,7 @@ def owner_chats(settings: Settings, channels: list[Channel]) -> dict[str, str]:
     known = {
         "terminal": settings.terminal.chat,
         "telegram": settings.telegram.owner_id,
+        "web": settings.webchat.chat,
         "whatsapp": f"{wa_owner}@s.whatsapp.net" if wa_owner else None,
     }
     return {c.name: str(known[c.name]) for c in channels if known.get(c.name)}
@@ -131,11 +140,14 @@ class App:
         channels: list[Channel],
         http: HttpServer | None = None,
         clock: Clock | None = None,
+        web_auth: WebAuth | None = None,
     ) -> None:
         self.clock: Clock = clock or SystemClock()
         self.settings = settings
         self.channels = channels
         self.http = http
+        # The web token's keeper (login link, cookie, CSRF) when the web pages are served.
+        self.web_auth = web_auth
         self._stack: AsyncExitStack | None = None
         self.services: Services | None = None
         self.gateway: Gateway | None = None
@@ -296,7 +308,11 @@ def build_app(
     if channels is not None:
         return App(settings, channels, clock=clock)
     http = HttpServer(settings.http)
-    built = build_channels(settings, http)
+    # The web pages (web chat, dashboard) are the token holder's only: /login sets the
+    # cookie. The token is made on first start in the home and reused after.
+    web_auth = WebAuth.from_home(settings.home_dir)
+    web_auth.install(http)
+    built = build_channels(settings, http, web_auth)
     if terminal is not None:
         built.insert(0, terminal)
-    return App(settings, built, http, clock=clock)
+    return App(settings, built, http, clock=clock, web_auth=web_auth)

@@ -116,6 +116,10 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
                 + (" · type /help · Ctrl-C quits" if interactive else ""),
                 flush=True,
             )
+            if app.web_auth is not None and app.http is not None and app.http.routes:
+                # The real bound address (port 0 picks one): the owner's key to the pages.
+                login = app.web_auth.login_url(app.http.url)
+                print(f"   🔑 web (dashboard, chat): {login}", flush=True)
             if s.kennel.name == "unsafe-local":
                 print(f"   ⚠️ sandbox: {s.kennel.isolation()}", flush=True)
             if s.scheduler is not None and not s.scheduler.running:

@@ -24,6 +24,7 @@ from channels.http_settings import HttpSettings
 from channels.telegram_settings import TelegramSettings
 from channels.terminal_settings import TerminalSettings
 from channels.webchat_settings import WebChatSettings
+from channels.webchat_settings import WebChatSettings
 from channels.webhook_settings import WebhookSettings
 from channels.whatsapp_settings import WhatsAppSettings
 from core.errors import ConfigError
@@ -128,6 +129,7 @@ class Settings(StrictSettings):
     whatsapp: WhatsAppSettings = WhatsAppSettings()
     telegram: TelegramSettings = TelegramSettings()
     webhook: WebhookSettings = WebhookSettings()
+    webchat: WebChatSettings = WebChatSettings()
     webchat: WebChatSettings = WebChatSettings()
     http: HttpSettings = HttpSettings()
     scheduler: SchedulerSettings = SchedulerSettings()

@@ -45,6 +45,9 @@ def _fetch_executable() -> str:
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
     env.update(FETCH_HOME=str(home), TERM="dumb", PYTHONUNBUFFERED="1", FETCH_KENNEL="bwrap")
+    # The web pages' listener on a port of its own (port 0: the kernel picks a free one),
+    # never 8787: tests and a Fetch the machine's owner runs must not collide.
+    env.update(FETCH__HTTP__PORT="0")
     env.update(extra)
     return env
 

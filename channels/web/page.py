@@ -1,0 +1,119 @@
+"""The ``/chat`` page, rendered on the server: it works without script (a form, the
+history as it stands), and ``chat.js`` adds the live stream on top. Every piece of text
+is escaped here; the script only ever sets ``textContent``."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from channels.web.outbox import Event
+from core.text import FENCE
+
+# Only Fetch's own files; no inline script or style, no other origin, no framing.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+
+
+@dataclass(slots=True)
+class _Card:
+    message_id: str
+    who: str  # "fetch" | "owner"
+    text: str
+    nonce: str | None
+
+
+def _cards(events: list[Event]) -> list[_Card]:
+    """The conversation as the owner sees it: edits replace their message's text."""
+    cards: dict[str, _Card] = {}
+    for event in events:
+        if event.kind == "edit" and event.message_id in cards:
+            cards[event.message_id].text = event.text
+            continue
+        who = "owner" if event.kind == "owner" else "fetch"
+        cards[event.message_id] = _Card(event.message_id, who, event.text, event.nonce)
+    return list(cards.values())
+
+
+def render_text(text: str) -> str:
+    """Prose in paragraphs, fenced blocks in ``<pre>``; all of it escaped."""
+    out: list[str] = []
+    prose: list[str] = []
+    code: list[str] | None = None
+    for line in text.split("\n"):
+        if line.strip().startswith(FENCE):
+            if code is None:
+                if prose:
+                    out.append(f'<p class="prose">{html.escape(chr(10).join(prose))}</p>')
+                    prose = []
+                code = []
+            else:
+                out.append(f'<pre class="code">{html.escape(chr(10).join(code))}</pre>')
+                code = None
+        elif code is not None:
+            code.append(line)
+        else:
+            prose.append(line)
+    if code is not None:  # an unclosed fence still shows its code
+        out.append(f'<pre class="code">{html.escape(chr(10).join(code))}</pre>')
+    if prose:
+        out.append(f'<p class="prose">{html.escape(chr(10).join(prose))}</p>')
+    return "".join(out)
+
+
+def _answer_form(card: _Card, csrf: str, answer: str, label: str, stale: bool) -> str:
+    disabled = " disabled" if stale else ""
+    return (
+        '<form class="answer" method="post" action="/chat/send">'
+        f'<input type="hidden" name="csrf" value="{html.escape(csrf)}">'
+        f'<input type="hidden" name="text" value="{answer}">'
+        f'<input type="hidden" name="nonce" value="{html.escape(card.nonce or "")}">'
+        f'<input type="hidden" name="reply_to" value="{html.escape(card.message_id)}">'
+        f'<button type="submit" class="{answer}"{disabled}>{label}</button></form>'
+    )
+
+
+def render_card(card: _Card, csrf: str, newest_diff: str | None) -> str:
+    classes = f"msg {card.who}" + (" diff" if card.nonce else "")
+    buttons = ""
+    if card.nonce:
+        stale = card.message_id != newest_diff
+        buttons = (
+            f'<div class="buttons" data-nonce="{html.escape(card.nonce)}">'
+            + _answer_form(card, csrf, "yes", "Approve", stale)
+            + _answer_form(card, csrf, "no", "Reject", stale)
+            + "</div>"
+        )
+    return (
+        f'<article class="{classes}" data-message-id="{html.escape(card.message_id)}">'
+        f'<div class="text">{render_text(card.text)}</div>{buttons}</article>'
+    )
+
+
+def render_page(events: list[Event], csrf: str, gap: bool) -> str:
+    cards = _cards(events)
+    diffs = [c.message_id for c in cards if c.nonce]
+    newest = diffs[-1] if diffs else None
+    last_id = events[-1].id if events else 0
+    older = '<p class="note">Older messages are not shown.</p>' if gap else ""
+    log = "".join(render_card(card, csrf, newest) for card in cards)
+    token = html.escape(csrf)
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="csrf-token" content="{token}">'
+        "<title>Fetch · chat</title>"
+        '<link rel="stylesheet" href="/chat/static/chat.css">'
+        '<script src="/chat/static/chat.js" defer></script></head><body>'
+        '<header><a href="/" class="home">Dashboard</a><h1>Chat with Fetch</h1>'
+        '<span id="status" class="status">offline</span></header>'
+        f'<main id="log" data-last-id="{last_id}" aria-live="polite">{older}{log}</main>'
+        '<form id="send" method="post" action="/chat/send">'
+        f'<input type="hidden" name="csrf" value="{token}">'
+        '<textarea name="text" id="text" rows="2" required '
+        'placeholder="Ask Fetch… (Enter sends, Shift+Enter: new line)"></textarea>'
+        '<button type="submit" id="send-button">Send</button></form>'
+        "</body></html>"
+    )
