@@ -8,15 +8,21 @@ every backend starts it before the CLI and stops it when the CLI ends (kennel/re
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aiohttp import web
 
     McpHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# Told of every call the relay saw (its relay.jsonl entry: task, model, status,
+# latency_ms, tokens): the application's cost ledger. Must not block or raise.
+CallHook = Callable[[Mapping[str, Any]], None]
+# Asked before each vendor call: a reason to refuse it (a spent budget), or None.
+CallGate = Callable[[], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,8 @@ class RelaySpec:
     # Served on the same socket at /mcp (Fetch's memory), so the kennel needs no other way
     # out; None: no MCP.
     mcp: McpHandler | None = None
+    on_call: CallHook | None = None
+    gate: CallGate | None = None
 
 
 @dataclass(frozen=True, slots=True)

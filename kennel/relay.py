@@ -30,6 +30,7 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
+from kennel.base import CallGate, CallHook
 from kennel.relay_url import BadTarget, join, upstream_base
 from kennel.relay_usage import Usage, UsageScanner, model_of
 
@@ -160,6 +161,8 @@ class ModelRelay:
         token_budget: int = 0,
         mcp: Callable[[web.Request], Awaitable[web.StreamResponse]] | None = None,
         limits: RelayLimits | None = None,
+        on_call: CallHook | None = None,
+        gate: CallGate | None = None,
     ) -> None:
         # Fetch's memory as an MCP server (orchestrator/memory/mcp_server.py): served on
         # this same socket at /mcp, so the kennel needs no other way out.
@@ -173,6 +176,7 @@ class ModelRelay:
         self.task_id = task_id
         self.log_path = log_path
         self.token_budget = token_budget
+        self.on_call, self.gate = on_call, gate  # the cost ledger and its budgets
         self.limits = limits or RelayLimits()
         self.stats = RelayStats()
         self._runner: web.AppRunner | None = None
@@ -285,6 +289,11 @@ class ModelRelay:
                     f"Fetch budget exceeded: this task used {used} tokens of its "
                     f"{self.token_budget} budget",
                 )
+            refused = self.gate() if self.gate is not None else None
+            if refused:
+                # 402, not 429: the CLIs retry a 429 (and would spin until their own
+                # limit); a spent budget does not come back by waiting a few seconds.
+                raise _Refused(402, "budget_exceeded", f"Fetch: {refused}")
             async with self._slots:
                 return await self._forward(request, url, body, model, started)
         except BadTarget as err:
@@ -419,6 +428,11 @@ class ModelRelay:
         if error:
             entry["error"] = error[:500]
         self.stats.log.append(entry)
+        if self.on_call is not None:
+            try:
+                self.on_call(entry)
+            except Exception:  # the ledger must never break a model call
+                log.exception("relay: recording the call's cost failed")
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with self.log_path.open("a", encoding="utf-8") as fh:

@@ -89,6 +89,8 @@ async def start_relayed(spec: ExecSpec, start: Callable[[], Awaitable[_Process]]
                 log_path=r.log_path,
                 token_budget=r.token_budget,
                 mcp=r.mcp,
+                on_call=r.on_call,
+                gate=r.gate,
             )
         except ValueError as err:  # an upstream that is not a plain http(s) base URL
             raise KennelError(str(err)) from err

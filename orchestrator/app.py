@@ -32,6 +32,7 @@ from kennel.local import LocalKennel
 from orchestrator.alerts import Alerts
 from orchestrator.approvals import Approvals
 from orchestrator.config import Settings
+from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.gateway import Gateway
 from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
@@ -219,7 +220,16 @@ class App:
             memory=memory,
             pack=pack,
         )
-        planner = Planner(settings.model, build_tools())
+        # Every paid model call priced and recorded, budgets kept (orchestrator/costs/).
+        costs = await build_ledger(
+            settings,
+            store.usage,
+            SHIPPED_DATA,
+            phone_warning(messenger, supervisor, owner_chats(settings, self.channels)),
+            self.clock.now,
+        )
+        runner.costs = costs
+        planner = Planner(settings.model, build_tools(), costs=costs)
         stack.push_async_callback(planner.close)
         alerts = Alerts(messenger, supervisor, owner_chats(settings, self.channels))
         for channel in self.channels:
@@ -245,6 +255,7 @@ class App:
             memory=memory,
             permissions=permissions,
             scheduler=None,
+            costs=costs,
         )
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway

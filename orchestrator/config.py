@@ -32,8 +32,10 @@ from core.settings import StrictSettings
 from harnesses.settings import HarnessSettings
 from orchestrator.blocks.settings import BlockSettings
 from kennel.settings import KennelSettings, ProviderSettings, default_providers
+from orchestrator.costs.settings import BudgetSettings, Price
 from orchestrator.improve.settings import ImproveSettings
 from orchestrator.permissions.settings import MEMBER_NAME, MemberSettings, PermissionSettings
+from orchestrator.providers.settings import ProviderEntry, check_chain
 
 ALLOW_ENTRY = re.compile(
     r"^(?:whatsapp:\d{6,15}|telegram:-?\d{1,20}|webhook:[A-Za-z0-9_.-]{1,64}"
@@ -54,6 +56,20 @@ class ModelSettings(StrictSettings):
     # under this many tokens (~4 characters each): older turns are compacted to fit.
     history_messages: int = Field(30, ge=0, le=200)
     context_tokens: int = Field(24_000, ge=1_000, le=2_000_000)
+    # A chain of endpoints tried in order (orchestrator/providers/): instead of base_url.
+    # max_retries is then how often one endpoint is waited for on 429 before the next.
+    providers: tuple[ProviderEntry, ...] = ()
+    max_attempts: int = Field(6, ge=1, le=50)  # requests per model call, all endpoints
+    total_seconds: float = Field(180.0, gt=0, le=3600)  # and the time they may take
+
+    @model_validator(mode="after")
+    def _one_chain(self) -> ModelSettings:
+        check_chain(self.providers, self.base_url)
+        return self
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url or self.providers)
 
 
 class ApprovalSettings(StrictSettings):
@@ -138,6 +154,10 @@ class Settings(StrictSettings):
     improve: ImproveSettings = ImproveSettings()  # /improve /prs (orchestrator/improve/)
     # The owner's timezone (IANA name): reminders and cron run in it, DST-correct.
     timezone: str = "UTC"
+    # What model calls cost (orchestrator/costs/): USD per 1M tokens over the shipped
+    # defaults (orchestrator/data/prices.yaml), and spend limits.
+    prices: dict[str, Price] = Field(default_factory=dict)
+    budgets: BudgetSettings = BudgetSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
 
     @field_validator("allowlist")
@@ -375,5 +395,7 @@ def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None
         dotted = ".".join(str(p) for p in first["loc"]) or "(settings)"
         source = origin.get(dotted, str(path))
         got = first.get("input")
-        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        # A key or secret is never echoed into a log or the terminal, even a wrong one.
+        secret = re.search(r"key|secret|token|password", dotted, re.IGNORECASE)
+        shown = "" if isinstance(got, dict) or secret else f" (got {got!r})"
         raise ConfigError(source, dotted, f"{first['msg']}{shown}") from err

@@ -24,12 +24,12 @@ from orchestrator.agent.compaction import Message
 from orchestrator.agent.executor import ToolExecutor
 from orchestrator.agent.history import build_messages
 from orchestrator.config import ModelSettings
+from orchestrator.costs.ledger import BudgetReached, CostLedger
+from orchestrator.providers.chain import Attempt, ChainFailed, ProviderChain
+from orchestrator.store.db import key_str
 from orchestrator.tools import ToolRegistry
 
 if TYPE_CHECKING:
-    import openai
-    from openai import AsyncOpenAI
-
     from orchestrator.context import Context
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,13 @@ class PlannerUnavailable(FetchError):
 
 class Planner:
     def __init__(
-        self, settings: ModelSettings, tools: ToolRegistry, now: Callable[[], float] = time.time
+        self,
+        settings: ModelSettings,
+        tools: ToolRegistry,
+        now: Callable[[], float] = time.time,
+        *,
+        chain: ProviderChain | None = None,
+        costs: CostLedger | None = None,
     ) -> None:
         self._settings = settings
         self._tools = tools
@@ -54,58 +60,33 @@ class Planner:
         self.now = now  # the owner's day decides when the frozen prompt is rebuilt
         # The same oldest messages folded again next turn get the same summary, unasked.
         self._summaries: OrderedDict[str, str] = OrderedDict()
-        self._client: AsyncOpenAI | None = None
-        if settings.base_url:
-            # Imported only when a model is configured: the SDK is most of Fetch's start-up
-            # time and memory, and a no-model install never needs it.
-            from openai import AsyncOpenAI
+        # The endpoints, tried in order with one retry policy (orchestrator/providers/);
+        # the SDK is imported only when a call is made.
+        self.chain = chain or ProviderChain(settings)
+        self.costs = costs  # prices and records each call, keeps the budgets
+        self._spend: Callable[[Attempt], None] | None = None  # this turn's recorder
 
-            self._client = AsyncOpenAI(
-                base_url=settings.base_url,
-                api_key=settings.api_key or "not-needed",  # Ollama/vLLM accept anything
-                timeout=settings.timeout_seconds,
-                max_retries=settings.max_retries,
-            )
+    @property
+    def configured(self) -> bool:
+        return self.chain.configured
 
     @property
     def tools(self) -> ToolRegistry:
         """The model's tools (/tools lists those the sender may use)."""
         return self._tools
 
-    @property
-    def configured(self) -> bool:
-        return self._client is not None
-
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
+        await self.chain.close()
 
     async def _complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None = None
     ) -> Any:
-        assert self._client is not None
-        # Typed loosely on purpose: messages and tools are plain JSON here, built by
-        # history.py and the registry, not the SDK's TypedDicts.
-        create: Any = self._client.chat.completions.create
+        if self.costs is not None:
+            self.costs.check()  # a spent budget: no call (BudgetReached)
         try:
-            if tools:
-                response = await create(model=self._settings.name, messages=messages, tools=tools)
-            else:
-                response = await create(model=self._settings.name, messages=messages)
-        except Exception as err:
-            import openai
-
-            if isinstance(err, openai.APIError):
-                raise PlannerUnavailable(_describe(err)) from err
-            if isinstance(err, ValueError | TypeError | KeyError | AttributeError):
-                # The SDK could not parse a 200 (not JSON, not a completion's shape).
-                raise PlannerUnavailable(
-                    "the orchestrator model endpoint answered something that is not a completion"
-                ) from err
-            raise
-        wrong = completion.problem(response)
-        if wrong is not None:
-            raise PlannerUnavailable(wrong)
+            response, _ = await self.chain.complete(messages, tools, on_attempt=self._spend)
+        except ChainFailed as err:
+            raise PlannerUnavailable(str(err)) from err
         return response
 
     async def summarise(self, folded: list[Message]) -> str:
@@ -130,8 +111,21 @@ class Planner:
         return str(content)
 
     async def run(self, ctx: Context, text: str) -> None:
-        if self._client is None:
+        if not self.chain.configured:
             raise PlannerUnavailable("no orchestrator model is configured")
+        try:
+            await self._run(ctx, text)
+        except BudgetReached as err:
+            await ctx.reply(f"🛑 {err}")
+        finally:
+            self._spend = None
+
+    async def _run(self, ctx: Context, text: str) -> None:
+        if self.costs is not None:
+            self.costs.check()
+            self._spend = self.costs.recorder(
+                "orchestrator", session=key_str(ctx.session.key), message=await _inbound(ctx)
+            )
         tools = self._tools.schemas_for(ctx)
         messages = await build_messages(ctx, text, self.now(), tools, self.summarise)
         tokens_in = tokens_out = 0
@@ -182,11 +176,7 @@ class Planner:
         )
 
 
-def _describe(err: openai.APIError) -> str:
-    import openai
-
-    if isinstance(err, openai.APIConnectionError):
-        return "the orchestrator model endpoint could not be reached"
-    if isinstance(err, openai.APIStatusError):
-        return f"the orchestrator model endpoint answered HTTP {err.status_code}"
-    return f"the orchestrator model failed ({type(err).__name__})"
+async def _inbound(ctx: Context) -> int | None:
+    """The id of the message this turn answers (the ledger links each call to it)."""
+    last = await ctx.services.store.messages.recent(ctx.session.key, 1)
+    return last[0][0] if last and last[0][1] == "in" else None

@@ -26,6 +26,7 @@ from kennel.relay import PLACEHOLDER_KEY
 from orchestrator import testrun
 from orchestrator.approvals import Approvals
 from orchestrator.config import Settings
+from orchestrator.costs.ledger import CostLedger
 from orchestrator.gitops import Repo, guard_repo_config
 from orchestrator.memory import Memory
 from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER_NAME
@@ -108,6 +109,9 @@ class TaskRunner:
         self._supervisor = supervisor
         self._approvals = approvals
         self._runs: dict[SessionKey, RunHandle] = {}
+        # The cost ledger (orchestrator/costs/): set by the app; each relayed call is
+        # recorded in it, and a spent budget refuses the task's further vendor calls.
+        self.costs: CostLedger | None = None
 
     # -- choosing a harness ------------------------------------------------------------
     def availability(self, harness: Harness) -> Availability:
@@ -391,6 +395,8 @@ class TaskRunner:
                     log_path=settings.home_dir / "relay.jsonl",
                     token_budget=settings.kennel.token_budget,
                     mcp=handler,
+                    on_call=self.costs.on_relay_call if self.costs else None,
+                    gate=self.costs.gate(handle.task_id) if self.costs else None,
                 )
             remembered = (
                 await self._memory.context_for(handle.prompt, handle.requester)
@@ -452,6 +458,10 @@ class TaskRunner:
                 tokens_out=tokens[1],
                 cost_usd=float(usage.data.get("cost_usd", 0.0)) if usage else 0.0,
             )
+            refused = self.costs.refusal(handle.task_id) if self.costs else None
+            if refused and (final is None or final.kind != "done"):
+                # The relay refused its vendor calls: say why, not the CLI's echo of it.
+                raise HarnessFailed(f"{harness.name} was stopped: {refused}")
             if final is None:
                 tail = proc.stderr_tail().strip().splitlines()[-3:]
                 detail = ("\n" + "\n".join(t[:200] for t in tail)) if tail else ""

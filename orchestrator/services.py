@@ -16,9 +16,11 @@ from orchestrator.config import Settings
 from orchestrator.facades.blocks import BlocksFacade, zone_of
 from orchestrator.facades.commits import CommitsFacade
 from orchestrator.facades.harnesses import HarnessesFacade
+from orchestrator.facades.improve import ImproveFacade
 from orchestrator.facades.status import StatusFacade
 from orchestrator.facades.tasks import TasksFacade
 from orchestrator.facades.workspace import WorkspaceFacade
+from orchestrator.improve.service import Improver
 from orchestrator.memory.facade import MemoryFacade
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
@@ -33,6 +35,7 @@ from skills import Skill
 if TYPE_CHECKING:
     from orchestrator.alerts import Alerts
     from orchestrator.approvals import Approvals
+    from orchestrator.costs.ledger import CostLedger
     from orchestrator.memory import Memory
     from orchestrator.planner import Planner
     from orchestrator.runner import TaskRunner
@@ -49,6 +52,7 @@ class Facades:
     commits: CommitsFacade
     workspace: WorkspaceFacade
     harnesses: HarnessesFacade
+    improve: ImproveFacade  # /improve /prs (orchestrator/improve/)
     status: StatusFacade
     blocks: BlocksFacade
 
@@ -74,12 +78,23 @@ class Services:
     memory: Memory
     permissions: Permissions  # who may do what (orchestrator/permissions/)
     scheduler: Scheduler | None  # None until the gateway exists (set by App)
+    costs: CostLedger | None = None  # the cost ledger and budgets (orchestrator/costs/)
     started_at: float = field(default_factory=time.time)
+    improver: Improver = field(init=False)  # self-improvement PRs (orchestrator/improve/)
     blocks: Blocks = field(init=False)  # memory blocks (orchestrator/blocks/)
     facades: Facades = field(init=False)
 
     def __post_init__(self) -> None:
         self.blocks = Blocks(self.store.blocks, self.settings.blocks)
+        self.improver = Improver(
+            settings=self.settings,
+            store=self.store,
+            messenger=self.messenger,
+            runner=self.runner,
+            harnesses=self.harnesses,
+            kennel=self.kennel,
+            supervisor=self.supervisor,
+        )
         self.facades = Facades(
             scheduling=SchedulingFacade(
                 lambda: self.scheduler,
@@ -95,6 +110,7 @@ class Services:
             commits=CommitsFacade(self.store, self.workspace),
             workspace=WorkspaceFacade(self.workspace),
             harnesses=HarnessesFacade(self.harnesses, self.runner),
+            improve=ImproveFacade(self.improver, self.sessions),
             status=StatusFacade(self),
             blocks=BlocksFacade(self.blocks, self.workspace, zone_of(self.settings.timezone)),
         )

@@ -1,0 +1,257 @@
+"""The orchestrator model as a chain of OpenAI-compatible endpoints, with one policy.
+
+Per call, the endpoints are tried in order:
+
+* connection refused, a timeout, a 5xx, any other error status, or a 200 that is not a
+  completion (an HTML page): the next endpoint;
+* 401: that key is parked for good (said once, masked) and the endpoint's next key is
+  tried; with none left, the next endpoint;
+* 429: the endpoint's next key not yet limited during this call; when all are, wait what
+  ``Retry-After`` asks (seconds or HTTP-date) or a capped, jittered backoff, at most
+  ``model.max_retries`` times, then the next endpoint (also at once when the endpoint
+  asks for longer than ``Backoff.max_wait``).
+
+At most ``max_attempts`` requests and ``total_seconds`` per call. The SDK's own retries
+are off (``max_retries=0``): this policy alone decides. Every request, good or failed,
+is reported to ``on_attempt`` (the cost ledger). When every endpoint failed, ``ChainFailed``
+names each one and what it answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.errors import FetchError
+from orchestrator import completion
+from orchestrator.providers.backoff import Backoff, retry_after
+from orchestrator.providers.keys import KeyRing
+from orchestrator.providers.settings import ProviderEntry
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from orchestrator.config import ModelSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One request to one endpoint, as the ledger records it."""
+
+    provider: str
+    model: str
+    status: int  # HTTP status; 0 when none came
+    error: str = ""
+    latency_ms: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class ChainFailed(FetchError):
+    """Every endpoint failed; ``tried`` has one line per endpoint."""
+
+    def __init__(self, tried: list[str], why: str = "") -> None:
+        self.tried = tried
+        head = why or "every orchestrator model endpoint failed"
+        super().__init__(f"{head}: " + "; ".join(tried) if tried else head)
+
+
+@dataclass
+class Endpoint:
+    name: str
+    base_url: str
+    model: str | None
+    timeout: float
+    keys: KeyRing
+    clients: dict[str, AsyncOpenAI] = field(default_factory=dict)
+
+    def client(self, key: str) -> AsyncOpenAI:
+        client = self.clients.get(key)
+        if client is None:
+            # Imported only when a model is configured and used: the SDK is most of
+            # Fetch's start-up time, and a no-model install never needs it.
+            from openai import AsyncOpenAI
+
+            client = AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=key or "not-needed",  # Ollama/vLLM accept anything
+                timeout=self.timeout,
+                max_retries=0,  # the chain's policy decides, not the SDK's
+            )
+            self.clients[key] = client
+        return client
+
+
+def entries_of(settings: ModelSettings) -> tuple[ProviderEntry, ...]:
+    """The configured chain; today's single ``base_url`` is a chain of one."""
+    if settings.providers:
+        return settings.providers
+    if settings.base_url:
+        keys = (settings.api_key,) if settings.api_key else ()
+        return (ProviderEntry(name="default", base_url=settings.base_url, api_keys=keys),)
+    return ()
+
+
+class ProviderChain:
+    def __init__(
+        self,
+        settings: ModelSettings,
+        *,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.default_model = settings.name
+        self.max_attempts = settings.max_attempts
+        self.total_seconds = settings.total_seconds
+        self.waits_per_endpoint = settings.max_retries
+        self.backoff = backoff or Backoff()
+        self._sleep, self._monotonic, self._wall = sleep, monotonic, wall
+        self.endpoints = [
+            Endpoint(
+                e.name,
+                e.base_url,
+                e.model,
+                e.timeout or settings.timeout_seconds,
+                KeyRing(e.name, e.api_keys),
+            )
+            for e in entries_of(settings)
+        ]
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.endpoints)
+
+    async def close(self) -> None:
+        for endpoint in self.endpoints:
+            for client in endpoint.clients.values():
+                await client.close()
+            endpoint.clients.clear()
+
+    def status_lines(self) -> list[str]:
+        return [line for e in self.endpoints if (line := e.keys.status())]
+
+    async def complete(
+        self,
+        messages: list[Any],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        model: str | None = None,
+        on_attempt: Callable[[Attempt], None] | None = None,
+    ) -> tuple[Any, Attempt]:
+        """A chat completion from the first endpoint that gives one, and its attempt."""
+        if not self.endpoints:
+            raise ChainFailed([], "no orchestrator model is configured")
+        deadline = self._monotonic() + self.total_seconds
+        tried: list[str] = []
+        count = 0
+        for endpoint in self.endpoints:
+            said: list[str] = []
+            limited: set[str] = set()
+            waits = 0
+            while True:
+                key = endpoint.keys.current()
+                if key is None:
+                    said.append("every key parked (401)")
+                    break
+                remaining = deadline - self._monotonic()
+                if count >= self.max_attempts or remaining <= 0:
+                    tried.append(f"{endpoint.name}: {', '.join(said) or 'not tried'}")
+                    why = (
+                        f"gave up after {count} attempts"
+                        if count >= self.max_attempts
+                        else f"gave up after {self.total_seconds:g}s"
+                    )
+                    raise ChainFailed(tried, f"the orchestrator model failed ({why})")
+                count += 1
+                attempt, response, err = await self._once(
+                    endpoint, key, messages, tools, model, min(endpoint.timeout, remaining)
+                )
+                if on_attempt is not None:
+                    on_attempt(attempt)
+                if response is not None:
+                    return response, attempt
+                said.append(f"{endpoint.keys.label(key)} {attempt.error}".strip())
+                if attempt.status == 401:
+                    endpoint.keys.park(key, "HTTP 401 (unauthorised)")
+                    continue
+                if attempt.status != 429:
+                    break
+                limited.add(key)
+                fresh = [k for k in endpoint.keys.live if k not in limited]
+                if fresh and endpoint.keys.rotate():
+                    while endpoint.keys.current() in limited:
+                        endpoint.keys.rotate()
+                    continue
+                waits += 1
+                asked = retry_after(_headers(err), self._wall())
+                wait = self.backoff.wait(waits, asked) if waits <= self.waits_per_endpoint else None
+                if wait is None or self._monotonic() + wait >= deadline:
+                    if asked is not None and asked > self.backoff.max_wait:
+                        said.append(f"asked to wait {asked:.0f}s")
+                    break
+                log.info("model provider %s: rate limited, waiting %.1fs", endpoint.name, wait)
+                await self._sleep(wait)
+            tried.append(f"{endpoint.name}: {', '.join(said)}")
+        raise ChainFailed(tried)
+
+    async def _once(
+        self,
+        endpoint: Endpoint,
+        key: str,
+        messages: list[Any],
+        tools: list[dict[str, Any]] | None,
+        model: str | None,
+        seconds: float,
+    ) -> tuple[Attempt, Any, BaseException | None]:
+        import openai
+
+        timeout = seconds  # the SDK's own per-request timeout (connect + read)
+        name = model or endpoint.model or self.default_model
+        started = self._monotonic()
+
+        def attempt(status: int, error: str = "", usage: Any = None) -> Attempt:
+            return Attempt(
+                endpoint.name,
+                name,
+                status,
+                error,
+                round((self._monotonic() - started) * 1000, 1),
+                int(getattr(usage, "prompt_tokens", 0) or 0),
+                int(getattr(usage, "completion_tokens", 0) or 0),
+            )
+
+        # Typed loosely on purpose: messages and tools are plain JSON here, built by
+        # history.py and the registry, not the SDK's TypedDicts.
+        create: Any = endpoint.client(key).chat.completions.create
+        kwargs: dict[str, Any] = {"model": name, "messages": messages, "timeout": timeout}
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            response = await create(**kwargs)
+        except openai.APITimeoutError as err:
+            return attempt(0, f"timed out after {timeout:g}s"), None, err
+        except openai.APIConnectionError as err:
+            return attempt(0, "could not be reached"), None, err
+        except openai.APIStatusError as err:
+            return attempt(err.status_code, f"HTTP {err.status_code}"), None, err
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            # The SDK could not parse a 200 (not JSON, not a completion's shape).
+            return attempt(200, "answered something that is not a completion"), None, err
+        wrong = completion.problem(response)
+        if wrong is not None:
+            return attempt(200, wrong.replace("the orchestrator model endpoint ", "")), None, None
+        return attempt(200, usage=getattr(response, "usage", None)), response, None
+
+
+def _headers(err: BaseException | None) -> dict[str, str] | None:
+    response = getattr(err, "response", None)
+    headers = getattr(response, "headers", None)
+    return dict(headers) if headers is not None else None
