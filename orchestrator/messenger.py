@@ -8,6 +8,7 @@ import logging
 import textwrap
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 from channels.base import Channel
 from core.errors import ChannelError
@@ -59,6 +60,15 @@ class Messenger:
         self._sent: dict[str, OrderedDict[str, None]] = {}
         self._routes: dict[SessionKey, SessionKey] = {}
         self._copies: dict[SessionKey, Callable[[str], None]] = {}
+
+    def record(self, key: SessionKey, role: str, text: str, **extra: Any) -> None:
+        """A line in the chat's journal that is not a message (a tool call of the
+        orchestrator, a harness's event): the dashboard's timeline. A full disk loses
+        the line, never the work."""
+        try:
+            self._journal.append(key, role, text, **extra)
+        except OSError as err:
+            log.warning("journal: %s line for %s not recorded: %s", role, key, err)
 
     def add_channel(self, channel: Channel) -> None:
         if channel.name in self._channels:

@@ -33,11 +33,13 @@ from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER_NAME
 from orchestrator.messenger import Messenger
 from orchestrator.progress import Progress
 from orchestrator.session import Session
+from orchestrator.skills.book import SkillBook
 from orchestrator.store import Store
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)
+EVENT_CHARS = 500  # of a harness event's text kept in the journal for the task page
 
 
 @dataclass
@@ -436,6 +438,14 @@ class TaskRunner:
                 async for line in proc.lines():
                     for event in harness.parse(line):
                         handle.events.append(event)
+                        # The task's event timeline (the dashboard's task page).
+                        self._messenger.record(
+                            session.key,
+                            "harness",
+                            event.text[:EVENT_CHARS],
+                            task=handle.task_id,
+                            kind=event.kind,
+                        )
                         await progress.on_event(event)
                 code = await proc.wait()
             final = next(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -149,8 +150,15 @@ class ToolExecutor:
 
 
 async def _invoke(ctx: Context, tool: Tool, args: dict[str, Any]) -> tuple[str, bool]:
+    started = time.perf_counter()
     try:
         result = await tool.handler(ctx, args)
     except FetchError as err:  # ToolArgumentError, GitError, UnsafeName, ... go back
-        return f"error: {err}", False
-    return result.content, result.final
+        content, final = f"error: {err}", False
+    else:
+        content, final = result.content, result.final
+    # The chat's tool timeline (the dashboard's replay): name, duration, whether it failed.
+    ms = round((time.perf_counter() - started) * 1000, 1)
+    ok = not content.startswith("error:")
+    ctx.services.messenger.record(ctx.session.key, "tool", tool.name, ms=ms, ok=ok)
+    return content, final
