@@ -10,6 +10,7 @@ def build_registry() -> InstinctRegistry:
         grants,
         harness,
         help,
+        improve,
         identity,
         memory,
         schedule,
@@ -31,6 +32,7 @@ def build_registry() -> InstinctRegistry:
         schedule.router,
         memory.router,
         grants.router,
+        improve.router,
         blocks.router,
         identity.router,
     ):

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.facades.blocks import BlocksFacade
     from orchestrator.facades.commits import CommitsFacade
     from orchestrator.facades.harnesses import HarnessesFacade
+    from orchestrator.facades.improve import ImproveFacade
     from orchestrator.facades.identity import IdentityFacade
     from orchestrator.facades.status import StatusFacade
     from orchestrator.facades.tasks import TasksFacade
@@ -95,6 +96,10 @@ class Context:
     @property
     def blocks(self) -> BlocksFacade:
         return self.services.facades.blocks.of(self.subject.id)
+
+    @property
+    def improve(self) -> ImproveFacade:
+        return self.services.facades.improve.of(self.subject.id)
 
     @property
     def commands(self) -> VisibleCommands:
