@@ -22,6 +22,18 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 command -v bwrap >/dev/null 2>&1 || { log "bwrap is not on PATH after install"; exit 1; }
 
+# The browser tests (tests/browser): Debian's chromium, driven by the playwright package
+# (a test extra) through executable_path. `playwright install` is never run: no browser
+# is downloaded from anywhere but Debian.
+if ! command -v chromium >/dev/null 2>&1; then
+    SUDO=(); [ "$(id -u)" = 0 ] || SUDO=(sudo)
+    log "apt-get install chromium"
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+command -v chromium >/dev/null 2>&1 || { log "chromium is not on PATH after install"; exit 1; }
+"$PY" -c "import playwright.async_api" || { log "the playwright package is missing"; exit 1; }
+
 # Pinned: the wire formats, flags and event streams the harnesses parse were
 # verified against exactly these versions (shared/facts/harness-clis.md).
 CLIS=(
