@@ -1,13 +1,12 @@
 """Costs in money: per day, model, task and chat (and per message on a chat's page),
-with budget bars when the settings carry budgets. Sums come from the usage ledger's port
-(``store.usage``), which includes the rows still queued."""
+with bars against the budgets (``budgets.daily_usd``, ``budgets.task_usd``). Sums come
+from the usage ledger's port (``store.usage``), which includes the rows still queued."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from aiohttp import web
@@ -33,24 +32,6 @@ class Bar:
         return self.spent >= self.limit
 
 
-def _limits(budgets: Any) -> dict[str, float]:
-    """Daily and monthly USD limits from a ``budgets`` settings section, whatever its
-    exact field names (``daily_usd``, ``day``, ``per_day``, ``monthly_usd``, ...)."""
-    found: dict[str, float] = {}
-    fields = budgets.model_dump() if hasattr(budgets, "model_dump") else budgets
-    if not isinstance(fields, dict):
-        return found
-    for name, value in fields.items():
-        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-            continue
-        lowered = str(name).lower()
-        if "day" in lowered or "daily" in lowered:
-            found.setdefault("day", float(value))
-        elif "month" in lowered:
-            found.setdefault("month", float(value))
-    return found
-
-
 def starts(now: float, tz: ZoneInfo) -> tuple[float, float]:
     """The start of today and of this month, in the owner's timezone."""
     local = datetime.fromtimestamp(now, tz)
@@ -66,12 +47,10 @@ async def costs(dash: Dash, request: web.Request) -> web.Response:
     since = now - WINDOW_DAYS * DAY
     day_total = await usage.total(today)
     month_total = await usage.total(month)
-    limits = _limits(getattr(dash.services.settings, "budgets", None))
+    budgets = dash.services.settings.budgets
     bars = []
-    if "day" in limits:
-        bars.append(Bar("today", day_total.cost, limits["day"]))
-    if "month" in limits:
-        bars.append(Bar("this month", month_total.cost, limits["month"]))
+    if budgets.daily_usd:
+        bars.append(Bar("today (daily budget)", day_total.cost, budgets.daily_usd))
     days = await usage.by_day(since, None, str(tz))
     top = max((d.cost for d in days), default=0.0)
     return dash.page(
@@ -85,6 +64,7 @@ async def costs(dash: Dash, request: web.Request) -> web.Response:
         top=top,
         models=await usage.by_model(since),
         tasks=await usage.by_task(since, None, 20),
+        task_budget=budgets.task_usd,
         chats=(await usage.by_session(since))[:20],
         window=WINDOW_DAYS,
     )

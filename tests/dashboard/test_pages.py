@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from core.events import SessionKey
+from orchestrator.config import Settings
 from orchestrator.dashboard import ACTIONS, PAGES
 from orchestrator.dashboard.render import CSP
 from orchestrator.store.db import key_str
 from orchestrator.store.usage import UsageRow
-from tests.dashboard.conftest import Web
+from tests.dashboard.conftest import Web, start_web, stop_web
 
 EVIL = "<script>alert('pwned')</script>"
 SECRET_TEXT = "the secret message text 7731"
@@ -139,3 +141,24 @@ async def test_a_post_without_the_csrf_token_changes_nothing(web: Web) -> None:
     assert status == 303 and "paused" in location
     again = await s.scheduler.jobs.get(job.id)
     assert again is not None and again.status == "paused"
+
+
+async def test_costs_show_money_per_day_model_task_and_the_budget_bar(
+    web_settings: Callable[..., Settings],
+) -> None:
+    web = await start_web(web_settings(FETCH__BUDGETS__DAILY_USD="2", FETCH__BUDGETS__TASK_USD="1"))
+    try:
+        s = web.services
+        key = SessionKey("terminal", "owner")
+        task = await s.store.work.create_task(key, "demo", "costly", "demo")
+        for model, cost in (("model-a", 0.75), ("model-b", 0.25), ("model-a", 0.5)):
+            s.store.usage.record(UsageRow("relay", model=model, cost=cost, task=task))
+        await s.store.usage.flush()
+        status, body = await web.get("/costs")
+        assert status == 200
+        assert "$1.50" in body  # today's total
+        assert "model-a" in body and "$1.25" in body and "model-b" in body
+        assert "today (daily budget): $1.50 of $2.00 (75%)" in body
+        assert f'href="/tasks/{task}"' in body and "of $1.00" in body
+    finally:
+        await stop_web(web)
