@@ -8,9 +8,21 @@ to turn (mode, active repo, its git status, harness): the last message of a requ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from xml.sax.saxutils import escape
 
 from identity.loader import Identity
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBlock:
+    """One memory block as the model sees it (orchestrator/blocks/ keeps them)."""
+
+    kind: str  # persona | owner | project
+    text: str
+    limit: int  # characters
+    repo: str = ""  # a project block's repository
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +34,7 @@ class FrozenContext:
     day: str  # the owner's date, e.g. 2026-11-23 (Monday)
     skills: tuple[str, ...] = ()
     pack: tuple[str, ...] = ()  # "name: when to use", task_create's agent (identity/pack.py)
+    blocks: tuple[MemoryBlock, ...] = ()  # persona, owner, the active repo's (non-empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +64,8 @@ def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
         lines += [f"- {p}" for p in a.preferences]
     if a.body:
         lines += ["", a.body]
+    if ctx.blocks:
+        lines += ["", memory_blocks(ctx.blocks)]
     lines += ["", f"Workspace: {ctx.workspace} with repos: {', '.join(ctx.repos) or '(none)'}"]
     if ctx.skills:
         lines.append(f"Skills: {', '.join(ctx.skills)}")
@@ -67,6 +82,21 @@ def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
         "git status right now.",
     ]
     return "\n".join(lines)
+
+
+def memory_blocks(blocks: Sequence[MemoryBlock]) -> str:
+    """The blocks, each in its own element with its size and limit (the model keeps
+    them short). Escaped: a block's text cannot close an element early."""
+    rows = ["<memory_blocks>", "Kept across conversations; block_update edits them."]
+    for b in blocks:
+        repo = f' repo="{escape(b.repo)}"' if b.repo else ""
+        rows += [
+            f'<{b.kind}{repo} chars="{len(b.text)}" limit="{b.limit}">',
+            escape(b.text),
+            f"</{b.kind}>",
+        ]
+    rows.append("</memory_blocks>")
+    return "\n".join(rows)
 
 
 def session_note(ctx: PromptContext) -> str:

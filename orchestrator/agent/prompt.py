@@ -1,7 +1,8 @@
 """The system prompt, frozen per conversation: built once, stored with the session, and
 sent byte-identical on every turn so providers can cache the prefix. It is rebuilt only
-on /clear (which empties it), when the identity changes, or on a new day in the owner's
-timezone; what changes between turns goes in ``identity.session_note`` instead."""
+on /clear (which empties it), when the identity changes, when a memory block it shows
+changes (orchestrator/blocks/: its versions are stored with it), or on a new day in the
+owner's timezone; what changes between turns goes in ``identity.session_note`` instead."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from identity import FrozenContext, Identity, PromptContext, build_system_prompt, session_note
+from identity.prompt import MemoryBlock
 
 if TYPE_CHECKING:
     from orchestrator.context import Context
@@ -38,7 +40,15 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
     day, digest = owner_day(s.identity, now), identity_digest(s.identity)
     stored = data.frozen_prompt
     since = stored.get("since") or str(message_id)
-    if stored.get("text") and stored.get("day") == day and stored.get("identity") == digest:
+    # Persona, owner and the active repo's block: an edit (or another repo) rebuilds it.
+    blocks = await s.blocks.for_prompt(data.repo)
+    versions = s.blocks.digest(blocks)
+    if (
+        stored.get("text")
+        and stored.get("day") == day
+        and stored.get("identity") == digest
+        and stored.get("blocks") == versions
+    ):
         return stored["text"]
     text = build_system_prompt(
         s.identity,
@@ -48,9 +58,16 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
             day=day,
             skills=tuple(f"{k.name}: {k.description}" for k in s.skills),
             pack=tuple(f"{a.name}: {a.when or a.role}" for a in s.runner.pack.agents.values()),
+            blocks=tuple(MemoryBlock(b.kind, b.text, b.limit, b.scope) for b in blocks),
         ),
     )
-    data.frozen_prompt = {"text": text, "day": day, "identity": digest, "since": since}
+    data.frozen_prompt = {
+        "text": text,
+        "day": day,
+        "identity": digest,
+        "blocks": versions,
+        "since": since,
+    }
     await ctx.session.persist()
     return text
 

@@ -57,7 +57,8 @@ EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "view
 # Denied for collaborators: scheduling (a prompt job runs with the owner's authority),
 # send_message, archived transcripts (the owner's conversations), pause/resume of a
 # shared session, /grants, creating or deleting repositories, answering a task's question,
-# /autonomy (how the owner's branch may move) and /project.
+# /autonomy (how the owner's branch may move), /project, and the memory blocks (/blocks,
+# block_update: the owner's persona and notes, always in the model's prompt).
 
 
 def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
@@ -71,6 +72,7 @@ def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
         "grants",
         "autonomy",
         "project",
+        "blocks",
     } | COLLABORATOR_INSTINCTS
     assert set(INSTINCTS) <= known, f"decide who may use {set(INSTINCTS) - known}"
     denied_tools = {
@@ -82,6 +84,7 @@ def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
         "workspace_create",
         "workspace_delete",
         "task_respond",
+        "block_update",
     }
     assert set(TOOLS) <= COLLABORATOR_TOOLS | denied_tools, "decide who may use new tools"
 
