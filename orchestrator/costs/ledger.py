@@ -218,4 +218,3 @@ class CostLedger:
                 self.warn(text)
             except Exception:  # a warning that cannot be sent must not lose the call
                 log.exception("budget warning could not be sent")
-

@@ -54,12 +54,17 @@ class Attempt:
 
 
 class ChainFailed(FetchError):
-    """Every endpoint failed; ``tried`` has one line per endpoint."""
+    """Every endpoint failed; ``tried`` has one "name: what it answered" per endpoint."""
 
-    def __init__(self, tried: list[str], why: str = "") -> None:
+    def __init__(self, tried: list[str], why: str = "", *, single: bool = False) -> None:
         self.tried = tried
-        head = why or "every orchestrator model endpoint failed"
-        super().__init__(f"{head}: " + "; ".join(tried) if tried else head)
+        if single and len(tried) == 1 and not why:
+            # One endpoint (today's model.base_url): worded as before the chain existed.
+            text = "the orchestrator model endpoint " + tried[0].split(": ", 1)[-1]
+        else:
+            head = why or "every orchestrator model endpoint failed"
+            text = f"{head}: " + "; ".join(tried) if tried else head
+        super().__init__(text)
 
 
 @dataclass
@@ -178,7 +183,7 @@ class ProviderChain:
                     on_attempt(attempt)
                 if response is not None:
                     return response, attempt
-                said.append(f"{endpoint.keys.label(key)} {attempt.error}".strip())
+                said.append(endpoint.keys.label(key) + attempt.error)
                 if attempt.status == 401:
                     endpoint.keys.park(key, "HTTP 401 (unauthorised)")
                     continue
@@ -200,7 +205,7 @@ class ProviderChain:
                 log.info("model provider %s: rate limited, waiting %.1fs", endpoint.name, wait)
                 await self._sleep(wait)
             tried.append(f"{endpoint.name}: {', '.join(said)}")
-        raise ChainFailed(tried)
+        raise ChainFailed(tried, single=len(self.endpoints) == 1)
 
     async def _once(
         self,
@@ -241,7 +246,7 @@ class ProviderChain:
         except openai.APIConnectionError as err:
             return attempt(0, "could not be reached"), None, err
         except openai.APIStatusError as err:
-            return attempt(err.status_code, f"HTTP {err.status_code}"), None, err
+            return attempt(err.status_code, f"answered HTTP {err.status_code}"), None, err
         except (ValueError, TypeError, KeyError, AttributeError) as err:
             # The SDK could not parse a 200 (not JSON, not a completion's shape).
             return attempt(200, "answered something that is not a completion"), None, err

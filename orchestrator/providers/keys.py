@@ -67,14 +67,17 @@ class KeyRing:
         )
 
     def label(self, key: str) -> str:
-        """How an error names a key: its place and its masked form."""
-        if not key:
-            return "no key"
-        return f"key {self._keys.index(key) + 1} ({masked(key)})"
+        """How an error names a key, as a prefix: its place and its masked form ('' when
+        the provider has just one key: there is nothing to tell apart)."""
+        if len(self._keys) < 2:
+            return ""
+        return f"key {self._keys.index(key) + 1} ({masked(key)}) "
 
     def status(self) -> str | None:
         """A line for /status when a key is parked, else None."""
         if not self.parked:
             return None
-        parked = ", ".join(f"{self.label(k)}: {why}" for k, why in self.parked.items())
+        parked = ", ".join(
+            f"{self.label(k).strip() or 'its key'}: {why}" for k, why in self.parked.items()
+        )
         return f"{self.provider}: {len(self.live)} of {len(self._keys)} keys usable ({parked})"

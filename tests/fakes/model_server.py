@@ -252,7 +252,9 @@ class ScriptedModelServer:
             step = step.step
         stream = dialect.is_stream(request, body)
         if isinstance(step, Error):
-            return _error(dialect, step.status, step.message)
+            response = _error(dialect, step.status, step.message)
+            response.headers.update(step.headers)
+            return response
         if isinstance(step, Garbage):
             return web.Response(body=step.body, headers={"Content-Type": step.content_type})
         if isinstance(step, Hang):

@@ -110,6 +110,7 @@ class Error:
 
     status: int
     message: str = "fake failure"
+    headers: tuple[tuple[str, str], ...] = ()  # e.g. (("Retry-After", "1"),)
 
 
 @dataclass(frozen=True)
