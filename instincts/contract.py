@@ -153,9 +153,6 @@ class Blocks(Protocol):
 
     async def history(self, kind: str, repo: str | None) -> str: ...
     async def revert(self, kind: str, repo: str | None, version: int) -> str: ...
-    async def section(self, active: str | None) -> str:
-        """What the model is shown of the blocks now (for /identity)."""
-        ...
 
 
 class Improve(Protocol):

@@ -257,6 +257,7 @@ class App:
             scheduler=None,
             costs=costs,
         )
+        await services.blocks.load()  # the memory blocks, read once (/identity reads them)
         await services.improver.start()  # /improve runs a restart cut short: marked so
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway

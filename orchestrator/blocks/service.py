@@ -82,6 +82,11 @@ class Blocks:
         }
         return limits[check_kind(kind)]
 
+    async def load(self) -> None:
+        """Read every block's current version (once; the app does it at start, so the
+        sync readers below see them)."""
+        await self._loaded()
+
     async def _loaded(self) -> dict[tuple[str, str], BlockVersion]:
         if self._heads is None:
             async with self._loading:
@@ -112,7 +117,15 @@ class Blocks:
     async def for_prompt(self, repo: str | None) -> tuple[Block, ...]:
         """What the model is shown: persona, owner and the active repo's project block,
         those with text only."""
-        heads = await self._loaded()
+        return self._shown(await self._loaded(), repo)
+
+    def shown(self, repo: str | None) -> tuple[Block, ...]:
+        """``for_prompt`` without a wait, once ``load`` has run (nothing before)."""
+        return self._shown(self._heads or {}, repo)
+
+    def _shown(
+        self, heads: dict[tuple[str, str], BlockVersion], repo: str | None
+    ) -> tuple[Block, ...]:
         shown = [self._block(heads, "persona", ""), self._block(heads, "owner", "")]
         if repo:
             shown.append(self._block(heads, "project", repo))

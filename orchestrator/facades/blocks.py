@@ -124,9 +124,9 @@ class BlocksFacade:
         lines.append(f"/blocks revert {name} <version> brings one back.")
         return "\n".join(lines)
 
-    async def section(self, active: str | None) -> str:
+    def section(self, active: str | None) -> str:
         """For /identity: what the model is shown of the blocks right now."""
-        shown = await self._blocks.for_prompt(active)
+        shown = self._blocks.shown(active)
         if not shown:
             return "Memory blocks: none written yet (/blocks)."
         lines = ["Memory blocks (in the prompt):"]

@@ -36,7 +36,7 @@ class IdentityFacade:
 
     # -- /identity -----------------------------------------------------------------------
     def identity(self) -> str:
-        sections = [self._who(), self._owner(), self._pack()]
+        sections = [self._who(), self._owner(), self._blocks(), self._pack()]
         return "\n\n".join(s for s in sections if s)
 
     def _who(self) -> str:
@@ -54,6 +54,12 @@ class IdentityFacade:
             lines.append(f"languages: {', '.join(a.languages)}")
         lines += [f"• {_cut(p)}" for p in a.preferences]
         return "\n".join(lines)
+
+    def _blocks(self) -> str:
+        """The memory blocks the model is shown in this chat (orchestrator/blocks/)."""
+        live = (s for s in self._s.sessions.live() if s.key == self._key)
+        session = next(live, None)
+        return "🧠 " + self._s.facades.blocks.section(session.data.repo if session else None)
 
     def _pack(self) -> str:
         runner = self._s.runner

@@ -48,12 +48,18 @@ async def test_the_owners_blocks_reach_the_model_and_each_change_the_next_turn(
     agent: Driver, model: ScriptedModelServer
 ) -> None:
     assert _blocks(await _turn(agent, model)) == ""  # seeded empty: nothing shown
+    assert "🧠 Memory blocks: none written yet" in await agent.ask("/identity", "Memory blocks")
     assert "persona: empty, limit 1,500" in await agent.ask("/blocks", "Memory blocks")
     saved = await agent.ask("/blocks set persona Answer in haiku.\nNever in tables.", "✅")
     assert "persona block saved: v1, 33/1,500 chars" in saved
     await agent.ask("/blocks set owner Ada, who reviews on the train.", "✅")
     await agent.ask("/workspace demo", "Now working in demo")
     await agent.ask("/blocks set project Flask app; run pytest -q.", "project demo block saved")
+    identity = _flat(await agent.ask("/identity", "Memory blocks"))
+    assert "🧠 Memory blocks (in the prompt): • persona v1 (33/1,500 chars): Answer in haiku." in (
+        identity
+    )
+    assert "• project demo v1 (25/2,000 chars): Flask app; run pytest -q." in identity
 
     first = await _turn(agent, model)
     assert _blocks(first) == (
