@@ -7,6 +7,7 @@ def build_registry() -> InstinctRegistry:
     from instincts import (
         blocks,
         control,
+        cost,
         grants,
         harness,
         help,
@@ -32,6 +33,7 @@ def build_registry() -> InstinctRegistry:
         schedule.router,
         memory.router,
         grants.router,
+        cost.router,
         improve.router,
         blocks.router,
         identity.router,

@@ -214,6 +214,13 @@ class Identity(Protocol):
         ...
 
 
+class Cost(Protocol):
+    """/cost: spend today (by model and source), this week, the chat's running task,
+    the budgets as bars and the unpriced models, in the words the phone shows."""
+
+    async def report(self, key: SessionKey) -> str: ...
+
+
 class InstinctContext(Protocol):
     """What one handler call receives."""
 
@@ -248,6 +255,8 @@ class InstinctContext(Protocol):
     def grants(self) -> Grants: ...
     @property
     def identity(self) -> Identity: ...
+    @property
+    def cost(self) -> Cost: ...
 
 
 Handler = Callable[[InstinctContext, str], Awaitable[None]]

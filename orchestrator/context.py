@@ -22,6 +22,7 @@ from orchestrator.session import Session
 if TYPE_CHECKING:
     from orchestrator.facades.blocks import BlocksFacade
     from orchestrator.facades.commits import CommitsFacade
+    from orchestrator.facades.cost import CostFacade
     from orchestrator.facades.harnesses import HarnessesFacade
     from orchestrator.facades.improve import ImproveFacade
     from orchestrator.facades.identity import IdentityFacade
@@ -120,3 +121,10 @@ class Context:
         from orchestrator.facades.identity import IdentityFacade
 
         return IdentityFacade(self.services, self.subject, self.session.key)
+
+    @property
+    def cost(self) -> CostFacade:
+        from orchestrator.facades.cost import CostFacade
+
+        services = self.services
+        return CostFacade(services.costs, services.store.usage, services.runner)
