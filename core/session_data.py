@@ -24,6 +24,9 @@ class SessionData:
     # byte-identical (providers cache the prefix): text, day, identity digest. /clear
     # empties it; orchestrator/agent/prompt.py rebuilds it.
     frozen_prompt: dict[str, str] = field(default_factory=dict)
+    # Skills the model activated in this thread (name, source, description, body as
+    # activated), sent after the system prompt on every later turn; /clear empties it.
+    active_skills: list[dict[str, str]] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> SessionData:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from harnesses.base import HarnessRequest
+from harnesses.skillfiles import section, write_skill_folder
 
 Format = Literal["claude", "gemini", "codex", "copilot", "demo"]
 
@@ -45,6 +46,12 @@ def write_user_instructions(req: HarnessRequest, home: Path, fmt: Format) -> Pat
     """Write (or remove a stale) user-level instructions file; the path written, or None."""
     path = user_file(home, fmt)
     text = render(req)
+    # Skills (harnesses/skillfiles.py): Claude Code's own skills folder beside CLAUDE.md;
+    # the other CLIs read them as a section of their instructions file.
+    if fmt == "claude":
+        write_skill_folder(req.skills, path.parent / "skills")
+    elif skills := section(req.skills):
+        text = f"{text}\n{skills}" if text else skills
     if not text:
         path.unlink(missing_ok=True)
         return None

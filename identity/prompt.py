@@ -32,7 +32,7 @@ class FrozenContext:
     workspace: str
     repos: tuple[str, ...]  # as when the conversation began; workspace_list is current
     day: str  # the owner's date, e.g. 2026-11-23 (Monday)
-    skills: tuple[str, ...] = ()
+    skills: tuple[tuple[str, str], ...] = ()  # (name, description): phase 1 of skills
     pack: tuple[str, ...] = ()  # "name: when to use", task_create's agent (identity/pack.py)
     blocks: tuple[MemoryBlock, ...] = ()  # persona, owner, the active repo's (non-empty)
 
@@ -68,7 +68,7 @@ def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
         lines += ["", memory_blocks(ctx.blocks)]
     lines += ["", f"Workspace: {ctx.workspace} with repos: {', '.join(ctx.repos) or '(none)'}"]
     if ctx.skills:
-        lines.append(f"Skills: {', '.join(ctx.skills)}")
+        lines += ["", available_skills(ctx.skills)]
     if ctx.pack:
         lines.append("Pack (task_create's agent; left out, the routing rules pick):")
         lines += [f"- {m}" for m in ctx.pack]
@@ -97,6 +97,21 @@ def memory_blocks(blocks: Sequence[MemoryBlock]) -> str:
         ]
     rows.append("</memory_blocks>")
     return "\n".join(rows)
+
+
+def available_skills(skills: Sequence[tuple[str, str]], source: str = "") -> str:
+    """Phase 1 of skills: names and descriptions only, never a body (activate_skill loads
+    one). Escaped: a repository's description cannot close the element early."""
+    attr = f' source="{source}"' if source else ""
+    rows = [f"{escape(n)}: {escape(d)}" for n, d in skills]
+    return "\n".join(
+        [
+            f"<available_skills{attr}>",
+            *rows,
+            "</available_skills>",
+            "Call activate_skill(name) first when a request matches a skill.",
+        ]
+    )
 
 
 def session_note(ctx: PromptContext) -> str:

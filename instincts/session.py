@@ -24,6 +24,7 @@ async def clear(ctx: InstinctContext, args: str) -> None:
     data.repo = data.question = data.task_prompt = None
     data.question_context = {}
     data.frozen_prompt = {}  # a fresh conversation gets a fresh system prompt
+    data.active_skills = []  # and no skill activated in the old one
     data.harness = None
     await session.reset()
     await ctx.reply("🧹 Cleared. Fresh start: no repo chosen, nothing pending.")

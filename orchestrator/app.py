@@ -43,6 +43,7 @@ from orchestrator.runner import TaskRunner
 from orchestrator.scheduler import Scheduler
 from orchestrator.services import Services
 from orchestrator.session import Sessions
+from orchestrator.skills.book import SkillBook
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.tools import build_tools
@@ -189,6 +190,10 @@ class App:
             workspace.ensure_demo()
         elif not settings.workspace_dir.is_dir():
             raise ConfigError("workspace", str(settings.workspace_dir), "an existing folder")
+        # A bad skill file is skipped, never fatal: /status and `fetch doctor` name it.
+        skill_book = SkillBook(skills, workspace)
+        for problem in skills.problems:
+            log.warning("%s", problem.line())
         kennel = build_kennel(settings)
         stack.push_async_callback(kennel.close)
 
@@ -219,6 +224,7 @@ class App:
             approvals=approvals,
             memory=memory,
             pack=pack,
+            skills=skill_book,
         )
         # Every paid model call priced and recorded, budgets kept (orchestrator/costs/).
         costs = await build_ledger(

@@ -158,7 +158,8 @@ async def _wait_for_the_end(app: App, eof: asyncio.Event, stop: asyncio.Event) -
 
 def _doctor(settings: Settings) -> int:
     from kennel.choice import choose
-    from orchestrator.app import build_harnesses, build_kennel, identity_dir
+    from orchestrator.app import SHIPPED_DATA, build_harnesses, build_kennel, identity_dir
+    from orchestrator.skills.doctor import report as skills_report
     from orchestrator.workspace import Workspace
 
     print(f"home:      {settings.home_dir}")
@@ -166,6 +167,8 @@ def _doctor(settings: Settings) -> int:
     ws = Workspace(settings.workspace_dir)
     print(f"workspace: {ws.root} ({', '.join(ws.repos()) or 'no repos'})")
     print(f"identity:  {identity_dir(settings)}")
+    for line in skills_report(settings.home_dir / "skills", SHIPPED_DATA / "skills", ws):
+        print(line)
     print(f"model:     {settings.model.base_url or 'none (tasks go straight to the harness)'}")
     try:
         choice = choose(settings.kennel)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from orchestrator.facades.harnesses import HarnessesFacade
     from orchestrator.facades.improve import ImproveFacade
     from orchestrator.facades.identity import IdentityFacade
+    from orchestrator.facades.skills import SkillsFacade
     from orchestrator.facades.status import StatusFacade
     from orchestrator.facades.tasks import TasksFacade
     from orchestrator.facades.workspace import WorkspaceFacade
@@ -101,6 +102,12 @@ class Context:
     @property
     def improve(self) -> ImproveFacade:
         return self.services.facades.improve.of(self.subject.id)
+
+    @property
+    def skills(self) -> SkillsFacade:
+        from orchestrator.skills.tool import skills_repo
+
+        return self.services.facades.skills.of(skills_repo(self))
 
     @property
     def commands(self) -> VisibleCommands:

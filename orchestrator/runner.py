@@ -99,7 +99,9 @@ class TaskRunner:
         approvals: Approvals,
         memory: Memory | None = None,
         pack: Pack | None = None,
+        skills: SkillBook | None = None,
     ) -> None:
+        self._skills = skills  # what the CLI is handed (orchestrator/skills/book.py)
         self._memory = memory
         self.pack = pack or Pack.empty()
         self._settings = settings
@@ -406,6 +408,13 @@ class TaskRunner:
                 else ""
             )
             prompt = handle.answer if handle.answer is not None else handle.prompt
+            handed = (
+                await asyncio.to_thread(
+                    self._skills.for_cli, session.data.active_skills, handle.repo
+                )
+                if self._skills is not None
+                else ()
+            )
             req = HarnessRequest(
                 prompt=f"{prompt}\n\n{remembered}" if remembered else prompt,
                 resume=handle.resume,
@@ -420,6 +429,7 @@ class TaskRunner:
                 kennel=self._kennel.name,
                 mcp=mcp,
                 instructions=instructions_for(handle.agent),
+                skills=handed,
             )
             layout.state_host.mkdir(parents=True, exist_ok=True)
             await asyncio.to_thread(harness.prepare, req, layout.state_host)

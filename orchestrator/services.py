@@ -17,6 +17,7 @@ from orchestrator.facades.blocks import BlocksFacade, zone_of
 from orchestrator.facades.commits import CommitsFacade
 from orchestrator.facades.harnesses import HarnessesFacade
 from orchestrator.facades.improve import ImproveFacade
+from orchestrator.facades.skills import SkillsFacade
 from orchestrator.facades.status import StatusFacade
 from orchestrator.facades.tasks import TasksFacade
 from orchestrator.facades.workspace import WorkspaceFacade
@@ -30,7 +31,6 @@ from orchestrator.session import Sessions
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.workspace import Workspace
-from skills import Skill
 
 if TYPE_CHECKING:
     from orchestrator.alerts import Alerts
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from orchestrator.planner import Planner
     from orchestrator.runner import TaskRunner
     from orchestrator.scheduler import Scheduler
+    from orchestrator.skills.book import SkillBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,7 @@ class Facades:
     harnesses: HarnessesFacade
     improve: ImproveFacade  # /improve /prs (orchestrator/improve/)
     status: StatusFacade
+    skills: SkillsFacade
     blocks: BlocksFacade
 
 
@@ -69,7 +71,7 @@ class Services:
     kennel: Kennel
     instincts: InstinctRegistry
     identity: Identity
-    skills: list[Skill]
+    skills: SkillBook  # owner + shipped + the active repo's committed skills
     supervisor: TaskSupervisor
     runner: TaskRunner
     approvals: Approvals
@@ -112,5 +114,6 @@ class Services:
             harnesses=HarnessesFacade(self.harnesses, self.runner),
             improve=ImproveFacade(self.improver, self.sessions),
             status=StatusFacade(self),
+            skills=SkillsFacade(self.skills),
             blocks=BlocksFacade(self.blocks, self.workspace, zone_of(self.settings.timezone)),
         )

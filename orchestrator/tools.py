@@ -137,11 +137,13 @@ def build_tools() -> ToolRegistry:
     from orchestrator.agent.repo_tools import register_tools as register_repo_tools
     from orchestrator.agent.seed_tools import register_tools as register_seed_tools
     from orchestrator.blocks.tools import register_tools as register_block_tools
+    from orchestrator.skills.tool import register_tools as register_skill_tools
 
     registry = ToolRegistry()
     register_seed_tools(registry)
     register_repo_tools(registry)
     scheduler.register_tools(registry)
     memory.register_tools(registry)
+    register_skill_tools(registry)
     register_block_tools(registry)
     return registry

@@ -44,8 +44,7 @@ class Catalog:
                     SkillProblem(
                         item.origin,
                         "name",
-                        f"a name no {known.source} skill uses ({item.name!r} is taken; "
-                        "a repository's skill never replaces one)",
+                        f"a name no {known.source} skill uses (a repo skill never replaces one)",
                     )
                 )
             else:

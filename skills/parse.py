@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import frontmatter
+import yaml
+from frontmatter.default_handlers import YAMLHandler
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
@@ -43,15 +44,20 @@ def parse(raw: bytes, origin: str, source: Source) -> Skill | SkillProblem:
             origin, "frontmatter", "YAML between --- lines first (name, description)"
         )
     try:
-        post = frontmatter.loads(text)
-        meta: dict[str, Any] = dict(post.metadata)
-    except Exception as err:  # YAML errors, a list instead of a mapping, ...: all data
+        head, content = YAMLHandler().split(text.lstrip())
+        loaded = yaml.safe_load(head)
+    except Exception as err:  # YAML errors, no closing ---, ...: all data
         detail = " ".join(str(err).split())[:120]
         return SkillProblem(origin, "frontmatter", f"valid YAML between --- lines ({detail})")
+    if not isinstance(loaded, dict):
+        return SkillProblem(
+            origin, "frontmatter", "valid YAML between --- lines: keys and values (name: ...)"
+        )
+    meta: dict[str, Any] = loaded
     if "body" in meta:
         return SkillProblem(origin, "body", "no 'body' key: the markdown text is the body")
     try:
-        checked = SkillMeta.model_validate({**meta, "body": post.content.strip()})
+        checked = SkillMeta.model_validate({**meta, "body": content.strip()})
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "frontmatter"

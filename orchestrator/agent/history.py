@@ -1,4 +1,5 @@
-"""What one model turn sees: the frozen system prompt, summaries of older turns from
+"""What one model turn sees: the frozen system prompt, the thread's activated skills
+(orchestrator/skills/active.py), summaries of older turns from
 archival memory, the chat's recent messages (``model.history_messages``, bounded by
 ``model.context_tokens`` through compaction), the owner's message, and this turn's
 session note last, so everything before it is a prefix the next turn repeats."""
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.agent.compaction import Message, Summarise, clip, compact, tokens
 from orchestrator.agent.prompt import frozen_prompt, turn_note
+from orchestrator.skills.active import messages as skill_messages
+from orchestrator.skills.prompt import repo_skills_note
 
 if TYPE_CHECKING:
     from orchestrator.context import Context
@@ -59,11 +62,17 @@ async def build_messages(
             },
         )
     note = turn_note(ctx)
+    if listed := await repo_skills_note(ctx):
+        note += "\n" + listed
+    # Activated skills sit outside the history: compaction never folds them away.
+    skills = skill_messages(ctx.session.data)
     fixed = tokens(system) + tokens(json.dumps(tools)) + tokens(text) + tokens(note)
+    fixed += sum(tokens(m["content"]) for m in skills)
     budget = max(RESERVE, settings.context_tokens - fixed - RESERVE)
     history = await compact(history, budget, summarise)
     return [
         {"role": "system", "content": system},
+        *skills,
         *history,
         {"role": "user", "content": text},
         {"role": "user", "content": note},

@@ -37,7 +37,8 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
     begins with the first model turn after /clear (or ever), and history never reaches
     back past it; a new day or a new identity rebuilds the prompt but keeps ``since``."""
     s, data = ctx.services, ctx.session.data
-    day, digest = owner_day(s.identity, now), identity_digest(s.identity)
+    # The owner's and shipped skills are listed in it: a changed set rebuilds it too.
+    day, digest = owner_day(s.identity, now), identity_digest(s.identity) + s.skills.digest()
     stored = data.frozen_prompt
     since = stored.get("since") or str(message_id)
     # Persona, owner and the active repo's block: an edit (or another repo) rebuilds it.
@@ -56,7 +57,7 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
             workspace=str(s.workspace.root),
             repos=tuple(s.workspace.repos()),
             day=day,
-            skills=tuple(f"{k.name}: {k.description}" for k in s.skills),
+            skills=tuple((k.name, k.description) for k in s.skills.base),
             pack=tuple(f"{a.name}: {a.when or a.role}" for a in s.runner.pack.agents.values()),
             blocks=tuple(MemoryBlock(b.kind, b.text, b.limit, b.scope) for b in blocks),
         ),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,10 @@ class StatusFacade:
         for channel in s.messenger.channels():
             lines.append(f"channel {channel.health()}")
         lines += s.alerts.lines()
+        # Skipped skill files, one line each (the chat's repository's committed ones too).
+        repo = session.data.repo if session.data.repo in s.workspace.repos() else None
+        skills = await asyncio.to_thread(s.skills.for_repo, repo)
+        lines += [p.line() for p in skills.problems]
         tin, tout = await s.store.messages.token_totals(session.key)
         lines.append(f"tokens (orchestrator): {tin} in / {tout} out")
         up = time.time() - s.started_at

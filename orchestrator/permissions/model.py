@@ -92,6 +92,11 @@ COLLABORATOR_ALLOWS = (
     "tool:repo_search",
     "tool:git_log",
     "tool:git_show",
+    # Skills: listing them and loading one into the chat only read shipped, owner's and
+    # (for a repository it may work in) committed text. Not for viewers: a repo's skills
+    # are its text.
+    "instinct:skills",
+    "tool:activate_skill",
 )
 PROFILES: dict[str, tuple[str, ...]] = {
     OWNER: ("*",),

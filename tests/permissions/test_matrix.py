@@ -30,6 +30,7 @@ COLLABORATOR_INSTINCTS = VIEWER_INSTINCTS | {
     "remember",
     "memory",
     "forget",
+    "skills",
 }
 EXPECTED_INSTINCTS = {
     "owner": set(INSTINCTS),
@@ -52,6 +53,7 @@ COLLABORATOR_TOOLS = {
     "repo_search",
     "git_log",
     "git_show",
+    "activate_skill",
 }
 EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "viewer": set()}
 # Denied for collaborators: scheduling (a prompt job runs with the owner's authority),

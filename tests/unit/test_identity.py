@@ -9,7 +9,6 @@ import pytest
 from core.errors import ConfigError
 from identity import FrozenContext, PromptContext, build_system_prompt, load_identity, session_note
 from orchestrator.app import SHIPPED_DATA
-from skills import discover
 
 
 def test_shipped_identity_loads_and_builds_prompt() -> None:
@@ -21,7 +20,7 @@ def test_shipped_identity_loads_and_builds_prompt() -> None:
                 workspace="/ws",
                 repos=("demo", "myapp"),
                 day="2026-11-23 (Monday)",
-                skills=("a: b",),
+                skills=(("a", "b"),),
             ),
         )
         + "\n"
@@ -62,12 +61,3 @@ def test_missing_alpha(tmp_path: Path) -> None:
     (tmp_path / "COLLAR.md").write_text((SHIPPED_DATA / "identity" / "COLLAR.md").read_text())
     with pytest.raises(ConfigError, match=r"ALPHA\.md: file not found"):
         load_identity(tmp_path)
-
-
-def test_skills_discovered_and_validated(tmp_path: Path) -> None:
-    assert any(s.name == "commit-style" for s in discover(SHIPPED_DATA / "skills"))
-    bad = tmp_path / "x" / "SKILL.md"
-    bad.parent.mkdir()
-    bad.write_text("---\nname: Bad Name\ndescription: d\n---\n")
-    with pytest.raises(ConfigError, match="name"):
-        discover(tmp_path)

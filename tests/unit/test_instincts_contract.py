@@ -141,6 +141,19 @@ class FakeHarnesses:
         raise UnknownHarness(name, [i.name for i in self.ALL])
 
 
+@dataclass
+class FakeSkills:
+    calls: list[str] = field(default_factory=list)
+
+    async def listing(self, session: SessionPort) -> str:
+        self.calls.append("list")
+        return "skills"
+
+    async def show(self, session: SessionPort, name: str) -> str:
+        self.calls.append(f"show {name}")
+        return f"skill {name}"
+
+
 class FakeStatus:
     async def report(self, session: SessionPort) -> str:
         return f"status {session.state}"
@@ -200,6 +213,7 @@ class FakeContext:
     workspace: FakeWorkspace = field(default_factory=FakeWorkspace)
     harnesses: FakeHarnesses = field(default_factory=FakeHarnesses)
     status: FakeStatus = field(default_factory=FakeStatus)
+    skills: FakeSkills = field(default_factory=FakeSkills)
     grants: FakeGrants = field(default_factory=FakeGrants)
     identity: FakeIdentity = field(default_factory=FakeIdentity)
     said: list[str] = field(default_factory=list)
@@ -251,6 +265,7 @@ async def test_pause_resume_clear_move_the_session() -> None:
     assert session.state is State.RESTING
     assert (await run("/resume", session)).said == ["🐕 Back. What's next?"]
     session.data.repo, session.data.harness = "demo", "codex"
+    session.data.active_skills = [{"name": "commit-style", "body": "..."}]
     await run("/clear", session)
     assert session.data == SessionData()
 
@@ -306,3 +321,10 @@ async def test_identity_whoami_tools_answer_from_their_port() -> None:
         assert ctx.identity.calls == [word]
         assert ctx.said == [{"identity": "who", "whoami": "you", "tools": "tools"}[word]]
         assert (await run(f"/{alias}")).identity.calls == [word]
+
+
+async def test_skills_lists_or_shows_one_through_its_port() -> None:
+    ctx = await run("/skills")
+    assert ctx.said == ["skills"] and ctx.skills.calls == ["list"]
+    ctx = await run("/skills  python-testing ")
+    assert ctx.said == ["skill python-testing"] and ctx.skills.calls == ["show python-testing"]
