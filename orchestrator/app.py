@@ -252,7 +252,7 @@ class App:
             kennel=kennel,
             instincts=build_registry(),
             identity=identity,
-            skills=skills,
+            skills=skill_book,
             supervisor=supervisor,
             runner=runner,
             approvals=approvals,
