@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from orchestrator.facades.cost import CostFacade
     from orchestrator.facades.harnesses import HarnessesFacade
     from orchestrator.facades.improve import ImproveFacade
+    from orchestrator.facades.improve import ImproveFacade
     from orchestrator.facades.identity import IdentityFacade
     from orchestrator.facades.skills import SkillsFacade
     from orchestrator.facades.status import StatusFacade
@@ -108,6 +109,10 @@ class Context:
         from orchestrator.skills.tool import skills_repo
 
         return self.services.facades.skills.of(skills_repo(self))
+
+    @property
+    def improve(self) -> ImproveFacade:
+        return self.services.facades.improve.of(self.subject.id)
 
     @property
     def commands(self) -> VisibleCommands:
