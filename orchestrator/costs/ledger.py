@@ -38,6 +38,8 @@ class BudgetReached(FetchError):
 
 def money(usd: float) -> str:
     """$0.0042, $0.42, $12.50: small sums keep their significant digits."""
+    if usd and abs(usd) < 0.0001:
+        return f"${usd:.6f}"
     if usd and abs(usd) < 0.01:
         return f"${usd:.4f}"
     return f"${usd:,.2f}"
