@@ -12,7 +12,6 @@ def build_registry() -> InstinctRegistry:
         harness,
         help,
         improve,
-        improve,
         identity,
         memory,
         schedule,

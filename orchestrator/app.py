@@ -265,7 +265,6 @@ class App:
         )
         await services.blocks.load()  # the memory blocks, read once (/identity reads them)
         await services.improver.start()  # /improve runs a restart cut short: marked so
-        await services.improver.start()  # /improve runs a restart cut short: marked so
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway
         if settings.scheduler.enabled:

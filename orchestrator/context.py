@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from orchestrator.facades.cost import CostFacade
     from orchestrator.facades.harnesses import HarnessesFacade
     from orchestrator.facades.improve import ImproveFacade
-    from orchestrator.facades.improve import ImproveFacade
     from orchestrator.facades.identity import IdentityFacade
     from orchestrator.facades.skills import SkillsFacade
     from orchestrator.facades.status import StatusFacade

@@ -17,12 +17,10 @@ from orchestrator.facades.blocks import BlocksFacade, zone_of
 from orchestrator.facades.commits import CommitsFacade
 from orchestrator.facades.harnesses import HarnessesFacade
 from orchestrator.facades.improve import ImproveFacade
-from orchestrator.facades.improve import ImproveFacade
 from orchestrator.facades.skills import SkillsFacade
 from orchestrator.facades.status import StatusFacade
 from orchestrator.facades.tasks import TasksFacade
 from orchestrator.facades.workspace import WorkspaceFacade
-from orchestrator.improve.service import Improver
 from orchestrator.improve.service import Improver
 from orchestrator.memory.facade import MemoryFacade
 from orchestrator.messenger import Messenger
@@ -56,7 +54,6 @@ class Facades:
     workspace: WorkspaceFacade
     harnesses: HarnessesFacade
     improve: ImproveFacade  # /improve /prs (orchestrator/improve/)
-    improve: ImproveFacade  # /improve /prs (orchestrator/improve/)
     status: StatusFacade
     skills: SkillsFacade
     blocks: BlocksFacade
@@ -86,21 +83,11 @@ class Services:
     costs: CostLedger | None = None  # the cost ledger and budgets (orchestrator/costs/)
     started_at: float = field(default_factory=time.time)
     improver: Improver = field(init=False)  # self-improvement PRs (orchestrator/improve/)
-    improver: Improver = field(init=False)  # self-improvement PRs (orchestrator/improve/)
     blocks: Blocks = field(init=False)  # memory blocks (orchestrator/blocks/)
     facades: Facades = field(init=False)
 
     def __post_init__(self) -> None:
         self.blocks = Blocks(self.store.blocks, self.settings.blocks)
-        self.improver = Improver(
-            settings=self.settings,
-            store=self.store,
-            messenger=self.messenger,
-            runner=self.runner,
-            harnesses=self.harnesses,
-            kennel=self.kennel,
-            supervisor=self.supervisor,
-        )
         self.improver = Improver(
             settings=self.settings,
             store=self.store,
@@ -125,7 +112,6 @@ class Services:
             commits=CommitsFacade(self.store, self.workspace),
             workspace=WorkspaceFacade(self.workspace),
             harnesses=HarnessesFacade(self.harnesses, self.runner),
-            improve=ImproveFacade(self.improver, self.sessions),
             improve=ImproveFacade(self.improver, self.sessions),
             status=StatusFacade(self),
             skills=SkillsFacade(self.skills),
