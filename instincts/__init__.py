@@ -34,7 +34,6 @@ def build_registry() -> InstinctRegistry:
         schedule.router,
         memory.router,
         grants.router,
-        improve.router,
         skills.router,
         cost.router,
         improve.router,

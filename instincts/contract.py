@@ -175,19 +175,6 @@ class Skills(Protocol):
     async def show(self, session: SessionPort, name: str) -> str: ...
 
 
-class Improve(Protocol):
-    """/improve /prs: Fetch proposes changes to itself as pull requests; a person merges."""
-
-    async def improve(self, session: SessionPort, request: str) -> str | None:
-        """Start a run in the background (None: started, progress follows), or the
-        refusal to show."""
-        ...
-
-    async def pull_requests(self) -> str:
-        """/prs: Fetch's pull requests with their state refreshed from GitHub."""
-        ...
-
-
 class CommandInfo(Protocol):
     @property
     def name(self) -> str: ...
@@ -271,8 +258,6 @@ class InstinctContext(Protocol):
     def improve(self) -> Improve: ...
     @property
     def skills(self) -> Skills: ...
-    @property
-    def improve(self) -> Improve: ...
     @property
     def commands(self) -> Commands: ...
     @property

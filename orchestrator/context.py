@@ -110,10 +110,6 @@ class Context:
         return self.services.facades.skills.of(skills_repo(self))
 
     @property
-    def improve(self) -> ImproveFacade:
-        return self.services.facades.improve.of(self.subject.id)
-
-    @property
     def commands(self) -> VisibleCommands:
         from orchestrator.permissions.visible import VisibleCommands
 
