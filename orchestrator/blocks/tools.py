@@ -22,8 +22,7 @@ MODES = {"replace": "set", "append": "append"}
 def register_tools(registry: ToolRegistry) -> None:
     @registry.tool(
         "block_update",
-        "Edit a memory block in your prompt: persona (how you work), owner (about them), "
-        "project (a repo, default the active one). Size-limited; keep it short.",
+        "Edit a memory block of your prompt (project: a repo, default the active one).",
         {
             "kind": {"type": "string", "enum": list(KINDS)},
             "repo": {"type": "string"},
