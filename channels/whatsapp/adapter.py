@@ -172,6 +172,10 @@ class WhatsAppChannel:
             self._conn.dropped(f"connect failed: {err}")
         self._spawn(self._conn.run(), "channel:whatsapp:monitor")
 
+    def pairing_code(self) -> str | None:
+        """The QR payload WhatsApp last sent asking to link this device, while it waits."""
+        return None if self._health.connected else self._health.qr
+
     async def stop(self) -> None:
         """Reverse of start: no more reconnects, no more events, then finish the queue."""
         if self._sink is None:

@@ -126,6 +126,9 @@ class ConnectionSupervisor:
                 nz.QREv,
             ),
         ):
+            if isinstance(event, nz.QREv) and event.Codes:
+                self._health.set("not paired")  # a QR is asked for: the link is gone
+                self._health.qr = str(event.Codes[0])  # WhatsApp rotates them: the newest
             text = account_alert(event)
             if text is not None:
                 self.alert(text)

@@ -50,6 +50,9 @@ class ConnectionHealth:
         self.connected_since: float | None = None
         self.attempt = 0
         self.last_error: str | None = None
+        # The newest QR payload WhatsApp sent while asking to be linked (the dashboard
+        # draws it); cleared once connected.
+        self.qr: str | None = None
 
     @property
     def connected(self) -> bool:
@@ -61,6 +64,7 @@ class ConnectionHealth:
                 self.connected_since = self._clock()
             self.attempt = 0
             self.last_error = None
+            self.qr = None
         elif error is not None:
             self.last_error = error
         self.state = state

@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+import channels.whatsapp._neonize  # noqa: F401  (neonize's import-time side effects undone first)
 from channels.http import HttpServer
 from channels.http.auth import WebAuth
 from channels.terminal import TerminalChannel
