@@ -60,6 +60,9 @@ async def blocks(ctx: InstinctContext, args: str) -> None:
         return
     if verb in KINDS:  # /blocks <kind> [repo]
         repo, extra = await _target(ctx, verb, rest)
+        if extra.strip() and verb == "project":
+            await ctx.reply(f"❌ No repo or project block named {_word(extra)[0][:40]!r}.")
+            return
         if extra.strip():
             await ctx.reply(USAGE)
             return

@@ -203,3 +203,28 @@ async def test_block_history_survives_a_restart(
         assert "\nFirst persona.\n</persona>" in _blocks(await _turn(agent, model))
     finally:
         await app.__aexit__(None, None, None)
+
+
+async def test_the_blocks_command_reads_what_the_owner_types(agent: Driver) -> None:
+    """No model involved: the command's words, its refusals, and a project block named
+    by its repo (or the chat's active one)."""
+    assert "Which repo?" in await agent.ask("/blocks history project", "Which repo?")
+    assert "Which block?" in await agent.ask("/blocks set mood happy", "Which block?")
+    assert "What should it say?" in await agent.ask("/blocks append persona", "What should")
+    assert (await agent.ask("/blocks frobnicate", "/blocks")).startswith("/blocks · ")
+    assert "No repo or project block named 'nope'" in await agent.ask("/blocks project nope", "❌")
+    await agent.ask("/blocks set project demo Uses Flask.", "project demo block saved: v1")
+    await agent.ask("/blocks set project demo Uses Django.", "project demo block saved: v2")
+    assert "back to v1's text: v3" in await agent.ask("/blocks revert project demo v1", "✅")
+    shown = await agent.ask("/blocks project demo", "🧠")
+    assert shown.endswith("\nUses Flask.")
+    # With demo active, the repo may be left out; text keeps its line breaks.
+    await agent.ask("/workspace demo", "Now working in demo")
+    await agent.ask("/blocks append project Run:\n  pytest -q", "project demo block saved: v4")
+    assert (await agent.ask("/blocks project", "🧠")).endswith("\nUses Flask.\nRun:\n  pytest -q")
+    assert "❌ the project demo block has no version 9" in _flat(
+        await agent.ask("/blocks revert project 9", "❌")
+    )
+    listing = _flat(await agent.ask("/blocks", "Memory blocks"))
+    assert "• persona: empty, limit 1,500" in listing
+    assert "• project demo ▶: v4, 28/2,000 chars" in listing
