@@ -151,61 +151,92 @@ class ProviderChain:
         model: str | None = None,
         on_attempt: Callable[[Attempt], None] | None = None,
     ) -> tuple[Any, Attempt]:
-        """A chat completion from the first endpoint that gives one, and its attempt."""
+        """A chat completion from the first endpoint that gives one, and its attempt.
+
+        When every endpoint failed with something that may pass (no answer, a timeout,
+        5xx, 429, a page that is not a completion), the chain is tried again after a
+        backoff, at most ``model.max_retries`` more rounds, within the bounds."""
         if not self.endpoints:
             raise ChainFailed([], "no orchestrator model is configured")
-        deadline = self._monotonic() + self.total_seconds
-        tried: list[str] = []
-        count = 0
-        for endpoint in self.endpoints:
-            said: list[str] = []
-            limited: set[str] = set()
-            waits = 0
-            while True:
-                key = endpoint.keys.current()
-                if key is None:
-                    said.append("every key parked (401)")
+        call = _Call(self._monotonic() + self.total_seconds, messages, tools, model, on_attempt)
+        said: dict[str, list[str]] = {e.name: [] for e in self.endpoints}
+        for round_ in range(self.waits_per_endpoint + 1):
+            if round_:
+                wait = self.backoff.wait(round_, None) or 0.0
+                if self._monotonic() + wait >= call.deadline:
                     break
-                remaining = deadline - self._monotonic()
-                if count >= self.max_attempts or remaining <= 0:
-                    tried.append(f"{endpoint.name}: {', '.join(said) or 'not tried'}")
-                    why = (
-                        f"gave up after {count} attempts"
-                        if count >= self.max_attempts
-                        else f"gave up after {self.total_seconds:g}s"
-                    )
-                    raise ChainFailed(tried, f"the orchestrator model failed ({why})")
-                count += 1
-                attempt, response, err = await self._once(
-                    endpoint, key, messages, tools, model, min(endpoint.timeout, remaining)
-                )
-                if on_attempt is not None:
-                    on_attempt(attempt)
-                if response is not None:
-                    return response, attempt
-                said.append(endpoint.keys.label(key) + attempt.error)
-                if attempt.status == 401:
-                    endpoint.keys.park(key, "HTTP 401 (unauthorised)")
-                    continue
-                if attempt.status != 429:
-                    break
-                limited.add(key)
-                fresh = [k for k in endpoint.keys.live if k not in limited]
-                if fresh and endpoint.keys.rotate():
-                    while endpoint.keys.current() in limited:
-                        endpoint.keys.rotate()
-                    continue
-                waits += 1
-                asked = retry_after(_headers(err), self._wall())
-                wait = self.backoff.wait(waits, asked) if waits <= self.waits_per_endpoint else None
-                if wait is None or self._monotonic() + wait >= deadline:
-                    if asked is not None and asked > self.backoff.max_wait:
-                        said.append(f"asked to wait {asked:.0f}s")
-                    break
-                log.info("model provider %s: rate limited, waiting %.1fs", endpoint.name, wait)
+                log.info("model endpoints all failed; trying again in %.1fs", wait)
                 await self._sleep(wait)
-            tried.append(f"{endpoint.name}: {', '.join(said)}")
-        raise ChainFailed(tried, single=len(self.endpoints) == 1)
+            again = False
+            for endpoint in self.endpoints:
+                try:
+                    response, retryable = await self._endpoint(endpoint, call, said[endpoint.name])
+                except _GaveUp as why:
+                    raise ChainFailed(
+                        _lines(said), f"the orchestrator model failed ({why})"
+                    ) from None
+                if response is not None:
+                    return response
+                again = again or retryable
+            if not again:
+                break
+        raise ChainFailed(_lines(said), single=len(self.endpoints) == 1)
+
+    async def _endpoint(
+        self, endpoint: Endpoint, call: _Call, said: list[str]
+    ) -> tuple[tuple[Any, Attempt] | None, bool]:
+        """One endpoint, its keys in turn: the answer, or None and whether another round
+        may help."""
+        limited: set[str] = set()
+        waits = 0
+        while True:
+            key = endpoint.keys.current()
+            if key is None:
+                said.append("every key parked (401)")
+                return None, False
+            remaining = call.deadline - self._monotonic()
+            if call.count >= self.max_attempts or remaining <= 0:
+                if not said:
+                    said.append("not tried")
+                raise _GaveUp(
+                    f"gave up after {call.count} attempts"
+                    if call.count >= self.max_attempts
+                    else f"gave up after {self.total_seconds:g}s"
+                )
+            call.count += 1
+            attempt, response, err = await self._once(
+                endpoint,
+                key,
+                call.messages,
+                call.tools,
+                call.model,
+                min(endpoint.timeout, remaining),
+            )
+            if call.on_attempt is not None:
+                call.on_attempt(attempt)
+            if response is not None:
+                return (response, attempt), False
+            said.append(endpoint.keys.label(key) + attempt.error)
+            if attempt.status == 401:
+                endpoint.keys.park(key, "HTTP 401 (unauthorised)")
+                continue
+            if attempt.status != 429:
+                return None, attempt.status in (0, 200, 408) or attempt.status >= 500
+            limited.add(key)
+            fresh = [k for k in endpoint.keys.live if k not in limited]
+            if fresh and endpoint.keys.rotate():
+                while endpoint.keys.current() in limited:
+                    endpoint.keys.rotate()
+                continue
+            waits += 1
+            asked = retry_after(_headers(err), self._wall())
+            wait = self.backoff.wait(waits, asked) if waits <= self.waits_per_endpoint else None
+            if wait is None or self._monotonic() + wait >= call.deadline:
+                if asked is not None and asked > self.backoff.max_wait:
+                    said.append(f"asked to wait {asked:.0f}s")
+                return None, False
+            log.info("model provider %s: rate limited, waiting %.1fs", endpoint.name, wait)
+            await self._sleep(wait)
 
     async def _once(
         self,
@@ -254,6 +285,26 @@ class ProviderChain:
         if wrong is not None:
             return attempt(200, wrong.replace("the orchestrator model endpoint ", "")), None, None
         return attempt(200, usage=getattr(response, "usage", None)), response, None
+
+
+@dataclass(slots=True)
+class _Call:
+    """One model call across its attempts."""
+
+    deadline: float
+    messages: list[Any]
+    tools: list[dict[str, Any]] | None
+    model: str | None
+    on_attempt: Callable[[Attempt], None] | None
+    count: int = 0  # requests made so far
+
+
+class _GaveUp(Exception):
+    """The attempts or the time of one call are used up."""
+
+
+def _lines(said: dict[str, list[str]]) -> list[str]:
+    return [f"{name}: {', '.join(parts)}" for name, parts in said.items() if parts]
 
 
 def _headers(err: BaseException | None) -> dict[str, str] | None:

@@ -91,6 +91,7 @@ async def test_a_timeout_and_an_html_page_fall_through(
     chain = _chain(
         _entry("slow", first.url + "/v1", timeout=0.3),
         _entry("portal", second.url + "/v1"),
+        max_retries=0,
     )
     started = time.monotonic()
     with pytest.raises(ChainFailed) as failed:
@@ -202,7 +203,10 @@ async def test_attempts_are_bounded_and_the_error_names_each_endpoint(
     first.script(Error(503, "overloaded"))
     second.script(Error(400, "bad model"))
     chain = _chain(
-        _entry("a", first.url + "/v1"), _entry("b", second.url + "/v1"), _entry("c", _closed_port())
+        _entry("a", first.url + "/v1"),
+        _entry("b", second.url + "/v1"),
+        _entry("c", _closed_port()),
+        max_retries=0,
     )
     with pytest.raises(ChainFailed) as failed:
         await chain.complete(HELLO)
@@ -247,3 +251,31 @@ def test_settings_are_strict_and_never_echo_a_key() -> None:
         )
     one = ProviderEntry.model_validate({"name": "a", "base_url": "http://y", "api_key": "k"})
     assert one.api_keys == ("k",)
+
+
+async def test_when_every_endpoint_failed_the_chain_is_tried_again_after_a_backoff(
+    first: ScriptedModelServer, second: ScriptedModelServer
+) -> None:
+    first.script(Error(502, "bad gateway"), Error(502, "still"))
+    second.script(Error(500, "down"), Text("second round"))
+    sleeps = Sleeps()
+    chain = _chain(_entry("a", first.url + "/v1"), _entry("b", second.url + "/v1"), sleeps=sleeps)
+    try:
+        response, used = await chain.complete(HELLO)
+    finally:
+        await chain.close()
+    assert response.choices[0].message.content == "second round" and used.provider == "b"
+    assert sleeps.waits == [0.375]  # one backoff between the rounds
+    assert (len(first.model_requests), len(second.model_requests)) == (2, 2)
+
+
+async def test_a_request_error_is_not_tried_again(first: ScriptedModelServer) -> None:
+    first.script(Error(400, "bad request"))
+    sleeps = Sleeps()
+    chain = _chain(_entry("a", first.url + "/v1"), sleeps=sleeps)
+    try:
+        with pytest.raises(ChainFailed, match="endpoint answered HTTP 400$"):
+            await chain.complete(HELLO)
+    finally:
+        await chain.close()
+    assert sleeps.waits == [] and len(first.model_requests) == 1
