@@ -274,7 +274,7 @@ async def test_a_request_error_is_not_tried_again(first: ScriptedModelServer) ->
     sleeps = Sleeps()
     chain = _chain(_entry("a", first.url + "/v1"), sleeps=sleeps)
     try:
-        with pytest.raises(ChainFailed, match="endpoint answered HTTP 400$"):
+        with pytest.raises(ChainFailed, match=r"endpoint answered HTTP 400$"):
             await chain.complete(HELLO)
     finally:
         await chain.close()
