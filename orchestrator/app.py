@@ -33,6 +33,7 @@ from orchestrator.alerts import Alerts
 from orchestrator.approvals import Approvals
 from orchestrator.config import Settings
 from orchestrator.costs.wiring import build_ledger, phone_warning
+from orchestrator.dashboard import mount as mount_dashboard
 from orchestrator.gateway import Gateway
 from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
@@ -291,6 +292,9 @@ class App:
         for channel in self.channels:
             await channel.start(gateway.receive, supervisor)  # its tasks are ours too
             stack.push_async_callback(channel.stop)
+        if self.http is not None and self.web_auth is not None:
+            # The dashboard (orchestrator/dashboard/): the token holder's pages.
+            mount_dashboard(self.http, self.web_auth, services, self.channels)
         if self.http is not None and self.http.routes:  # polling-only: no listener at all
             add_health(self.http, lambda: self.serving)
             await self.http.start()

@@ -6,7 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import aiohttp
+
+from channels.terminal import TerminalChannel
 from core.events import SessionKey
+from orchestrator.app import build_app
 from orchestrator.config import Settings
 from orchestrator.dashboard import ACTIONS, PAGES
 from orchestrator.dashboard.render import CSP
@@ -162,3 +166,20 @@ async def test_costs_show_money_per_day_model_task_and_the_budget_bar(
         assert f'href="/tasks/{task}"' in body and "of $1.00" in body
     finally:
         await stop_web(web)
+
+
+async def test_the_composition_root_serves_the_dashboard(
+    web_settings: Callable[..., Settings],
+) -> None:
+    """``build_app`` as ``fetch`` and ``fetch serve`` call it: the dashboard is mounted
+    on the one listener, and the printed login link opens it."""
+    app = build_app(web_settings(), terminal=TerminalChannel("owner"))
+    async with app:
+        assert app.http is not None and app.web_auth is not None
+        assert ("GET", "/sessions") in app.http.routes
+        jar = aiohttp.CookieJar(unsafe=True)
+        async with aiohttp.ClientSession(cookie_jar=jar) as client:
+            async with client.get(app.http.url + "/costs") as r:
+                assert r.status == 401
+            async with client.get(app.web_auth.login_url(app.http.url)) as r:
+                assert r.status == 200 and "<title>Fetch · Sessions</title>" in await r.text()
