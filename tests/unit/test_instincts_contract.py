@@ -202,6 +202,36 @@ class FakeIdentity:
 
 
 @dataclass
+class FakeBlocks:
+    """Records what /blocks asked for; ``demo`` is the only repository."""
+
+    calls: list[tuple[object, ...]] = field(default_factory=list)
+
+    async def known_repo(self, word: str) -> bool:
+        return word == "demo"
+
+    async def listing(self, active: str | None) -> str:
+        self.calls.append(("listing", active))
+        return "blocks"
+
+    async def show(self, kind: str, repo: str | None) -> str:
+        self.calls.append(("show", kind, repo))
+        return "shown"
+
+    async def edit(self, kind: str, repo: str | None, mode: str, text: str) -> str:
+        self.calls.append(("edit", kind, repo, mode, text))
+        return "edited"
+
+    async def history(self, kind: str, repo: str | None) -> str:
+        self.calls.append(("history", kind, repo))
+        return "history"
+
+    async def revert(self, kind: str, repo: str | None, version: int) -> str:
+        self.calls.append(("revert", kind, repo, version))
+        return "reverted"
+
+
+@dataclass
 class FakeContext:
     inbound: Inbound
     session: FakeSession
@@ -216,6 +246,7 @@ class FakeContext:
     skills: FakeSkills = field(default_factory=FakeSkills)
     grants: FakeGrants = field(default_factory=FakeGrants)
     identity: FakeIdentity = field(default_factory=FakeIdentity)
+    blocks: FakeBlocks = field(default_factory=FakeBlocks)
     said: list[str] = field(default_factory=list)
 
     @property
@@ -328,3 +359,43 @@ async def test_skills_lists_or_shows_one_through_its_port() -> None:
     assert ctx.said == ["skills"] and ctx.skills.calls == ["list"]
     ctx = await run("/skills  python-testing ")
     assert ctx.said == ["skill python-testing"] and ctx.skills.calls == ["show python-testing"]
+
+
+async def test_blocks_parses_the_words_and_asks_its_port() -> None:
+    ctx = await run("/blocks")
+    for line in (
+        "/blocks persona",
+        "/blocks project demo",
+        "/blocks set persona Be brief.\nNo tables.",
+        "/blocks append project demo Uses Flask.",
+        "/blocks clear owner",
+        "/blocks history project demo",
+        "/blocks revert persona v3",
+    ):
+        ctx = await run(line, ctx=ctx)
+    assert ctx.blocks.calls == [
+        ("listing", None),
+        ("show", "persona", None),
+        ("show", "project", "demo"),
+        ("edit", "persona", None, "set", "Be brief.\nNo tables."),
+        ("edit", "project", "demo", "append", "Uses Flask."),
+        ("edit", "owner", None, "clear", ""),
+        ("history", "project", "demo"),
+        ("revert", "persona", None, 3),
+    ]
+    # The chat's active repo stands in for a left-out one; a word that is no repo is text.
+    session = FakeSession()
+    session.data.repo = "demo"
+    ctx = await run("/blocks set project fix tests first", session)
+    assert ctx.blocks.calls == [("edit", "project", "demo", "set", "fix tests first")]
+    # Refused before the port: no repo to name, no kind, no text, no version.
+    for line in (
+        "/blocks history project",
+        "/blocks set mood x",
+        "/blocks set persona",
+        "/blocks revert owner latest",
+        "/blocks clear persona now",
+        "/blocks nonsense",
+    ):
+        ctx = await run(line)
+        assert ctx.blocks.calls == [] and len(ctx.said) == 1, (line, ctx.said)
