@@ -42,6 +42,8 @@ class StatusFacade:
                 f"⏳ task #{handle.task_id}: {handle.prompt[:50]} "
                 f"({time.monotonic() - handle.started:.0f} s)"
             )
+            if handle.agent is not None:  # the pack member that took it (identity/pack.py)
+                lines.append(f"  by {handle.agent.name} on {handle.harness}")
         if session.data.approval_id is not None:
             lines.append("⏸ a diff waits for your yes/no")
         if session.data.question:
