@@ -20,7 +20,7 @@ INSTINCTS = [i.name for i in build_registry().all()]
 TOOLS = build_tools().names()
 
 # What each profile may use, written down here independently of the code under test.
-VIEWER_INSTINCTS = {"help", "commands", "status"}
+VIEWER_INSTINCTS = {"help", "commands", "status", "whoami"}
 COLLABORATOR_INSTINCTS = VIEWER_INSTINCTS | {
     "stop",
     "clear",
@@ -31,6 +31,8 @@ COLLABORATOR_INSTINCTS = VIEWER_INSTINCTS | {
     "memory",
     "forget",
     "skills",
+    "identity",
+    "tools",
 }
 EXPECTED_INSTINCTS = {
     "owner": set(INSTINCTS),
