@@ -24,6 +24,7 @@ from typing import Any
 from bench import (
     agent,
     coldstart,
+    dashboard,
     flood,
     kennel_start,
     memory,
@@ -45,6 +46,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
     "flood": (flood.run, flood.render, 1_000, 200),
     "agent": (agent.run, agent.render, 10, 10),
+    "dashboard": (dashboard.run, dashboard.render, 200, 20),
 }
 
 

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from channels.base import Channel
 from channels.http.auth import WebAuth
+from orchestrator.dashboard.costcache import CostSums
 from orchestrator.dashboard.queries import DashboardQueries
 from orchestrator.dashboard.render import Renderer
 from orchestrator.services import Services
@@ -30,6 +31,7 @@ class Dash:
     auth: WebAuth
     render: Renderer
     queries: DashboardQueries
+    costs: CostSums
 
     def page(self, request: web.Request, name: str, code: int = 200, **ctx: Any) -> web.Response:
         return self.render.html(

@@ -15,6 +15,7 @@ from channels.http.auth import WebAuth
 from orchestrator.dashboard import views_costs, views_ops, views_sessions, views_tasks
 from orchestrator.dashboard.assets import STATIC_PREFIX, static_files, static_handler
 from orchestrator.dashboard.context import Dash
+from orchestrator.dashboard.costcache import CostSums
 from orchestrator.dashboard.queries import DashboardQueries
 from orchestrator.dashboard.render import Renderer
 from orchestrator.services import Services
@@ -53,12 +54,14 @@ ACTIONS = tuple((m, p) for m, p, _v in ROUTES if m == "POST")
 
 def mount(http: HttpServer, auth: WebAuth, services: Services, channels: Sequence[Channel]) -> Dash:
     """Add every dashboard route to ``http`` (before it starts)."""
+    render = Renderer(services.settings.timezone)
     dash = Dash(
         services=services,
         channels=channels,
         auth=auth,
-        render=Renderer(services.settings.timezone),
+        render=render,
         queries=DashboardQueries(services.store.db),
+        costs=CostSums(services.store.db, render.tz),
     )
     for method, path, view in ROUTES:
         http.add_route(method, path, auth.require_auth(partial(view, dash)))

@@ -1,6 +1,6 @@
 """Costs in money: per day, model, task and chat (and per message on a chat's page),
 with bars against the budgets (``budgets.daily_usd``, ``budgets.task_usd``). Sums come
-from the usage ledger's port (``store.usage``), which includes the rows still queued."""
+from the ledger's table, kept up to date incrementally (``costcache.py``)."""
 
 from __future__ import annotations
 
@@ -40,18 +40,17 @@ def starts(now: float, tz: ZoneInfo) -> tuple[float, float]:
 
 
 async def costs(dash: Dash, request: web.Request) -> web.Response:
-    usage = dash.services.store.usage
     tz = dash.render.tz
     now = time.time()
     today, month = starts(now, tz)
-    since = now - WINDOW_DAYS * DAY
-    day_total = await usage.total(today)
-    month_total = await usage.total(month)
+    sums = await dash.costs.current(now)
+    day_total, month_total = sums.total_since(today), sums.total_since(month)
     budgets = dash.services.settings.budgets
     bars = []
     if budgets.daily_usd:
         bars.append(Bar("today (daily budget)", day_total.cost, budgets.daily_usd))
-    days = await usage.by_day(since, None, str(tz))
+    first = datetime.fromtimestamp(now - (WINDOW_DAYS - 1) * DAY, tz).date().isoformat()
+    days = [d for d in sums.days(str(tz)) if d.key >= first]
     top = max((d.cost for d in days), default=0.0)
     return dash.page(
         request,
@@ -62,9 +61,9 @@ async def costs(dash: Dash, request: web.Request) -> web.Response:
         bars=bars,
         days=list(reversed(days)),
         top=top,
-        models=await usage.by_model(since),
-        tasks=await usage.by_task(since, None, 20),
+        models=sums.dearest("models", 50),
+        tasks=sums.dearest("tasks", 20, skip_none=True),
         task_budget=budgets.task_usd,
-        chats=(await usage.by_session(since))[:20],
+        chats=sums.dearest("sessions", 20),
         window=WINDOW_DAYS,
     )

@@ -164,6 +164,9 @@ async def test_costs_show_money_per_day_model_task_and_the_budget_bar(
         assert "model-a" in body and "$1.25" in body and "model-b" in body
         assert "today (daily budget): $1.50 of $2.00 (75%)" in body
         assert f'href="/tasks/{task}"' in body and "of $1.00" in body
+        s.store.usage.record(UsageRow("orchestrator", model="model-c", cost=0.5))  # queued
+        status, body = await web.get("/costs")  # the kept sums take the new call in
+        assert "today (daily budget): $2.00 of $2.00 (100%)" in body and "model-c" in body
     finally:
         await stop_web(web)
 
