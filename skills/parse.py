@@ -45,10 +45,12 @@ def parse(raw: bytes, origin: str, source: Source) -> Skill | SkillProblem:
         )
     try:
         head, content = YAMLHandler().split(text.lstrip())
+    except ValueError:
+        return SkillProblem(origin, "frontmatter", "a closing --- line after the frontmatter")
+    try:
         loaded = yaml.safe_load(head)
-    except Exception as err:  # YAML errors, no closing ---, ...: all data
-        detail = " ".join(str(err).split())[:120]
-        return SkillProblem(origin, "frontmatter", f"valid YAML between --- lines ({detail})")
+    except yaml.YAMLError as err:
+        return SkillProblem(origin, "frontmatter", f"valid YAML between --- lines ({_where(err)})")
     if not isinstance(loaded, dict):
         return SkillProblem(
             origin, "frontmatter", "valid YAML between --- lines: keys and values (name: ...)"
@@ -70,6 +72,13 @@ def parse(raw: bytes, origin: str, source: Source) -> Skill | SkillProblem:
         origin=origin,
         cli=checked.cli,
     )
+
+
+def _where(err: yaml.YAMLError) -> str:
+    """The YAML error in a few words, with its line in the file (the first --- is line 1)."""
+    problem = str(getattr(err, "problem", None) or "not YAML")
+    mark = getattr(err, "problem_mark", None)
+    return f"{problem}, line {mark.line + 1}" if mark is not None else problem
 
 
 def _expected(error: ErrorDetails, field: str) -> str:

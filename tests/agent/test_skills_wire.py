@@ -115,9 +115,7 @@ async def test_phase_two_keeps_the_skill_for_the_thread_restart_and_not_after_cl
 async def test_an_activated_skill_survives_compaction(
     start: Callable[..., Awaitable[Driver]], model: ScriptedModelServer
 ) -> None:
-    agent = await start(
-        FETCH__MODEL__CONTEXT_TOKENS="1000", FETCH__MODEL__HISTORY_MESSAGES="200"
-    )
+    agent = await start(FETCH__MODEL__CONTEXT_TOKENS="1000", FETCH__MODEL__HISTORY_MESSAGES="200")
     model.script(ToolCall("activate_skill", {"name": "release-notes"}), Text("ready"))
     await agent.ask("draft release notes for demo", "ready")
     model.default = Text("noted")  # the summariser's calls and the answers alike
