@@ -236,6 +236,7 @@ class App:
             self.clock.now,
         )
         runner.costs = costs
+        memory.record_costs(costs.recorder)
         planner = Planner(settings.model, build_tools(), costs=costs)
         stack.push_async_callback(planner.close)
         alerts = Alerts(messenger, supervisor, owner_chats(settings, self.channels))

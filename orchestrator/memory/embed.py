@@ -7,12 +7,15 @@ downstream (dedup, cosine, binary quantization) can rely on both.
 from __future__ import annotations
 
 import math
+import time
 from array import array
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.errors import FetchError
 from orchestrator.config import MemorySettings
+from orchestrator.providers.chain import Attempt
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -58,9 +61,18 @@ class Embedder:
             max_retries=1,
         )
         self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self.record: Callable[[Attempt], None] | None = None  # the cost ledger
 
     async def close(self) -> None:
         await self._client.close()
+
+    def _spent(self, started: float, status: int, error: str = "", response: object = None) -> None:
+        if self.record is None:
+            return
+        usage = getattr(response, "usage", None)
+        tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        took = round((time.monotonic() - started) * 1000, 1)
+        self.record(Attempt("embeddings", self.model, status, error, took, tokens, 0))
 
     async def embed(self, texts: list[str]) -> list[bytes]:
         import openai
@@ -68,18 +80,23 @@ class Embedder:
         out: list[bytes] = []
         for start in range(0, len(texts), BATCH):
             batch = [t[:8000] or " " for t in texts[start : start + BATCH]]  # empty is refused
+            started = time.monotonic()
             try:
                 response = await self._client.embeddings.create(
                     model=self.model, input=batch, dimensions=self.dims
                 )
             except openai.APIError as err:
+                status = err.status_code if isinstance(err, openai.APIStatusError) else 0
+                self._spent(started, status, _describe(err))
                 raise EmbeddingError(f"embedding endpoint failed: {_describe(err)}") from err
             except (AttributeError, TypeError, ValueError, KeyError) as err:
                 # The SDK parsing a 200 that is not embeddings (HTML, an error object).
+                self._spent(started, 200, "not embeddings")
                 raise EmbeddingError(
                     "embedding endpoint answered something that is not "
                     f"embeddings ({type(err).__name__})"
                 ) from err
+            self._spent(started, 200, response=response)
             out += self._vectors(response, len(batch))
         return out
 

@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.errors import FetchError
@@ -21,6 +22,7 @@ from orchestrator.memory.models import KINDS, Hit, Item, Progress, WriteResult
 from orchestrator.memory.schema import ensure_vec_index, meta, set_meta
 from orchestrator.memory.search import hybrid
 from orchestrator.memory.summarize import Summarizer
+from orchestrator.providers.chain import Attempt
 from orchestrator.supervisor import TaskSupervisor
 
 if TYPE_CHECKING:
@@ -59,6 +61,13 @@ class Memory:
     @property
     def enabled(self) -> bool:
         return self.config.enabled and self._started
+
+    def record_costs(self, recorder: Callable[[str], Callable[[Attempt], None]]) -> None:
+        """The cost ledger: each summary and embedding call is recorded under its source."""
+        if self.summarizer is not None:
+            self.summarizer.record = recorder("summarize")
+        if self.embedder is not None:
+            self.embedder.record = recorder("embed")
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:

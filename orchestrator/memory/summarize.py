@@ -7,13 +7,12 @@ of each message) as its summary, so keyword search and ``memory_read`` keep work
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from core.errors import FetchError
 from orchestrator.config import Settings
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+from orchestrator.providers.chain import Attempt, ChainFailed, ProviderChain
 
 PROMPT = (
     "You archive a chat between a developer (the owner) and Fetch, their coding assistant. "
@@ -53,39 +52,33 @@ class Summarizer:
     def __init__(self, settings: Settings) -> None:
         model = settings.model
         self.model = settings.memory.summary_model or model.name
-        self._client: AsyncOpenAI | None = None
-        if model.base_url:
-            from openai import AsyncOpenAI
-
-            self._client = AsyncOpenAI(
-                base_url=model.base_url,
-                api_key=model.api_key or "not-needed",
-                timeout=model.timeout_seconds,
-                max_retries=1,
-            )
+        # The orchestrator's endpoints, with their fallback and retry policy
+        # (orchestrator/providers/); the SDK is imported only when a summary is asked.
+        self._chain: ProviderChain | None = ProviderChain(model) if model.configured else None
+        self._asked = settings.memory.summary_model  # None: each endpoint's own model
+        self.record: Callable[[Attempt], None] | None = None  # the cost ledger
 
     @property
     def configured(self) -> bool:
-        return self._client is not None
+        return self._chain is not None
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
+        if self._chain is not None:
+            await self._chain.close()
 
     async def summarize(self, messages: list[dict[str, Any]]) -> str:
-        if self._client is None:
+        if self._chain is None:
             return extract(messages)
-        import openai
-
         text = transcript(messages)[-MAX_INPUT_CHARS:]
         try:
-            response = await self._client.chat.completions.create(
-                model=self.model,
-                messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": text}],
+            response, _ = await self._chain.complete(
+                [{"role": "system", "content": PROMPT}, {"role": "user", "content": text}],
+                model=self._asked,
+                on_attempt=self.record,
             )
-        except openai.APIError as err:
-            raise SummaryError(f"summary model failed ({type(err).__name__})") from err
+        except ChainFailed as err:
+            raise SummaryError(f"summary model failed: {err}") from err
         content = response.choices[0].message.content if response.choices else None
         if not content or not content.strip():
             raise SummaryError("the summary model answered with nothing")
-        return content.strip()
+        return str(content).strip()
