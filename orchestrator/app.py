@@ -14,6 +14,7 @@ from pathlib import Path
 from channels.base import Channel
 from channels.http import HttpServer
 from channels.http.auth import WebAuth
+from channels.http.favicon import add_favicon
 from channels.http.health import add_health
 from channels.terminal import TerminalChannel
 from core.clock import Clock, SystemClock
@@ -298,6 +299,7 @@ class App:
             mount_dashboard(self.http, self.web_auth, services, self.channels)
         if self.http is not None and self.http.routes:  # polling-only: no listener at all
             add_health(self.http, lambda: self.serving)
+            add_favicon(self.http)  # browsers ask on every page: no 404 in their console
             await self.http.start()
             stack.push_async_callback(self.http.stop)
         stack.callback(gateway.close)
