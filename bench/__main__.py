@@ -31,6 +31,7 @@ from bench import (
     memory_bench,
     roundtrip,
     scheduler_bench,
+    skills_prompt,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -47,6 +48,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "flood": (flood.run, flood.render, 1_000, 200),
     "agent": (agent.run, agent.render, 10, 10),
     "dashboard": (dashboard.run, dashboard.render, 200, 20),
+    "skills": (skills_prompt.run, skills_prompt.render, 2_000, 100),
 }
 
 
