@@ -35,7 +35,12 @@ class Dash:
 
     def page(self, request: web.Request, name: str, code: int = 200, **ctx: Any) -> web.Response:
         return self.render.html(
-            name, code, csrf=self.auth.csrf_token(request), path=request.path, **ctx
+            name,
+            code,
+            csrf=self.auth.csrf_token(request),
+            path=request.path,
+            chat=self.channel("web") is not None,  # the web chat's link in the menu
+            **ctx,
         )
 
     def channel(self, name: str) -> Channel | None:
