@@ -24,6 +24,7 @@ from typing import Any
 from bench import (
     agent,
     coldstart,
+    costs,
     dashboard,
     flood,
     kennel_start,
@@ -49,6 +50,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "agent": (agent.run, agent.render, 10, 10),
     "dashboard": (dashboard.run, dashboard.render, 200, 20),
     "skills": (skills_prompt.run, skills_prompt.render, 2_000, 100),
+    "costs": (costs.run, costs.render, 200, 20),
 }
 
 
