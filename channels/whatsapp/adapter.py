@@ -172,6 +172,37 @@ class WhatsAppChannel:
             self._conn.dropped(f"connect failed: {err}")
         self._spawn(self._conn.run(), "channel:whatsapp:monitor")
 
+    async def link(self) -> bool:
+        """Link this device from a running Fetch (the dashboard's button): connect
+        unpaired so WhatsApp sends QR codes (``pairing_code()``); once the phone scans
+        one, the channel runs as if it had started paired. False: already paired."""
+        if self._sink is None:
+            raise ChannelError("the WhatsApp channel is not running")
+        if await self._client.paired():
+            return False
+        if self._conn.linking:
+            return True  # codes are on their way (or shown): one connection is enough
+        self._conn.linking = True
+        self._health.alert = None  # the "not paired" alert is being acted on
+        self._health.set("not paired")
+        try:
+            await self._client.connect()
+        except Exception as err:
+            self._conn.linking = False
+            raise ChannelError(f"WhatsApp could not be reached to link: {err}") from err
+        return True
+
+    def _paired_now(self, event: Any) -> None:
+        """The phone scanned a code (PairStatus): success starts the connection monitor,
+        as a start on a paired device does; a failure is said and linking can retry."""
+        self._conn.linking = False
+        if event.Status != nz.PairStatusEv.SUCCESS:
+            self._health.qr = None
+            self._conn.alert(f"linking failed: {event.Error or 'unknown error'}: {PAIR_HINT}")
+            return
+        log.info("whatsapp: linked to +%s", event.ID.User)
+        self._spawn(self._conn.run(), "channel:whatsapp:monitor")
+
     def pairing_code(self) -> str | None:
         """The QR payload WhatsApp last sent asking to link this device, while it waits."""
         return None if self._health.connected else self._health.qr
@@ -261,6 +292,8 @@ class WhatsAppChannel:
             await self._on_message(event)
         elif self._conn.handle(event):
             pass
+        elif isinstance(event, nz.PairStatusEv) and self._conn.linking:
+            self._paired_now(event)
         elif isinstance(event, nz.OfflineSyncCompletedEv):
             log.info("whatsapp: offline sync done (%d messages)", event.Count)
         elif isinstance(event, nz.UndecryptableMessageEv):

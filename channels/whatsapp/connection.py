@@ -100,6 +100,7 @@ class ConnectionSupervisor:
 
     def reset(self) -> None:
         """Fresh state for a (re)start, on the running loop."""
+        self.linking = False  # the owner asked to link from a running Fetch (QRs expected)
         self._restored = asyncio.Event()  # set while connected
         self._trouble = asyncio.Event()  # wakes the monitor
         self._health.alert = None
@@ -129,6 +130,8 @@ class ConnectionSupervisor:
             if isinstance(event, nz.QREv) and event.Codes:
                 self._health.set("not paired")  # a QR is asked for: the link is gone
                 self._health.qr = str(event.Codes[0])  # WhatsApp rotates them: the newest
+                if self.linking:
+                    return True  # asked for (link()): a code to show, not an alarm
             text = account_alert(event)
             if text is not None:
                 self.alert(text)

@@ -19,9 +19,12 @@ from orchestrator.services import Services
 
 @runtime_checkable
 class Pairable(Protocol):
-    """A channel that can show a code to link it (WhatsApp: the QR payload)."""
+    """A channel that can be linked from here (WhatsApp: it shows the QR payload)."""
 
     def pairing_code(self) -> str | None: ...
+
+    async def link(self) -> bool:
+        """Ask for codes now; False when already linked."""
 
 
 @dataclass

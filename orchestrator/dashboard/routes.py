@@ -48,6 +48,7 @@ ROUTES: tuple[tuple[str, str, View], ...] = (
     ("POST", "/jobs/{id}/{verb}", views_ops.job_action),
     ("GET", "/health", views_ops.health),
     ("GET", "/health/whatsapp-qr.svg", views_ops.whatsapp_qr),
+    ("POST", "/health/whatsapp/link", views_ops.whatsapp_link),
 )
 ACTIONS = tuple((m, p) for m, p, _v in ROUTES if m == "POST")
 

@@ -164,6 +164,7 @@ async def health(dash: Dash, request: web.Request) -> web.Response:
     model = await dash.queries.calls_since(since, "orchestrator")
     whatsapp = dash.channel("whatsapp")
     pairing = _pairing_code(dash) is not None
+    line = whatsapp.health() if whatsapp is not None else None
     return dash.page(
         request,
         "dash/health.html",
@@ -174,10 +175,26 @@ async def health(dash: Dash, request: web.Request) -> web.Response:
         model=model,
         memory=s.memory.status_line(),
         scheduler=s.scheduler.status_line() if s.scheduler is not None else "scheduler: off",
-        whatsapp=whatsapp.health() if whatsapp is not None else None,
+        whatsapp=line,
         pairing=pairing,
+        can_link=isinstance(whatsapp, Pairable)
+        and not pairing
+        and not (line or "").startswith("whatsapp: connected"),
+        note=text_arg(request, "note"),
         up_since=s.started_at,
     )
+
+
+async def whatsapp_link(dash: Dash, request: web.Request) -> web.Response:
+    """Start linking WhatsApp from here: the page then shows the QR codes it sends."""
+    channel = dash.channel("whatsapp")
+    if not isinstance(channel, Pairable):
+        return _back("/health", "WhatsApp is not configured")
+    try:
+        asked = await channel.link()
+    except FetchError as err:
+        return _back("/health", str(err))
+    return _back("/health", "waiting for WhatsApp's code" if asked else "already linked")
 
 
 def _pairing_code(dash: Dash) -> str | None:
