@@ -62,7 +62,8 @@ EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "view
 # send_message, archived transcripts (the owner's conversations), pause/resume of a
 # shared session, /grants, creating or deleting repositories, answering a task's question,
 # /autonomy (how the owner's branch may move), /project, and the memory blocks (/blocks,
-# block_update: the owner's persona and notes, always in the model's prompt).
+# block_update: the owner's persona and notes, always in the model's prompt), and /cost
+# (what the owner pays, and their budgets).
 
 
 def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
@@ -77,6 +78,7 @@ def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
         "autonomy",
         "project",
         "blocks",
+        "cost",
     } | COLLABORATOR_INSTINCTS
     assert set(INSTINCTS) <= known, f"decide who may use {set(INSTINCTS) - known}"
     denied_tools = {
