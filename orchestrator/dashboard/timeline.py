@@ -83,12 +83,24 @@ def read_tail(path: Path, limit: int = TAIL_BYTES) -> tuple[list[Entry], bool]:
     return entries, start > 0
 
 
+# A chat's replay shows the harness's steps, not its streamed prose or token counts (the
+# task's own page has every event).
+STEP_KINDS = frozenset({"tool_use", "file_change", "done", "error", "question"})
+TASK_EVENTS = 1000  # the newest ones a task page lists
+
+
 def tools_and_events(entries: list[Entry]) -> list[Entry]:
-    return [e for e in entries if e.role in (ROLE_TOOL, ROLE_HARNESS)]
+    return [
+        e
+        for e in entries
+        if e.role == ROLE_TOOL or (e.role == ROLE_HARNESS and e.kind in STEP_KINDS)
+    ]
 
 
-def task_events(entries: list[Entry], task_id: int) -> list[Entry]:
-    return [e for e in entries if e.role == ROLE_HARNESS and e.task == task_id]
+def task_events(entries: list[Entry], task_id: int) -> tuple[list[Entry], bool]:
+    """The task's events, oldest first: the newest ``TASK_EVENTS``; True when cut."""
+    found = [e for e in entries if e.role == ROLE_HARNESS and e.task == task_id]
+    return found[-TASK_EVENTS:], len(found) > TASK_EVENTS
 
 
 __all__ = ["Entry", "read_tail", "session_key", "task_events", "tools_and_events"]

@@ -12,7 +12,7 @@ from aiohttp import web
 from core.errors import FetchError
 from orchestrator.dashboard.context import Dash, int_arg, text_arg
 from orchestrator.dashboard.queries import PAGE, TaskItem
-from orchestrator.dashboard.timeline import read_tail, session_key, task_events
+from orchestrator.dashboard.timeline import Entry, read_tail, session_key, task_events
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -93,10 +93,12 @@ async def task(dash: Dash, request: web.Request) -> web.Response:
     calls = await dash.queries.task_calls(item.id, before)
     sums = await dash.queries.task_call_sums(item.id)
     key = session_key(item.session)
-    events = []
+    events: list[Entry] = []
+    events_cut = False
     if key is not None:
-        entries, _older = await asyncio.to_thread(read_tail, dash.services.journal.path(key))
-        events = task_events(entries, item.id)
+        entries, older = await asyncio.to_thread(read_tail, dash.services.journal.path(key))
+        events, events_cut = task_events(entries, item.id)
+        events_cut = events_cut or older
     return dash.page(
         request,
         "dash/task.html",
@@ -110,6 +112,7 @@ async def task(dash: Dash, request: web.Request) -> web.Response:
         calls=calls,
         sums=sums,
         events=events,
+        events_cut=events_cut,
     )
 
 

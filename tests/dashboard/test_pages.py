@@ -76,6 +76,7 @@ async def test_what_came_from_outside_is_escaped_on_every_page(web: Web) -> None
     await s.store.usage.flush()
     s.journal.append(key, "tool", f"tool{EVIL}", ms=12.5, ok=False)
     s.journal.append(key, "harness", f"event {EVIL}", task=task, kind="text")
+    s.journal.append(key, "harness", f"edit README.md {EVIL}", task=task, kind="tool_use")
     pages = [
         "/sessions",
         "/sessions?q=hello",
@@ -95,6 +96,10 @@ async def test_what_came_from_outside_is_escaped_on_every_page(web: Web) -> None
     assert "tool&lt;script&gt;" not in body  # tool rows belong to the session page
     status, body = await web.get(f"/sessions/{key_str(key)}")
     assert "tool&lt;script&gt;" in body and "12 ms" in body
+    # The replay shows the harness's steps; its streamed prose is on the task's page.
+    assert "edit README.md &lt;script&gt;" in body and "event &lt;script&gt;" not in body
+    status, body = await web.get(f"/tasks/{task}")
+    assert "event &lt;script&gt;" in body and "edit README.md &lt;script&gt;" in body
 
 
 async def test_sessions_search_and_paging(web: Web) -> None:
