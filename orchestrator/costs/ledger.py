@@ -161,6 +161,14 @@ class CostLedger:
     def spent_on_task(self, task: int) -> float:
         return self._tasks.get(task, 0.0)
 
+    def status_line(self) -> str:
+        """/status's line: today's spend, against the daily budget when there is one."""
+        spent = self.spent_today()
+        daily = self.budgets.daily_usd
+        if daily is None:
+            return f"spent today: {money(spent)} (/cost)"
+        return f"spent today: {money(spent)} of {money(daily)} ({spent / daily:.0%}; /cost)"
+
     def refusal(self, task: int | None = None) -> str | None:
         """Why no more model calls may be made now (for this task), or None."""
         daily = self.budgets.daily_usd

@@ -60,6 +60,10 @@ class StatusFacade:
         lines += [p.line() for p in skills.problems]
         tin, tout = await s.store.messages.token_totals(session.key)
         lines.append(f"tokens (orchestrator): {tin} in / {tout} out")
+        # Keys a 401 parked (masked), and today's spend against the budget (/cost: more).
+        lines += [f"🔑 {line}" for line in s.planner.chain.status_lines()]
+        if s.costs is not None:
+            lines.append(s.costs.status_line())
         up = time.time() - s.started_at
         lines.append(f"up {up / 60:.0f} min")
         return "\n".join(lines)

@@ -93,5 +93,6 @@ async def test_a_spent_daily_budget_stops_the_model_not_the_commands(
     assert len(model.requests) == calls  # no model call was made
     report = await tight.ask("/cost", "💰 Today")  # commands need no model
     assert "today ▓▓▓▓▓▓▓▓" in report and "🛑 daily budget" in report
-    await tight.ask("/status", "Fetch ·")
+    status = await tight.ask("/status", "Fetch ·")
+    assert "spent today: $0.0" in status and "of $0.000010" in status
     assert not any("🛑" in s for s in await tight.quiet(0.3))  # said once, not per call
