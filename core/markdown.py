@@ -1,6 +1,6 @@
 """Markdown with YAML frontmatter, parsed into a strict settings model (identity's
-COLLAR.md and ALPHA.md, the skills' SKILL.md): a bad file names file, key and
-expectation, like a bad config."""
+COLLAR.md and ALPHA.md): a bad file names file, key and expectation, like a bad config.
+(Skills parse their own SKILL.md in skills/parse.py: a bad skill is skipped, not fatal.)"""
 
 from __future__ import annotations
 
