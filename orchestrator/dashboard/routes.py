@@ -4,6 +4,7 @@ them all on the HTTP server behind the web token (``channels/http/auth.py``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
@@ -20,6 +21,7 @@ from orchestrator.dashboard.queries import DashboardQueries
 from orchestrator.dashboard.render import Renderer
 from orchestrator.services import Services
 
+log = logging.getLogger(__name__)
 View = Callable[[Dash, web.Request], Awaitable[web.StreamResponse]]
 
 # (path a browser can open as is, title) — the pages with no parameter to fill in.
@@ -53,6 +55,30 @@ ROUTES: tuple[tuple[str, str, View], ...] = (
 ACTIONS = tuple((m, p) for m, p, _v in ROUTES if m == "POST")
 
 
+def _answered(
+    view: Callable[[web.Request], Awaitable[web.StreamResponse]], dash: Dash
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A page that fails (a damaged database, a full disk) says so in a page of its
+    own and in the log; it never takes the listener or Fetch with it."""
+
+    async def page(request: web.Request) -> web.StreamResponse:
+        try:
+            return await view(request)
+        except web.HTTPException:
+            raise
+        except Exception as err:
+            log.exception("dashboard: %s %s failed", request.method, request.path)
+            return dash.page(
+                request,
+                "dash/failed.html",
+                500,
+                title="This page failed",
+                why=f"{type(err).__name__}: {err}"[:500],
+            )
+
+    return page
+
+
 def mount(http: HttpServer, auth: WebAuth, services: Services, channels: Sequence[Channel]) -> Dash:
     """Add every dashboard route to ``http`` (before it starts)."""
     render = Renderer(services.settings.timezone)
@@ -65,7 +91,7 @@ def mount(http: HttpServer, auth: WebAuth, services: Services, channels: Sequenc
         costs=CostSums(services.store.db, render.tz),
     )
     for method, path, view in ROUTES:
-        http.add_route(method, path, auth.require_auth(partial(view, dash)))
+        http.add_route(method, path, auth.require_auth(_answered(partial(view, dash), dash)))
     # The CSS and the script are not secret (no data in them): a login page may use them.
     http.add_route("GET", STATIC_PREFIX + "/{name}", static_handler(static_files()))
     return dash

@@ -191,3 +191,12 @@ async def test_the_composition_root_serves_the_dashboard(
                 assert r.status == 401
             async with client.get(app.web_auth.login_url(app.http.url)) as r:
                 assert r.status == 200 and "<title>Fetch · Sessions</title>" in await r.text()
+
+
+async def test_a_page_that_fails_says_so_and_the_listener_keeps_serving(web: Web) -> None:
+    # A damaged table under the tasks page: an error page, then everything else still works.
+    await web.services.store.db.write("ALTER TABLE tasks RENAME TO tasks_gone")
+    status, body = await web.get("/tasks")
+    assert status == 500 and "This page failed" in body and "no such table" in body
+    status, _ = await web.get("/sessions")
+    assert status == 200
