@@ -160,6 +160,15 @@ class FakeStatus:
 
 
 @dataclass
+class FakeCost:
+    asked: list[SessionKey] = field(default_factory=list)
+
+    async def report(self, key: SessionKey) -> str:
+        self.asked.append(key)
+        return "💰 cost"
+
+
+@dataclass
 class FakeGrants:
     """Records what /grants asked for; the wording is the real port's business."""
 
@@ -247,6 +256,7 @@ class FakeContext:
     grants: FakeGrants = field(default_factory=FakeGrants)
     identity: FakeIdentity = field(default_factory=FakeIdentity)
     blocks: FakeBlocks = field(default_factory=FakeBlocks)
+    cost: FakeCost = field(default_factory=FakeCost)
     said: list[str] = field(default_factory=list)
 
     @property
@@ -399,3 +409,9 @@ async def test_blocks_parses_the_words_and_asks_its_port() -> None:
     ):
         ctx = await run(line)
         assert ctx.blocks.calls == [] and len(ctx.said) == 1, (line, ctx.said)
+
+
+async def test_cost_reports_for_the_asking_chat_under_its_aliases() -> None:
+    for word in ("cost", "costs", "spend"):
+        ctx = await run(f"/{word}")
+        assert ctx.cost.asked == [ctx.session.key] and ctx.said == ["💰 cost"]
