@@ -35,6 +35,7 @@ from orchestrator.progress import Progress
 from orchestrator.session import Session
 from orchestrator.skills.book import SkillBook
 from orchestrator.store import Store
+from orchestrator.store.db import key_str
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.workspace import Workspace
 
@@ -399,7 +400,7 @@ class TaskRunner:
                     log_path=settings.home_dir / "relay.jsonl",
                     token_budget=settings.kennel.token_budget,
                     mcp=handler,
-                    on_call=self.costs.on_relay_call if self.costs else None,
+                    on_call=self.costs.relay_hook(key_str(session.key)) if self.costs else None,
                     gate=self.costs.gate(handle.task_id) if self.costs else None,
                 )
             remembered = (

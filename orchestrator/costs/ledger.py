@@ -135,6 +135,10 @@ class CostLedger:
 
         return record
 
+    def relay_hook(self, session: str) -> Callable[[Mapping[str, Any]], None]:
+        """The relay's ``on_call`` for a task of chat ``session``."""
+        return lambda entry: self.on_relay_call({**entry, "session": session})
+
     def on_relay_call(self, entry: Mapping[str, Any]) -> None:
         """One relay.jsonl entry (kennel/relay.py): a harness's call to its vendor."""
         task = entry.get("task")

@@ -55,7 +55,9 @@ async def test_a_spent_task_budget_stops_the_task_cleanly(
     assert "claude-code was stopped: task budget of $0.000010 reached for task #1" in text
     rows = await claude.services.store.usage.recent(50)
     relayed = [r for r in rows if r.source == "relay"]
-    assert relayed and {r.task for r in relayed} == {1}
+    assert relayed and {(r.task, r.session) for r in relayed} == {
+        (1, f"terminal:{claude.terminal.chat}")
+    }
     assert any(r.status == 402 for r in relayed)  # refused at the relay
     assert sum(r.cost for r in relayed) > 0.00001
     paid = [r for r in relayed if r.status == 200]
