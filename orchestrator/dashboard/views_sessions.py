@@ -35,6 +35,7 @@ async def session(dash: Dash, request: web.Request) -> web.Response:
     if key is None or item is None:
         return dash.page(request, "dash/missing.html", 404, title="No such session", what=raw)
     before = int_arg(request, "before") or None
+    await dash.services.store.messages.flush()  # the log is written behind: the last replies
     messages = await dash.queries.messages(raw, before)
     path = dash.services.journal.path(key)
     entries, older = await asyncio.to_thread(read_tail, path)
