@@ -175,3 +175,21 @@ async def test_repo_skills_come_from_head_never_the_working_tree(
         "⚠️ skill skipped: demo@" in flat
         and ".claude/skills/commit-style/SKILL.md: name: a name no shipped skill uses" in flat
     )
+
+
+async def test_the_threads_activated_skill_goes_to_the_coding_cli(
+    start: Callable[..., Awaitable[Driver]], model: ScriptedModelServer
+) -> None:
+    agent = await start()
+    model.script(
+        ToolCall("activate_skill", {"name": "flaky-tests"}),
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"}),
+    )
+    await agent.ask("the typo test in demo is flaky, fix README.md", "Apply? (yes/no)", 60)
+    homes = agent.services.settings.home_dir / "kennel"
+    (handed,) = list(homes.rglob("fetch-instructions.md"))  # the demo CLI's $HOME file
+    text = handed.read_text()
+    assert "## Skill: flaky-tests" in text and 'Never "fix" with retries' in text
+    assert "## Skill: commit-style" in text  # shipped with cli: true: every run gets it
+    assert "## Skill: python-testing" not in text  # neither active nor for the CLI
+    await agent.ask("no", "Discarded")
