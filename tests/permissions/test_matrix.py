@@ -63,7 +63,8 @@ EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "view
 # shared session, /grants, creating or deleting repositories, answering a task's question,
 # /autonomy (how the owner's branch may move), /project, and the memory blocks (/blocks,
 # block_update: the owner's persona and notes, always in the model's prompt), and /cost
-# (what the owner pays, and their budgets).
+# (what the owner pays, and their budgets), and /improve /prs (Fetch's own code, pushed
+# and proposed with the owner's GitHub token).
 
 
 def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
@@ -79,6 +80,8 @@ def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
         "project",
         "blocks",
         "cost",
+        "improve",
+        "prs",
     } | COLLABORATOR_INSTINCTS
     assert set(INSTINCTS) <= known, f"decide who may use {set(INSTINCTS) - known}"
     denied_tools = {
