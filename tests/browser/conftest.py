@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest_asyncio
 
+import channels.whatsapp._neonize  # noqa: F401  (neonize's import-time leaks undone first)
 from channels.base import Channel
 from channels.http import HttpServer
 from channels.http.auth import WebAuth
