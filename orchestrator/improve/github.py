@@ -205,7 +205,7 @@ def _message(data: Any) -> str:
         return ""
     text = str(data.get("message", ""))
     details = [
-        str(e.get("message") or e.get("code") or "")
+        str(e.get("message") or " ".join(str(e.get(k, "")) for k in ("field", "code")).strip())
         for e in data.get("errors") or []
         if isinstance(e, dict)
     ]
