@@ -101,11 +101,13 @@ async def test_a_day_idle_costs_nothing_and_a_message_does(
         assert driver.services.memory.embedder is not None  # memory could embed, if asked
         await asyncio.sleep(0.2)  # whatever start-up does in the background is done
         before = len(model.requests)
+        embedded = len(model.embeddings.requests)
         for _ in range(int(DAY / STEP)):
             await clock.advance(STEP)
         assert clock.t - start == DAY
         assert clock.sleeps >= DAY / STEP  # the scheduler ticked through the whole day
         assert len(model.requests) == before == 0, [r.path for r in model.requests]
+        assert len(model.embeddings.requests) == embedded == 0  # its own route
         assert await _usage_rows(driver) == 0
         assert await driver.quiet(0.2) == []  # and nobody was told anything
 
