@@ -36,6 +36,7 @@ from orchestrator.config import Settings
 from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.dashboard import mount as mount_dashboard
 from orchestrator.gateway import Gateway
+from orchestrator.improve.review import keep_review_job
 from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
@@ -307,6 +308,10 @@ class App:
             # Started last and stopped first: a fired job needs every other part running.
             await services.scheduler.start()
             stack.push_async_callback(services.scheduler.stop)
+            # improve.schedule: the self-review job (it only ever proposes a PR).
+            owner = next(iter(owner_chats(settings, self.channels).items()), None)
+            owner_key = SessionKey(*owner) if owner else None
+            log.info("%s", await keep_review_job(services.scheduler, settings, owner_key))
         await tell(messenger, recovered)
         await announce_waiting_diffs(store, sessions, approvals, workspace, messenger, permissions)
         replayed = await gateway.replay_unfinished(unfinished)

@@ -48,10 +48,6 @@ from orchestrator.supervisor import TaskSupervisor
 log = logging.getLogger(__name__)
 
 SELF = "fetch:self"  # the tasks row's repo column for a self-improvement run
-REVIEW_PROMPT = (
-    "Review Fetch's own code for one small, safe improvement (a bug, a missing check, an "
-    "unclear message, a missing test) and make only that change, with a test."
-)
 
 
 @dataclass(slots=True)
@@ -360,4 +356,4 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["REVIEW_PROMPT", "SELF", "Improver"]
+__all__ = ["SELF", "Improver"]

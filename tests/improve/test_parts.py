@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from core.errors import ConfigError, GitError
-from orchestrator.config import load_settings
+from orchestrator.config import Settings, load_settings
 from orchestrator.gitops import Change, FileStat
 from orchestrator.improve import body
 from orchestrator.improve.checkout import (
@@ -31,7 +31,7 @@ from tests.fakes.github_api import FakeGitHub
 TOKEN = "ghp_unit0123456789TOKEN"
 
 
-def settings_with(tmp_path: Path, **env: str) -> object:
+def settings_with(tmp_path: Path, **env: str) -> Settings:
     return load_settings(None, {"FETCH_HOME": str(tmp_path / "home"), **env})
 
 
@@ -71,7 +71,7 @@ def test_token_from_env_wins_and_is_never_shown(tmp_path: Path) -> None:
         None,
         {"FETCH_HOME": str(tmp_path), "GITHUB_TOKEN": "ghp_other", "FETCH_GITHUB_TOKEN": TOKEN},
     )
-    assert s.improve.token == TOKEN  # type: ignore[attr-defined]
+    assert s.improve.token == TOKEN
     assert TOKEN not in repr(s) and TOKEN not in str(s)
 
 
