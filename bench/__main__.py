@@ -3,7 +3,8 @@
 ``--quick`` cuts every N (for a smoke run, not for figures worth quoting);
 ``--only`` picks benchmarks. Each benchmark is also runnable alone:
 ``python -m bench.roundtrip [--profile]``, ``python -m bench.coldstart``,
-``python -m bench.memory``, ``python -m bench.flood``, ``python -m bench.agent``.
+``python -m bench.memory``, ``python -m bench.flood``, ``python -m bench.agent``,
+``python -m bench.webchat [N]``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from bench import (
     roundtrip,
     scheduler_bench,
     skills_prompt,
+    webchat,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -51,6 +53,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "dashboard": (dashboard.run, dashboard.render, 200, 20),
     "skills": (skills_prompt.run, skills_prompt.render, 2_000, 100),
     "costs": (costs.run, costs.render, 200, 20),
+    "webchat": (webchat.run, webchat.render, 500, 50),
 }
 
 
