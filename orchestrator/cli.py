@@ -169,7 +169,9 @@ def _doctor(settings: Settings) -> int:
     print(f"identity:  {identity_dir(settings)}")
     for line in skills_report(settings.home_dir / "skills", SHIPPED_DATA / "skills", ws):
         print(line)
-    print(f"model:     {settings.model.base_url or 'none (tasks go straight to the harness)'}")
+    chain = " -> ".join(f"{e.name} ({e.base_url})" for e in settings.model.providers)
+    shown = settings.model.base_url or chain or "none (tasks go straight to the harness)"
+    print(f"model:     {shown}")
     try:
         choice = choose(settings.kennel)
         print(f"backend:   {choice.reason}")
