@@ -89,6 +89,9 @@ async def test_routed_member_instructions_reach_the_cli_not_the_repo(
     )
     first = await fetch.ask("fix the failing test in README.md of demo", "On it", 30)
     assert f"test-fixer on {name}" in first  # the first progress line names the member
+    # The CLI needs seconds to start and call the model: /status sees the task running.
+    status = await fetch.ask("/status", "Fetch")
+    assert f"by test-fixer on {name}" in status, status
     diff = await fetch.expect("Apply? (yes/no)", 150)
     sent = [r.raw.decode("utf-8", "replace") for r in model.model_requests]
     assert sent, "the CLI never called the model"

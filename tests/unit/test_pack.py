@@ -50,8 +50,8 @@ def test_the_shipped_pack_routes_by_its_rules() -> None:
         assert pack.route(task).agent.name == member, task
     assert pack.route("add a flag").reason == "default"
     assert "failing test" in pack.route("fix the failing test").reason
-    for member in pack.agents.values():
-        assert member.instructions and member.role and member.when
+    for shipped in pack.agents.values():
+        assert shipped.instructions and shipped.role and shipped.when
 
 
 def test_the_owner_pack_overrides_by_name_and_adds_members(tmp_path: Path) -> None:
