@@ -3,8 +3,10 @@ endpoint, the terminal channel) with a model configured, 24 simulated hours on a
 injected clock and no message: the model endpoint sees no request and the ledger has no
 row. The control: one message afterwards does reach the model, so the test can fail.
 
-Every timer of the app runs on the injected clock (the scheduler's ticks, the budget's
-day); the clock's sleepers are counted, so the soak proves time really passed for them.
+The app's timer that can start a model call (the scheduler's tick, which fires prompt
+jobs) and the budget's day run on the injected clock; memory archives on message volume,
+not on time. The clock's sleepers are counted, so the soak proves the scheduler really
+lived through the day.
 """
 
 from __future__ import annotations
