@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from orchestrator.facades.commits import CommitsFacade
     from orchestrator.facades.cost import CostFacade
     from orchestrator.facades.harnesses import HarnessesFacade
-    from orchestrator.facades.improve import ImproveFacade
     from orchestrator.facades.identity import IdentityFacade
+    from orchestrator.facades.improve import ImproveFacade
     from orchestrator.facades.skills import SkillsFacade
     from orchestrator.facades.status import StatusFacade
     from orchestrator.facades.tasks import TasksFacade

@@ -160,6 +160,19 @@ class FakeStatus:
 
 
 @dataclass
+class FakeImprove:
+    refusal: str | None = None
+    asked: list[str] = field(default_factory=list)
+
+    async def improve(self, session: SessionPort, request: str) -> str | None:
+        self.asked.append(request)
+        return self.refusal
+
+    async def pull_requests(self) -> str:
+        return "📬 prs"
+
+
+@dataclass
 class FakeCost:
     asked: list[SessionKey] = field(default_factory=list)
 
@@ -257,6 +270,7 @@ class FakeContext:
     identity: FakeIdentity = field(default_factory=FakeIdentity)
     blocks: FakeBlocks = field(default_factory=FakeBlocks)
     cost: FakeCost = field(default_factory=FakeCost)
+    improve: FakeImprove = field(default_factory=FakeImprove)
     said: list[str] = field(default_factory=list)
 
     @property
@@ -409,6 +423,18 @@ async def test_blocks_parses_the_words_and_asks_its_port() -> None:
     ):
         ctx = await run(line)
         assert ctx.blocks.calls == [] and len(ctx.said) == 1, (line, ctx.said)
+
+
+async def test_improve_needs_words_and_relays_a_refusal() -> None:
+    ctx = await run("/improve")
+    assert ctx.improve.asked == [] and "Usage: /improve" in ctx.said[0]
+    ctx = await run("/improve   make  /status   clearer ")
+    assert ctx.improve.asked == ["make /status clearer"] and ctx.said == []  # it reports
+    ctx.improve = FakeImprove(refusal="❌ No GitHub token")
+    ctx = await run("/improve x", ctx=ctx)
+    assert ctx.said[-1] == "❌ No GitHub token"
+    for word in ("prs", "pulls"):
+        assert (await run(f"/{word}")).said == ["📬 prs"]
 
 
 async def test_cost_reports_for_the_asking_chat_under_its_aliases() -> None:
