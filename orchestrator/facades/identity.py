@@ -8,6 +8,7 @@ adds its own section without touching the others.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -86,8 +87,8 @@ class IdentityFacade:
         if subject.is_owner:
             lines.append("may: every command and tool, every repo")
         else:
-            commands = [f"/{i.name}" for i in self._commands()]
-            lines.append("commands: " + (" ".join(commands) or "none"))
+            commands = " ".join(f"/{i.name}" for i in self._commands()) or "none"
+            lines += textwrap.wrap(f"commands: {commands}", WIDTH, subsequent_indent="  ")
             tools = self._tools()
             lines.append(f"tools: {len(tools)} of {len(s.planner.tools.names())} (/tools)")
             repos = [
