@@ -96,8 +96,9 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
         if interactive
         else None
     )
-    app = build_app(settings, terminal=terminal)
     try:
+        # Building writes the web token into the home: a full disk fails here already.
+        app = build_app(settings, terminal=terminal)
         await app.__aenter__()
     except Exception as err:  # one line for the owner; the details go to fetch.log
         logging.getLogger(__name__).exception("start-up failed")

@@ -71,8 +71,12 @@ def load_token(home: Path) -> str:
     home.mkdir(parents=True, exist_ok=True)
     # O_EXCL + mode at creation: never a moment where the token sits world-readable.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as out:
-        out.write(token + "\n")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(token + "\n")
+    except OSError:  # a full disk: no half-written token left behind for the next start
+        path.unlink(missing_ok=True)
+        raise
     return token
 
 
