@@ -33,7 +33,7 @@ class FrozenContext:
     repos: tuple[str, ...]  # as when the conversation began; workspace_list is current
     day: str  # the owner's date, e.g. 2026-11-23 (Monday)
     skills: tuple[tuple[str, str], ...] = ()  # (name, description): phase 1 of skills
-    pack: tuple[str, ...] = ()  # "name: when to use", task_create's agent (identity/pack.py)
+    pack: tuple[str, ...] = ()  # "name: role", task_create's agent (identity/pack.py)
     blocks: tuple[MemoryBlock, ...] = ()  # persona, owner, the active repo's (non-empty)
 
 
@@ -70,7 +70,7 @@ def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
     if ctx.skills:
         lines += ["", available_skills(ctx.skills)]
     if ctx.pack:
-        lines.append("Pack (task_create's agent; left out, the routing rules pick):")
+        lines.append("Pack (task_create's agent; none given: the routing rules pick):")
         lines += [f"- {m}" for m in ctx.pack]
     lines += [
         "",

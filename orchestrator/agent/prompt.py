@@ -39,6 +39,9 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
     s, data = ctx.services, ctx.session.data
     # The owner's and shipped skills are listed in it: a changed set rebuilds it too.
     day, digest = owner_day(s.identity, now), identity_digest(s.identity) + s.skills.digest()
+    # The pack as the model sees it (task_create's agent): a changed pack rebuilds it too.
+    pack = tuple(f"{a.name}: {a.role}" for a in s.runner.pack.agents.values())
+    digest += hashlib.sha256(repr(pack).encode()).hexdigest()[:8]
     stored = data.frozen_prompt
     since = stored.get("since") or str(message_id)
     # Persona, owner and the active repo's block: an edit (or another repo) rebuilds it.
@@ -58,7 +61,7 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
             repos=tuple(s.workspace.repos()),
             day=day,
             skills=tuple((k.name, k.description) for k in s.skills.base),
-            pack=tuple(f"{a.name}: {a.when or a.role}" for a in s.runner.pack.agents.values()),
+            pack=pack,
             blocks=tuple(MemoryBlock(b.kind, b.text, b.limit, b.scope) for b in blocks),
         ),
     )

@@ -95,7 +95,7 @@ async def test_the_model_picks_the_reviewer_with_task_create(planned: Driver) ->
     assert "reviewer: Fixed 1 typo(s)" in diff
     bodies = [r.body for r in model.model_requests if r.body]
     system = bodies[0]["messages"][0]["content"]
-    assert "Pack (task_create's agent" in system and "- test-fixer: A test fails" in system
+    assert "Pack (task_create's agent" in system and "- test-fixer: makes failing" in system
     # An unknown member is refused back to the model, naming the pack.
     results = [m["content"] for m in bodies[1]["messages"] if m.get("role") == "tool"]
     assert any("no pack member named 'ghost'" in r and "reviewer" in r for r in results)
