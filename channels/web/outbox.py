@@ -5,6 +5,10 @@ reconnects sends the last id it saw (``Last-Event-ID``) and gets everything afte
 so a dropped connection loses nothing while the reply is still kept. The keep is
 bounded (the oldest go first); a page that was away longer than that is told how many
 it missed, never silently given a hole.
+
+Ids start at the clock in milliseconds, not at 1: after a restart (the keep is in memory
+and starts empty) a page's old ``Last-Event-ID`` is below every new id, so it gets all
+that was said since, and a message id (``web-<id>``) is never reused across restarts.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ class Outbox:
         self._size = size
         self._clock = clock
         self._boxes: dict[str, deque[Event]] = {}
-        self._last = 0
+        self._last = int(clock() * 1000)
         self._changed = asyncio.Condition()
 
     @property
