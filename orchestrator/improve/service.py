@@ -120,6 +120,8 @@ class Improver:
                 "going on first."
             )
         key = session.key
+        if self._runner.running(key) is not None:
+            return _BUSY
         harness = self._harnesses.get(session.data.harness or self._runner.default_harness())
         avail = self._runner.availability(harness)
         if not avail.usable:
@@ -133,7 +135,7 @@ class Improver:
         if not self._runner.adopt(key, handle):
             await self.records.update(run_id, status="failed", detail="the chat was busy")
             await self._store.work.finish_task(task_id, "failed", "the chat was busy")
-            return "⏳ A task is running in this chat; /stop it or wait, then /improve again."
+            return _BUSY
         handle.progress = Progress(
             self._messenger,
             key,
@@ -176,8 +178,9 @@ class Improver:
         except asyncio.CancelledError:
             left = await asyncio.shield(self._take_back(run, github))
             status = "stopped" if handle.stop_requested else "interrupted"
+            why = "stopped by /stop" if handle.stop_requested else "Fetch stopped mid-run"
             await asyncio.shield(
-                self.records.update(run.run_id, status=status, detail=f"stopped{left}")
+                self.records.update(run.run_id, status=status, detail=f"{why}{left}")
             )
             await asyncio.shield(self._store.work.finish_task(handle.task_id, status, "stopped"))
             if not handle.stop_requested:
@@ -331,6 +334,7 @@ class Improver:
         return _render(rows, self._settings.improve.repo or "") + note
 
 
+_BUSY = "⏳ A run is going on in this chat; /stop it or wait, then /improve again."
 _NOTHING_LEFT = "\nNothing was pushed; the running Fetch is unchanged."
 _ICON = {"open": "🟢 open", "merged": "🟣 merged", "closed": "⚪ closed"}
 

@@ -7,13 +7,25 @@ the harness's request. /stop ends a run before anything is pushed."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from harnesses.base import HarnessRequest
 from harnesses.demo import DemoHarness
-from tests.improve.conftest import TOKEN, World
+from orchestrator.config import Settings
+from tests.conftest import start_driver
+from tests.fakes.github_api import FakeGitHub
+from tests.improve.conftest import (
+    PASSING,
+    REPO,
+    TOKEN,
+    World,
+    make_remote,
+    require_bwrap,
+)
 
 pytestmark = pytest.mark.real
 
@@ -83,12 +95,50 @@ async def test_stop_ends_the_run_and_nothing_is_pushed(world: World) -> None:
         if (checkout / "kennel-probe.txt").exists():
             break
         await world.fetch.quiet(0.05)
+    # The chat holds the run: a task or a second /improve waits for it.
+    busy = await world.fetch.ask("fix the typo in README.md of demo", "Another run", 30)
+    assert "/stop ends it" in " ".join(busy.split())
+    again = await world.fetch.ask("/improve something else", "A run is going on", 30)
+    assert "/stop it or wait" in " ".join(again.split())
     stopped = " ".join((await world.fetch.ask("/stop", "Stopped", 30)).split())
     assert "No changes were kept" in stopped
     assert set(world.remote_branches()) == {"main"}
     assert not checkout.exists()
-    row = (await world.fetch.services.improver.records.recent())[0]
-    assert row.status == "stopped"
+    rows = await world.fetch.services.improver.records.recent()
+    assert [r.status for r in rows] == ["stopped"]  # the refused second one left no row
     assert not world.github.writes()
     # The chat is free again.
     assert "Pull request #2" not in " ".join(await world.fetch.quiet(0.3))
+
+
+async def test_a_shutdown_mid_run_is_remembered_and_cleaned(
+    tmp_path: Path,
+    make_settings: Callable[..., Settings],
+    improve_env: Callable[..., dict[str, str]],
+) -> None:
+    require_bwrap()
+    remote = make_remote(tmp_path / "gh", PASSING)
+    async with FakeGitHub(remote, REPO, TOKEN) as github:
+        settings = make_settings(**improve_env(github.url, remote))
+        app, driver = await start_driver(settings)
+        try:
+            world = World(driver, github, remote, settings.home_dir)
+            await use_probe(world)
+            await driver.ask("/improve hang around", "Improving Fetch", 30)
+            checkout = settings.home_dir / "improve" / "1"
+            for _ in range(200):
+                if (checkout / "kennel-probe.txt").exists():
+                    break
+                await driver.quiet(0.05)
+        finally:
+            await app.__aexit__(None, None, None)  # Fetch stops mid-run
+        assert not checkout.exists()
+        assert set(world.remote_branches()) == {"main"}
+        app, driver = await start_driver(settings)
+        try:
+            rows = await driver.services.improver.records.recent()
+            assert [r.status for r in rows] == ["interrupted"]
+            listing = " ".join((await driver.ask("/prs", "improve #1")).split())
+            assert "interrupted" in listing
+        finally:
+            await app.__aexit__(None, None, None)
