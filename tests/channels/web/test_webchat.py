@@ -279,3 +279,28 @@ async def _quiet(stream: Stream, seconds: float) -> list[Sse]:
     except TimeoutError:
         pass
     return got
+
+
+async def test_a_diff_waiting_across_a_restart_is_approved_from_the_page(
+    web_settings: Callable[..., Settings],
+) -> None:
+    settings = web_settings()
+    first = await start(settings)
+    try:
+        async with first.chat.stream() as stream:
+            await first.chat.send(TYPO)
+            old = await stream.until(is_diff)
+        repo, head = first.repo, git(first.repo, "rev-parse", "HEAD")
+    finally:
+        await stop(first)
+    second = await start(settings)  # the same home: the same token, a new port
+    try:
+        async with second.chat.stream(last_event_id=old.id) as stream:
+            # Fetch announces the waiting diff again, with buttons for that approval.
+            again = await stream.until(is_diff)
+            assert again.id > old.id and again.data["nonce"] == old.data["nonce"]
+            assert (await second.chat.answer(again, "yes"))[0] == 202
+            await stream.until(lambda e: "Committed" in e.text)
+        assert git(repo, "rev-parse", "HEAD^") == head
+    finally:
+        await stop(second)
