@@ -8,13 +8,17 @@ import asyncio
 import os
 from collections.abc import Callable
 
+import aiohttp
 import pytest
 
 from channels.http import HttpServer
+from channels.http.auth import TOKEN_FILE, WebAuth
 from channels.http_settings import HttpSettings
 from channels.telegram import TelegramChannel
 from channels.telegram.channel import Backoff
 from channels.terminal import TerminalChannel
+from channels.web import WebChatChannel
+from channels.webchat_settings import WebChatSettings
 from channels.webhook import WebhookChannel
 from channels.webhook_settings import WebhookSettings
 from core.events import SessionKey
@@ -39,7 +43,11 @@ async def test_stop_leaves_no_task_behind(
             terminal = TerminalChannel(settings.terminal.chat, read_stdin=True)
             webhook = WebhookChannel(WebhookSettings(enabled=True, secret=SECRET), http, settle=0.1)
             telegram = TelegramChannel(settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2))
-            app = App(settings, [terminal, webhook, telegram], http)
+            auth = WebAuth.from_home(settings.home_dir)
+            webchat = WebChatChannel(WebChatSettings(), http, auth)
+            app = App(settings, [terminal, webhook, telegram, webchat], http, web_auth=auth)
+            bearer = {"Authorization": f"Bearer {(settings.home_dir / TOKEN_FILE).read_text()}"}
+            browser = aiohttp.ClientSession(headers={k: v.strip() for k, v in bearer.items()})
             async with app:
                 services = app.services
                 assert services is not None and services.scheduler is not None
@@ -52,6 +60,15 @@ async def test_stop_leaves_no_task_behind(
                     "/webhook", {"text": "/whoami", "wait": 5}
                 )
                 assert status == 202 and body["replies"]
+                # A page's event stream, left open: stopping must end it (not wait on it).
+                stream = await browser.get(http.url + "/chat/events")
+                page = asyncio.create_task(stream.content.read(), name="test:page")
+                async with browser.post(http.url + "/chat/send", json={"text": "/whoami"}) as r:
+                    assert r.status == 202
+                for _ in range(300):  # the reply reaches the page's stream before the stop
+                    if any(e.kind == "message" for e in webchat.outbox.since("owner", 0).events):
+                        break
+                    await asyncio.sleep(0.05)
                 # Left on: stopping must end it.
                 await services.messenger.typing(SessionKey("telegram", str(OWNER)), True)
                 names = {t.get_name() for t in supervisor.running()}
@@ -63,6 +80,9 @@ async def test_stop_leaves_no_task_behind(
                 } <= names
                 assert services.scheduler.running
             assert supervisor.running() == []
+            assert b"event: message" in await asyncio.wait_for(page, 5)  # ended by the stop
+            stream.release()
+            await browser.close()
             left = [t for t in asyncio.all_tasks() - before if not t.done()]
             fetchs = [
                 t.get_name()
