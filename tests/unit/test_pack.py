@@ -111,7 +111,10 @@ def test_a_bad_owner_routing_falls_back_to_the_shipped_one(tmp_path: Path) -> No
     ("text", "key"),
     [
         (routing(default="nobody"), "default"),
-        (routing(rules="rules:\n  - match: ['/(unclosed/']\n    agent: coder\n"), "rules.0.match.0"),
+        (
+            routing(rules="rules:\n  - match: ['/(unclosed/']\n    agent: coder\n"),
+            "rules.0.match.0",
+        ),
         (routing(rules="rules:\n  - match: []\n    agent: coder\n"), "rules.0.match"),
         (routing(rules="rules:\n  - match: ['  ']\n    agent: coder\n"), "rules.0.match.0"),
         (routing(rules="rules:\n  - match: [x]\n    agent: ghost\n"), "rules.0.agent"),
