@@ -25,11 +25,15 @@ command -v bwrap >/dev/null 2>&1 || { log "bwrap is not on PATH after install"; 
 # The browser tests (tests/browser): Debian's chromium, driven by the playwright package
 # (a test extra) through executable_path. `playwright install` is never run: no browser
 # is downloaded from anywhere but Debian.
-if ! command -v chromium >/dev/null 2>&1; then
+# The emoji font only makes the screenshots readable (Fetch's replies start with emoji).
+browser=()
+command -v chromium >/dev/null 2>&1 || browser+=(chromium)
+dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || browser+=(fonts-noto-color-emoji)
+if [ "${#browser[@]}" -gt 0 ]; then
     SUDO=(); [ "$(id -u)" = 0 ] || SUDO=(sudo)
-    log "apt-get install chromium"
+    log "apt-get install ${browser[*]}"
     "${SUDO[@]}" apt-get update -qq
-    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${browser[@]}" >/dev/null
 fi
 command -v chromium >/dev/null 2>&1 || { log "chromium is not on PATH after install"; exit 1; }
 "$PY" -c "import playwright.async_api" || { log "the playwright package is missing"; exit 1; }

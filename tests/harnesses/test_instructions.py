@@ -5,6 +5,9 @@ them there: tests/e2e/test_pack_cli_wire.py, with the real CLIs.)"""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +16,9 @@ import pytest
 from harnesses import builtin_harnesses
 from harnesses.base import Harness, HarnessRequest
 from harnesses.instructions import user_file, write_user_instructions
+from tests.fakes.require import require_binary
+
+ROOT = Path(__file__).resolve().parents[2]
 
 WHERE = {
     "claude-code": "claude/CLAUDE.md",
@@ -69,3 +75,29 @@ def test_blank_instructions_write_nothing(tmp_path: Path) -> None:
     req = request(tmp_path, "  \n")
     assert write_user_instructions(req, tmp_path, "codex") is None
     assert not user_file(tmp_path, "codex").exists()
+
+
+@pytest.mark.parametrize("port", ["python", "node"])
+def test_the_demo_clis_name_the_member_they_read(tmp_path: Path, port: str) -> None:
+    """Both stand-in CLIs (host: Python, Docker image: Node) read the demo's user-level
+    file from $HOME, as the real CLIs read theirs, and say which member they are."""
+    if port == "node":
+        require_binary("node")
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("teh end\n")
+    req = request(tmp_path, "# Fetch pack member: test-fixer (fixes tests)\n\nRun it first.")
+    write_user_instructions(req, home, "demo")
+    argv = (
+        [sys.executable, "-m", "harnesses.demo_cli"]
+        if port == "python"
+        else ["node", str(ROOT / "kennel" / "demo_cli.js")]
+    )
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(home)}
+    out = subprocess.run([*argv, "fix README.md"], cwd=repo, env=env, capture_output=True)
+    assert out.returncode == 0, out.stderr
+    done = json.loads(out.stdout.splitlines()[-1])
+    assert done == {"type": "done", "text": "test-fixer: Fixed 1 typo(s) in README.md."}
+    user_file(home, "demo").unlink()
+    out = subprocess.run([*argv, "fix README.md"], cwd=repo, env=env, capture_output=True)
+    assert json.loads(out.stdout.splitlines()[-1])["text"].startswith("No typos I know of")
