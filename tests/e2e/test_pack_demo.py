@@ -58,6 +58,11 @@ async def test_the_owner_pack_wins_and_an_unusable_harness_falls_back(
         assert "using demo" in first and "test-fixer on demo" in first
         diff = await fetch.expect("Apply? (yes/no)")
         assert "test-fixer: Fixed" in diff
+        await fetch.ask("no", "Discarded")
+        # The chat's own /harness choice wins over a member's preference: no note.
+        await fetch.ask("/harness demo", "demo")
+        first = await fetch.ask("fix the flaky test in README.md of demo", "On it")
+        assert "test-fixer on demo" in first and "prefers" not in first
     finally:
         await app.__aexit__(None, None, None)
 
