@@ -19,6 +19,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import Field
 
@@ -135,8 +136,25 @@ def _compile(path: Path, routing: Routing, agents: dict[str, Agent]) -> tuple[_C
     return tuple(compiled)
 
 
+M = TypeVar("M", bound=StrictSettings)
+
+
+def _load(path: Path, model: type[M]) -> M:
+    """``load_markdown``, its two commonest complaints put in the owner's words."""
+    try:
+        return load_markdown(path, model)
+    except ConfigError as err:
+        leaf = err.key.rsplit(".", 1)[-1]
+        if err.expected == "Extra inputs are not permitted":
+            known = ", ".join(f for f in model.model_fields if f != "body")
+            raise ConfigError(err.source, err.key, f"no such key (known: {known})") from err
+        if err.expected == "Field required" and leaf in model.model_fields:
+            raise ConfigError(err.source, err.key, "required") from err
+        raise
+
+
 def load_agent(path: Path) -> Agent:
-    agent = load_markdown(path, Agent)
+    agent = _load(path, Agent)
     if agent.name != path.stem:
         raise ConfigError(str(path), "name", f"{path.stem!r}, the file's name")
     return agent
@@ -159,7 +177,7 @@ def load_pack(shipped: Path, own: Path | None = None) -> Pack:
     agents = {a.name: a for a in map(load_agent, _agents(shipped))}
     source = dict.fromkeys(agents, "shipped")
     routing_path = shipped / ROUTING
-    routing = load_markdown(routing_path, Routing)
+    routing = _load(routing_path, Routing)
     rules = _compile(routing_path, routing, agents)
     problems: list[str] = []
     if own is not None:
@@ -174,7 +192,7 @@ def load_pack(shipped: Path, own: Path | None = None) -> Pack:
         mine = own / ROUTING
         if mine.is_file():
             try:
-                routing = load_markdown(mine, Routing)
+                routing = _load(mine, Routing)
                 rules = _compile(mine, routing, agents)
             except ConfigError as err:
                 problems.append(_skipped(mine, err) + "; the shipped routing applies")

@@ -158,6 +158,7 @@ async def _wait_for_the_end(app: App, eof: asyncio.Event, stop: asyncio.Event) -
 
 
 def _doctor(settings: Settings) -> int:
+    from identity import load_pack
     from kennel.choice import choose
     from orchestrator.app import SHIPPED_DATA, build_harnesses, build_kennel, identity_dir
     from orchestrator.skills.doctor import report as skills_report
@@ -170,6 +171,13 @@ def _doctor(settings: Settings) -> int:
     print(f"identity:  {identity_dir(settings)}")
     for line in skills_report(settings.home_dir / "skills", SHIPPED_DATA / "skills", ws):
         print(line)
+    try:
+        pack = load_pack(SHIPPED_DATA / "agents", settings.home_dir / "agents")
+        print(f"pack:      {', '.join(pack.names())} (default: {pack.routing.default})")
+        for problem in pack.problems:
+            print(f"⚠️ pack: {problem}")
+    except FetchError as err:
+        print(f"pack:      ERROR {err}")
     chain = " -> ".join(f"{e.name} ({e.base_url})" for e in settings.model.providers)
     shown = settings.model.base_url or chain or "none (tasks go straight to the harness)"
     print(f"model:     {shown}")

@@ -52,7 +52,7 @@ async def test_the_owner_pack_wins_and_an_unusable_harness_falls_back(
     try:
         identity = await fetch.ask("/identity", "pack")
         assert "test-fixer: my own test fixer" in identity and "yours" in identity
-        assert "⚠️ skipped agents/broken.md: role: Field required" in identity
+        assert "⚠️ skipped agents/broken.md: role: required" in identity
         first = await fetch.ask("fix the flaky test in README.md of demo", "On it")
         assert "test-fixer prefers codex, which can't run here" in first
         assert "using demo" in first and "test-fixer on demo" in first

@@ -94,6 +94,8 @@ def test_a_bad_owner_agent_is_skipped_naming_file_and_key(
     assert "broken" not in pack.names() and "coder" in pack.names()
     assert len(pack.problems) == 1
     assert pack.problems[0].startswith(f"skipped agents/broken.md: {key}")
+    if key == "colour":
+        assert pack.problems[0].endswith("no such key (known: name, role, harness, model, when)")
 
 
 def test_a_bad_owner_routing_falls_back_to_the_shipped_one(tmp_path: Path) -> None:
@@ -136,5 +138,5 @@ def test_a_bad_shipped_agent_stops_start_up(tmp_path: Path) -> None:
     shipped = tmp_path / "shipped"
     write(shipped, "coder.md", "---\nname: coder\n---\n")
     write(shipped, "ROUTING.md", routing())
-    with pytest.raises(ConfigError, match=r"coder\.md: role: Field required"):
+    with pytest.raises(ConfigError, match=r"coder\.md: role: required"):
         load_pack(shipped)
