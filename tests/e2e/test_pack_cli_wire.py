@@ -7,6 +7,7 @@ repository."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,3 +105,29 @@ async def test_routed_member_instructions_reach_the_cli_not_the_repo(
     assert set(during) == set(before)
     await fetch.ask("no", "Discarded")
     assert tree_snapshot(repo) == before
+
+
+async def test_a_member_preferring_claude_runs_there_with_its_model(
+    model: ScriptedModelServer, make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    """The default harness is the demo; the owner's reviewer prefers Claude Code with its
+    own model: the run uses Claude Code, and the model request names that model."""
+    require_binary("claude")
+    agents = tmp_path / "home" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text(
+        "---\nname: reviewer\nrole: reviews\nharness: claude-code\n"
+        "model: claude-pack-canary\n---\nReviewer canary rules.\n"
+    )
+    settings = make_settings(FETCH_HARNESS="demo", **CLIS["claude-code"].env(model.url))
+    app, fetch = await start_driver(settings)
+    try:
+        model.script(Text("Looks fine to me."))
+        first = await fetch.ask("review README.md in demo", "On it", 30)
+        assert "reviewer on claude-code" in first
+        await fetch.expect("without changing any file", 120)
+        turns = [r.body for r in model.model_requests if r.body and r.body.get("messages")]
+        assert turns and all(b.get("model") == "claude-pack-canary" for b in turns)
+        assert any("Reviewer canary rules." in json.dumps(b) for b in turns)
+    finally:
+        await app.__aexit__(None, None, None)
