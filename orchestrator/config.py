@@ -24,14 +24,13 @@ from channels.http_settings import HttpSettings
 from channels.telegram_settings import TelegramSettings
 from channels.terminal_settings import TerminalSettings
 from channels.webchat_settings import WebChatSettings
-from channels.webchat_settings import WebChatSettings
 from channels.webhook_settings import WebhookSettings
 from channels.whatsapp_settings import WhatsAppSettings
 from core.errors import ConfigError
 from core.settings import StrictSettings
 from harnesses.settings import HarnessSettings
-from orchestrator.blocks.settings import BlockSettings
 from kennel.settings import KennelSettings, ProviderSettings, default_providers
+from orchestrator.blocks.settings import BlockSettings
 from orchestrator.costs.settings import BudgetSettings, Price
 from orchestrator.improve.settings import ImproveSettings
 from orchestrator.permissions.settings import MEMBER_NAME, MemberSettings, PermissionSettings
@@ -145,7 +144,6 @@ class Settings(StrictSettings):
     whatsapp: WhatsAppSettings = WhatsAppSettings()
     telegram: TelegramSettings = TelegramSettings()
     webhook: WebhookSettings = WebhookSettings()
-    webchat: WebChatSettings = WebChatSettings()
     webchat: WebChatSettings = WebChatSettings()
     http: HttpSettings = HttpSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
