@@ -70,16 +70,14 @@ def build_system_prompt(identity: Identity, ctx: FrozenContext) -> str:
     if ctx.skills:
         lines += ["", available_skills(ctx.skills)]
     if ctx.pack:
-        lines.append("Pack (task_create's agent; none given: the routing rules pick):")
+        lines.append("Pack (task_create's agent, else the routing rules pick):")
         lines += [f"- {m}" for m in ctx.pack]
     lines += [
         "",
-        "To change code, call task_create with the repo and a precise instruction; the",
-        "harness edits, the owner approves the diff. Never claim a change is made before",
-        "the owner approved it. Ask with ask_user when the repo or the goal is unclear.",
-        "Read code with repo_* and git_* tools first when it helps (repo defaults to the",
-        "active one). The last message of each turn, [session ...], is the mode, repo and",
-        "git status right now.",
+        "To change code: task_create with the repo and a precise instruction; the owner",
+        "approves the diff, so never claim a change before that. Unclear repo or goal:",
+        "ask_user. Read code with repo_*/git_* tools (default: the active repo). The last",
+        "message, [session ...], is the mode, repo and git status now.",
     ]
     return "\n".join(lines)
 

@@ -22,7 +22,7 @@ MODES = {"replace": "set", "append": "append"}
 def register_tools(registry: ToolRegistry) -> None:
     @registry.tool(
         "block_update",
-        "Edit a memory block of your prompt (project: a repo, default the active one).",
+        "Edit a memory block of your prompt (project: default the active repo).",
         {
             "kind": {"type": "string", "enum": list(KINDS)},
             "repo": {"type": "string"},

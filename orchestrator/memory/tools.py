@@ -23,12 +23,12 @@ def _int(value: Any, default: int, low: int, high: int) -> int:
 def register_tools(registry: ToolRegistry) -> None:
     @registry.tool(
         "memory_write",
-        "Remember something across conversations: a fact about the owner's projects, a "
-        "preference of the owner, or a learning (a fix or command that worked). A near-"
-        "duplicate of an existing memory updates it instead.",
+        # Short on purpose: every tool's words go out with every request.
+        "Remember across conversations a fact, a preference of the owner or a learning "
+        "(a fix that worked); a near-duplicate updates the old one.",
         {
-            "content": {"type": "string", "description": "one self-contained sentence or three"},
-            "type": {"type": "string", "enum": list(KINDS), "description": "default fact"},
+            "content": {"type": "string", "description": "1-3 self-contained sentences"},
+            "type": {"type": "string", "enum": list(KINDS)},
             "tags": {"type": "array", "items": {"type": "string"}},
         },
         ["content"],
@@ -50,8 +50,7 @@ def register_tools(registry: ToolRegistry) -> None:
 
     @registry.tool(
         "memory_search",
-        "Search long-term memory (facts, preferences, learnings, summaries of past "
-        "conversations). Returns id, source, content/summary, score, thread, time range.",
+        "Search long-term memory: facts, preferences, learnings, past conversations.",
         {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 20}},
         ["query"],
         kind="read",
@@ -69,7 +68,7 @@ def register_tools(registry: ToolRegistry) -> None:
 
     @registry.tool(
         "memory_read",
-        "The full transcript of a past conversation chunk, by the id memory_search gave.",
+        "A past conversation's transcript (chunk id from memory_search).",
         {"chunk_id": {"type": "integer"}},
         ["chunk_id"],
         kind="read",

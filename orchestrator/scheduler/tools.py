@@ -23,21 +23,20 @@ def _scheduler(ctx: Context) -> Scheduler | None:
 def register_tools(registry: ToolRegistry) -> None:
     @registry.tool(
         "schedule",
-        "Schedule a reminder (text sent to the owner) or a prompt (run later as a fresh "
-        "conversation, so make it self-contained: repo, what to check, what to report). "
-        "Times are in the owner's timezone.",
+        # Every tool's words go out with every request: kept short (the 8 KB first turn).
+        "Schedule a reminder (sent to the owner) or a prompt (run later in a fresh "
+        "conversation: make it self-contained). Owner's timezone.",
         {
-            "text": {"type": "string", "description": "the reminder text, or the prompt"},
+            "text": {"type": "string"},
             "when": {
                 "type": "string",
-                "description": "'in 20m', 'at 9am', 'tomorrow 9:00', '2026-03-01 10:00', "
-                "'every weekday at 9', or a five-field cron expression like '0 9 * * 1-5'",
+                "description": "'in 20m', 'tomorrow 9:00', 'every weekday at 9', "
+                "or cron '0 9 * * 1-5'",
             },
             "kind": {"type": "string", "enum": ["reminder", "prompt"]},
             "missed": {
                 "type": "string",
-                "enum": ["run_once", "skip"],
-                "description": "if Fetch was off at the time: run once late (default) or skip",
+                "enum": ["run_once", "skip"],  # if Fetch was off then; default run_once
             },
         },
         ["text", "when", "kind"],
@@ -57,7 +56,7 @@ def register_tools(registry: ToolRegistry) -> None:
 
     @registry.tool(
         "schedule_list",
-        "List the scheduled reminders and jobs with their ids.",
+        "List scheduled jobs with ids.",
         {},
         [],
         kind="read",
@@ -71,8 +70,8 @@ def register_tools(registry: ToolRegistry) -> None:
 
     @registry.tool(
         "schedule_cancel",
-        "Cancel a scheduled reminder or job by its id.",
-        {"id": {"type": "integer", "description": "the job id (#3 -> 3)"}},
+        "Cancel a scheduled job by id.",
+        {"id": {"type": "integer"}},  # "#3" is accepted too (see below)
         ["id"],
     )
     async def schedule_cancel(ctx: Context, args: dict[str, Any]) -> ToolResult:
@@ -91,7 +90,7 @@ def register_tools(registry: ToolRegistry) -> None:
 
     @registry.tool(
         "send_message",
-        "Send a message to the owner now (from a scheduled job too: it reaches the owner's chat).",
+        "Message the owner now (also from a scheduled job).",
         {"text": {"type": "string"}},
         ["text"],
     )
