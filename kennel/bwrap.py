@@ -28,6 +28,7 @@ from functools import cache
 from pathlib import Path
 
 from core.errors import KennelError
+from core.packages import PACKAGES
 from kennel import launcher
 from kennel.base import ExecSpec, Layout
 from kennel.owner import hand_over, parse_user, user_for
@@ -66,17 +67,6 @@ ETC = (
 # Variables a harness passes through that name a host path the CLI only reads (copilot's
 # unpacked package, extra CA certificates): bound read-only where they are.
 READONLY_ENV = ("COPILOT_PKG_CACHE_HOME", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE")
-# The top-level packages Fetch installs (see pyproject): the demo CLI imports them.
-PACKAGES = (
-    "core",
-    "channels",
-    "orchestrator",
-    "instincts",
-    "harnesses",
-    "identity",
-    "skills",
-    "kennel",
-)
 ISOLATION = (
     "bwrap sandbox: runs as {uid}, no capabilities; sees only the repo (.git "
     "read-only), its own state, /usr and the model relay; own pid and network "

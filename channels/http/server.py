@@ -8,7 +8,6 @@ reaches a channel that is already stopped.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -17,20 +16,12 @@ from aiohttp import web
 
 from channels.http_settings import HttpSettings
 from core.errors import ConfigError
+from core.hosts import is_loopback
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ShutdownHook = Callable[[], Awaitable[None]]
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class HttpServer:
@@ -99,7 +90,7 @@ class HttpServer:
             ) from err
         self._runner = runner
         self._port = next(a[1] for a in runner.addresses if isinstance(a, tuple))
-        if not _is_loopback(host):
+        if not is_loopback(host):
             # Not an error (a reverse proxy on another box needs it) but never a surprise.
             log.warning("HTTP listener on %s:%d is reachable from the network", host, self._port)
         log.info("HTTP listener on %s (%d routes)", self.url, len(self._routes))

@@ -20,22 +20,13 @@ import subprocess
 from pathlib import Path
 
 from core.errors import GitError
+from core.packages import PACKAGES as INSTALLED
 from orchestrator.gitconfig import HARDENING, base_env, repo_env
 from orchestrator.gitops import AUTHOR, Repo
 from orchestrator.improve.settings import is_local, local_path, remote_problem
 
-# Fetch's own packages (the editable install knows exactly these).
-PACKAGES = (
-    "core",
-    "channels",
-    "orchestrator",
-    "instincts",
-    "harnesses",
-    "identity",
-    "skills",
-    "kennel",
-    "bench",
-)
+# Fetch's own packages, and its benchmarks (installed with it too).
+PACKAGES = (*INSTALLED, "bench")
 BRANCH_PREFIX = "fetch/improve-"
 TIMEOUT = 600.0
 # Host git may clone and push over these only; everything else stays refused

@@ -8,13 +8,13 @@ to the kennel, never written into a checkout and never part of a URL.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
+from core.hosts import is_loopback
 from core.settings import StrictSettings
 
 # GitHub's own limits: a login is 1-39 of [A-Za-z0-9-]; a repository name 1-100 of
@@ -25,15 +25,6 @@ REPO_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.{1,2}$)[A-Za-z0
 BRANCH_NAME = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[A-Za-z0-9._/-]{1,200}(?<![./])$")
 DEFAULT_TEST_COMMAND = "python3 -m pytest -q -x -p no:cacheprovider tests/unit"
 DEFAULT_API = "https://api.github.com"
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ImproveSettings(StrictSettings):
@@ -68,7 +59,7 @@ class ImproveSettings(StrictSettings):
             raise ValueError(f"{value!r} is not an http(s) URL (e.g. {DEFAULT_API})")
         if parts.username or parts.password:
             raise ValueError("put the token in FETCH_GITHUB_TOKEN, never in the URL")
-        if parts.scheme == "http" and not _loopback(parts.hostname):
+        if parts.scheme == "http" and not is_loopback(parts.hostname):
             # The token rides on every call: in clear text only to this machine.
             raise ValueError(f"{value!r}: plain http is only for 127.0.0.1; use https")
         return value.rstrip("/")
@@ -133,7 +124,7 @@ def remote_problem(value: str) -> str | None:
         if parts.username or parts.password:
             return "put the token in FETCH_GITHUB_TOKEN, never in the remote URL"
         return None
-    if parts.scheme == "http" and parts.hostname and _loopback(parts.hostname):
+    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
         return None
     return (
         f"{value!r}: use the https URL of the repository (https://github.com/owner/name.git)"
