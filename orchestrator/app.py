@@ -157,6 +157,8 @@ class App:
         self.services: Services | None = None
         self.gateway: Gateway | None = None
         self.serving = False
+        # Why the web pages are off although they were wanted (the default port taken).
+        self.web_off: str | None = None
 
     async def __aenter__(self) -> App:
         if self._stack is not None:
@@ -301,8 +303,18 @@ class App:
         if self.http is not None and self.http.routes:  # polling-only: no listener at all
             add_health(self.http, lambda: self.serving)
             add_favicon(self.http)  # browsers ask on every page: no 404 in their console
-            await self.http.start()
-            stack.push_async_callback(self.http.stop)
+            try:
+                await self.http.start()
+            except ConfigError as err:
+                if self._listener_required():
+                    raise
+                # Only the web pages wanted it, on the default port: a second program
+                # (or a second Fetch with its own home) on 8787 must not stop the phone
+                # and terminal channels from working. Said in the banner and /status.
+                self.web_off = f"{err}; set http.port to serve the web pages"
+                log.warning("web pages off: %s", self.web_off)
+            else:
+                stack.push_async_callback(self.http.stop)
         stack.callback(gateway.close)
         if services.scheduler is not None:
             # Started last and stopped first: a fired job needs every other part running.
@@ -319,6 +331,17 @@ class App:
             log.info("replaying %d message(s) accepted before the restart", replayed)
         self.serving = True  # /healthz: 200 from here; the first step down makes it 503
         stack.callback(setattr, self, "serving", False)
+
+    def _listener_required(self) -> bool:
+        """The listener must come up (or Fetch not start) when a channel receives through
+        it or the owner chose its port."""
+        s = self.settings
+        return bool(
+            s.webhook.enabled
+            or (s.telegram.enabled and s.telegram.webhook_url)
+            or "port" in s.http.model_fields_set
+            or "host" in s.http.model_fields_set
+        )
 
     async def drain(self) -> None:
         """Wait until every accepted message is handled and no harness runs."""

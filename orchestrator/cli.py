@@ -109,7 +109,8 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
             assert app.services is not None
             s = app.services
             channels = ", ".join(c.name for c in app.channels) or "none"
-            listen = f" · http {app.http.url}" if app.http is not None and app.http.routes else ""
+            web = app.http is not None and app.http.routes and app.web_off is None
+            listen = f" · http {app.http.url}" if web and app.http is not None else ""
             print(
                 f"🐕 Fetch is ready. workspace: {s.workspace.root} "
                 f"({', '.join(s.workspace.repos()) or 'no repos'})\n"
@@ -117,7 +118,9 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
                 + (" · type /help · Ctrl-C quits" if interactive else ""),
                 flush=True,
             )
-            if app.web_auth is not None and app.http is not None and app.http.routes:
+            if app.web_off is not None:
+                print(f"   ⚠️ web pages off: {app.web_off}", flush=True)
+            elif app.web_auth is not None and app.http is not None and app.http.routes:
                 # The real bound address (port 0 picks one): the owner's key to the pages.
                 login = app.web_auth.login_url(app.http.url)
                 print(f"   🔑 web (dashboard, chat): {login}", flush=True)
