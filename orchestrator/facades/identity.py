@@ -29,6 +29,12 @@ def _cut(text: str, width: int = WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
+def _whole(text: str) -> str:
+    """Rules and descriptions are read whole (the messenger wraps them for the phone):
+    a directive cut at 60 characters could say the opposite of the rule."""
+    return " ".join(text.split())
+
+
 class IdentityFacade:
     def __init__(self, services: Services, subject: Subject, key: SessionKey) -> None:
         self._s = services
@@ -45,7 +51,7 @@ class IdentityFacade:
         lines = [f"🐕 {c.name} (COLLAR.md v{c.version})", f"tone: {_cut(c.tone)}"]
         if c.directives:
             lines.append("directives:")
-            lines += [f"• {_cut(d)}" for d in c.directives]
+            lines += [f"• {_whole(d)}" for d in c.directives]
         return "\n".join(lines)
 
     def _owner(self) -> str:
@@ -53,7 +59,7 @@ class IdentityFacade:
         lines = [f"👤 owner: {a.name} · {a.timezone}"]
         if a.languages:
             lines.append(f"languages: {', '.join(a.languages)}")
-        lines += [f"• {_cut(p)}" for p in a.preferences]
+        lines += [f"• {_whole(p)}" for p in a.preferences]
         return "\n".join(lines)
 
     def _blocks(self) -> str:
@@ -73,7 +79,7 @@ class IdentityFacade:
             lines.append(f"• {agent.name}: {_cut(agent.role, 40)}")
             lines.append(f"  on {harness}{mine}")
             if agent.when:
-                lines.append(f"  when: {_cut(agent.when, 52)}")
+                lines.append(f"  when: {_whole(agent.when)}")
         lines += [f"⚠️ {p}" for p in pack.problems]
         return "\n".join(lines)
 
@@ -119,7 +125,7 @@ class IdentityFacade:
         if not tools:
             return "🧰 No model tools for you here."
         lines = [f"🧰 Tools you may use ({len(tools)}):"]
-        lines += [f"• {t.name}: {_cut(t.description, 50)}" for t in tools]
+        lines += [f"• {t.name}: {_whole(t.description)}" for t in tools]
         if not self._s.planner.configured:
             lines.append("(no model is configured: tasks go straight to the harness)")
         return "\n".join(lines)

@@ -19,6 +19,9 @@ async def test_identity_shows_fetch_the_owner_and_the_pack(team: Team) -> None:
         text = (await team.say(sender, "/identity"))[0]
         assert text.startswith("🐕 Fetch (COLLAR.md v1)")
         assert "Never change code without the owner's approval" in text
+        # Rules are shown whole (wrapped for the phone, never cut short).
+        flat = " ".join(text.split())
+        assert "approval of the exact diff." in flat and "…" not in flat
         assert "👤 owner:" in text
         for member in ("coder", "reviewer", "test-fixer", "docs-writer"):
             assert f"• {member}:" in text
@@ -58,6 +61,7 @@ async def test_tools_lists_what_the_model_is_offered(team: Team) -> None:
     alice = (await team.say(ALICE, "/tools"))[0]
     assert "• workspace_delete:" in owner and "• workspace_delete:" not in alice
     assert "• task_create: Hand a coding task" in alice
+    assert "the owner approves its diff." in " ".join(alice.split())  # whole, not cut
     assert (await team.say(VIC, "/tools"))[0].startswith("🔒 You can't use /tools")
     listed = sorted(re.findall(r"(?m)^• ([a-z_]+):", alice))
     team.model.script(Text("hi alice"))
