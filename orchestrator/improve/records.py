@@ -1,4 +1,4 @@
-"""The improvements table (migration 11): one row per /improve run, what it proposed and
+"""The improvements table (migration 10): one row per /improve run, what it proposed and
 what became of the pull request. ``/prs`` reads it and writes back GitHub's word on each
 pull request, so the outcome (merged, closed) is remembered after the fact."""
 

@@ -226,9 +226,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX usage_task ON usage(task) WHERE task IS NOT NULL;
     CREATE INDEX usage_session ON usage(session, at);
     """,
-    # 10: RESERVED for the dashboard / web chat (issue 15), if it needs a table.
-    "SELECT 10",
-    # 11: self-improvement (orchestrator/improve/): one row per /improve run, its
+    # 10: self-improvement (orchestrator/improve/): one row per /improve run, its
     # branch on Fetch's own repository and the pull request it opened. ``pr_state`` is
     # what GitHub last said (open, closed, merged), refreshed by /prs: the outcome is
     # remembered. Fetch never merges, so nothing here ever moves a branch.
