@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,10 +88,53 @@ class Improver:
         return GitHub(cfg.api_url, cfg.repo or "", cfg.token)
 
     async def start(self) -> None:
-        """After a restart: runs cut short are marked so (their checkouts are removed)."""
+        """After a restart: runs cut short are marked so, what a killed run left on
+        GitHub is settled, and their checkouts are removed."""
         for row in await self.records.interrupt_running():
             path = self._settings.home_dir / "improve" / str(row.id)
+            await self._settle(row, path)
             await asyncio.to_thread(_remove, path)
+
+    async def _settle(self, row: Improvement, path: Path) -> None:
+        """A SIGKILL can land between the push and the pull request, or between opening
+        the pull request and recording it. A pull request for the run's branch is recorded
+        (proposed, as the run would have); a pushed branch without one is deleted again,
+        so the remote holds nothing half-done. GitHub unreachable: said in /prs."""
+        if not row.branch or self.problem() is not None:
+            return
+        github = self._github()
+        try:
+            pr = await github.find_pull(row.branch)
+            if pr is not None:
+                await self.records.update(
+                    row.id,
+                    status="proposed",
+                    pr_number=pr.number,
+                    pr_url=pr.url,
+                    pr_state=pr.state,
+                    detail="opened before Fetch restarted",
+                )
+                return
+            on_github = await github.branch_sha(row.branch)
+            if on_github is None:
+                return  # nothing was pushed
+            # The lease: only while the branch is where the run put it (head_sha is
+            # recorded right after the push; a kill before that leaves GitHub's word).
+            sha = row.head_sha or on_github
+            cfg = self._settings.improve
+            remote = await asyncio.to_thread(
+                resolve_remote, cfg.remote, cfg.repo or "", running_checkout()
+            )
+            checkout = Checkout(path, remote, row.base, row.branch, cfg.token)
+            checkout.pushed = sha
+            await asyncio.to_thread(_git_dir_for_push, path)
+            await asyncio.to_thread(checkout.delete_remote_branch)
+            detail = f"Fetch restarted; the branch {row.branch} it had pushed is deleted again"
+        except (GitHubError, GitError, OSError) as err:
+            detail = f"Fetch restarted; ⚠️ the branch {row.branch} may stay ({err})"
+        finally:
+            await github.close()
+        await self.records.update(row.id, detail=detail[:2000])
 
     # -- starting a run -------------------------------------------------------------------
     def problem(self) -> str | None:
@@ -361,3 +405,12 @@ def _short(text: str, limit: int = 80) -> str:
 
 
 __all__ = ["SELF", "Improver"]
+
+
+def _git_dir_for_push(path: Path) -> None:
+    """Deleting a remote branch is a push, which needs a repository to push from: the
+    killed run's scratch clone when it is there, else an empty one made in its place."""
+    if not (path / ".git").is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(path)], check=True, capture_output=True)
