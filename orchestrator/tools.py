@@ -103,7 +103,10 @@ class ToolRegistry:
     def visible(self, permissions: Permissions, subject: Subject, key: SessionKey) -> list[Tool]:
         """The tools ``subject`` may use in chat ``key``: what the model is shown, and
         what /tools lists."""
-        return [t for t in self._tools.values() if permissions.may(subject, f"tool:{t.name}", key)]
+        allowed = set(
+            permissions.visible(subject, key, [f"tool:{t.name}" for t in self._tools.values()])
+        )
+        return [t for t in self._tools.values() if f"tool:{t.name}" in allowed]
 
     def schemas_for(self, ctx: Context) -> list[dict[str, Any]]:
         """The schemas of the tools ``ctx``'s sender may use in this chat."""

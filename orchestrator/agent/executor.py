@@ -91,11 +91,7 @@ class ToolExecutor:
         tool = self.tools.get(function.name)
         permissions = ctx.services.permissions
         if tool is None or not permissions.may(ctx.subject, f"tool:{tool.name}", ctx.session.key):
-            shown = [
-                n
-                for n in self.tools.names()
-                if permissions.may(ctx.subject, f"tool:{n}", ctx.session.key)
-            ]
+            shown = [t.name for t in self.tools.visible(permissions, ctx.subject, ctx.session.key)]
             checked.content = (
                 f"error: unknown tool {function.name!r}; available: {', '.join(shown)}"
             )

@@ -55,8 +55,10 @@ class StatusFacade:
             lines.append(f"channel {channel.health()}")
         lines += s.alerts.lines()
         # Skipped skill files, one line each (the chat's repository's committed ones too).
-        repo = session.data.repo if session.data.repo in s.workspace.repos() else None
-        skills = await asyncio.to_thread(s.skills.for_repo, repo)
+        chosen = session.data.repo
+        repo = chosen if chosen and chosen in s.workspace.repos() else None
+        # Only a repository's skills need git (a thread); the base catalog is in memory.
+        skills = await asyncio.to_thread(s.skills.for_repo, repo) if repo else s.skills.base
         lines += [p.line() for p in skills.problems]
         tin, tout = await s.store.messages.token_totals(session.key)
         lines.append(f"tokens (orchestrator): {tin} in / {tout} out")

@@ -179,15 +179,20 @@ class Permissions:
             subject, action, key, policy if policy is not None else self.chat_policy(key)
         )
 
-    def may(self, subject: Subject, action: str, key: SessionKey | None) -> bool:
+    def may(
+        self, subject: Subject, action: str, key: SessionKey | None, policy: Policy | None = None
+    ) -> bool:
         """For listings (/help, /commands, the tool list): an action that would ask the
         owner is shown, one that is denied is not."""
-        return self.decide(subject, action, key).effect is not Effect.DENY
+        return self.decide(subject, action, key, policy).effect is not Effect.DENY
 
     def visible(
         self, subject: Subject, key: SessionKey | None, actions: Iterable[str]
     ) -> list[str]:
-        return [a for a in actions if self.may(subject, a, key)]
+        # One chat policy for the whole listing: resolving the layers per action was
+        # most of /help's time once there were thirty instincts.
+        policy = self.chat_policy(key)
+        return [a for a in actions if self.may(subject, a, key, policy)]
 
     async def check(
         self,

@@ -24,8 +24,10 @@ class VisibleCommands:
         self._key = key
 
     def all(self) -> Sequence[Instinct]:
-        return [
-            i
-            for i in self._registry.all()
-            if self._permissions.may(self._subject, f"instinct:{i.name}", self._key)
-        ]
+        instincts = self._registry.all()
+        allowed = set(
+            self._permissions.visible(
+                self._subject, self._key, [f"instinct:{i.name}" for i in instincts]
+            )
+        )
+        return [i for i in instincts if f"instinct:{i.name}" in allowed]
