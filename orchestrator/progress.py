@@ -47,6 +47,7 @@ class Progress:
         *,
         title: str = "",
         message_id: str | None = None,
+        after: tuple[str, str] = ("your review (yes/no)", "commit"),
     ) -> None:
         self._messenger = messenger
         self._key = key
@@ -58,13 +59,15 @@ class Progress:
         self._files: list[str] = []
         self.tests: list[str] = []  # test commands the harness ran
         self._message_id = message_id  # the checklist, edited in place
+        # The two steps after coding: a task's review and commit; /improve's own.
+        self._after = after
 
     def attach(self, message_id: str) -> None:
         """The checklist message to edit from now on."""
         self._message_id = message_id or None
 
     def render(self, stage: str) -> str:
-        """The checklist at ``stage``: coding | review | failed."""
+        """The checklist at ``stage``: coding | review | done | failed."""
         files = " · " + ", ".join(self._files[-3:]) if self._files else ""
         work = f"coding: {self._steps} step{'s' if self._steps != 1 else ''}{files}"
         if self.tests:
@@ -72,6 +75,7 @@ class Progress:
         marks = {
             "coding": ("⏳", "⬚", "⬚"),
             "review": ("✅", "⏳", "⬚"),
+            "done": ("✅", "✅", "✅"),
             "failed": ("❌", "⬚", "⬚"),
         }[stage]
         return "\n".join(
@@ -79,8 +83,8 @@ class Progress:
                 f"{'⏳' if stage == 'coding' else '📋'} {self._title}",
                 "✅ started",
                 f"{marks[0]} {work}",
-                f"{marks[1]} your review (yes/no)",
-                f"{marks[2]} commit",
+                f"{marks[1]} {self._after[0]}",
+                f"{marks[2]} {self._after[1]}",
             ]
             + (["/stop to cancel"] if stage == "coding" else [])
         )

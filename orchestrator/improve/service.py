@@ -185,6 +185,8 @@ class Improver:
             key,
             harness.name,
             title=f"Improve #{run_id} · {repo} · {harness.name}",
+            # No yes/no here: the tests run in the kennel, a person merges on GitHub.
+            after=("tests, commit and push", "pull request (a person merges it)"),
         )
         first = await self._messenger.send(
             key,
@@ -315,7 +317,7 @@ class Improver:
         )
         await self._store.work.finish_task(run.handle.task_id, "proposed", pr.url)
         if run.handle.progress is not None:
-            await run.handle.progress.finish("review")
+            await run.handle.progress.finish("done")
         draft = " (a draft: the tests failed)" if pr.draft else ""
         return (
             f"📬 Pull request #{pr.number} opened{draft}: {pr.url}\n"

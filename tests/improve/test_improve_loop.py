@@ -28,6 +28,9 @@ async def test_improve_opens_a_pull_request_and_never_merges(world: World) -> No
     done = await world.fetch.ask("/improve fix the typo in README.md", "Pull request #1", 120)
     assert "https://github.com/octo/fetch/pull/1" in done
     assert "1 file changed, +1 −1" in done and "passing" in done, done
+    # The checklist names /improve's steps: no yes/no is asked of the owner here.
+    seen = "\n".join(world.fetch.seen)
+    assert "pull request (a person merges it)" in seen and "your review" not in seen
 
     branches = world.remote_branches()
     branch = "fetch/improve-1-fix-the-typo-in-readme-md"
