@@ -62,6 +62,10 @@ class HttpServer:
         return sorted(self._routes)
 
     @property
+    def listening(self) -> bool:
+        return self._runner is not None
+
+    @property
     def port(self) -> int:
         if self._port is None:
             raise RuntimeError("HTTP server is not started")

@@ -69,6 +69,7 @@ class WebChatChannel:
     def __init__(self, settings: WebChatSettings, http: HttpServer, auth: WebAuth) -> None:
         self.chat = settings.chat
         self._settings = settings
+        self._http = http
         self._auth = auth
         self.outbox = Outbox(settings.outbox_size)
         self._sink: InboundSink | None = None
@@ -108,6 +109,8 @@ class WebChatChannel:
     def health(self) -> str:
         if self._sink is None:
             return "web chat: stopped"
+        if not self._http.listening:  # the port was taken (see the start banner)
+            return "web chat: off (the web listener could not start)"
         return f"web chat: {len(self._streams)} page(s) open"
 
     # -- outbound --------------------------------------------------------------------

@@ -14,6 +14,7 @@ from channels.http import HttpServer
 from channels.http.auth import WebAuth
 from channels.http_settings import HttpSettings
 from channels.terminal import TerminalChannel
+from channels.web import WebChatChannel
 from core.errors import ConfigError
 from orchestrator.app import App, build_channels
 from orchestrator.config import Settings
@@ -44,7 +45,8 @@ async def test_default_port_taken_fetch_starts_without_the_pages(
     http = HttpServer(settings.http)
     auth = WebAuth.from_home(settings.home_dir)
     auth.install(http)
-    app = App(settings, [terminal], http, web_auth=auth)
+    web = WebChatChannel(settings.webchat, http, auth)
+    app = App(settings, [terminal, web], http, web_auth=auth)
     await app.__aenter__()
     try:
         assert app.web_off is not None and f"127.0.0.1:{taken_port}" in app.web_off
@@ -52,6 +54,8 @@ async def test_default_port_taken_fetch_starts_without_the_pages(
         driver = Driver(app, terminal)
         await driver.push("/help")
         assert "Fetch" in await driver.pop()
+        await driver.push("/status")
+        assert "web chat: off (the web listener could not start)" in await driver.pop()
     finally:
         await app.__aexit__(None, None, None)
 
