@@ -105,6 +105,19 @@ def fresh_dirs(prefix: str) -> Iterator[tuple[Path, Path]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def model_env(home: Path, workspace: Path, model_url: str) -> dict[str, str]:
+    """Settings for an in-process app whose orchestrator model is a scripted server at
+    ``model_url`` (no retries: a benchmark counts every request)."""
+    return {
+        "FETCH_HOME": str(home),
+        "FETCH_WORKSPACE": str(workspace),
+        "FETCH_HARNESS": "demo",
+        "FETCH_MODEL_BASE_URL": model_url + "/v1",
+        "FETCH_MODEL": "bench-model",
+        "FETCH__MODEL__MAX_RETRIES": "0",
+    }
+
+
 def fetch_env(home: Path, workspace: Path) -> dict[str, str]:
     """The environment for a spawned ``fetch``: ours minus any FETCH_* the shell had set
     (a developer's own config must not change the figures), plus the benchmark's."""

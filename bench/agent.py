@@ -27,6 +27,7 @@ HELLO_BUDGET = 8_000  # "under 8 KB", read strictly
 
 
 async def _measure(turns: int) -> dict[str, Any]:
+    from bench._common import model_env
     from channels.terminal import TerminalChannel
     from orchestrator.app import build_app
     from orchestrator.config import load_settings
@@ -34,17 +35,7 @@ async def _measure(turns: int) -> dict[str, Any]:
 
     with fresh_dirs("agent") as (home, workspace):
         async with ScriptedModelServer() as model:
-            settings = load_settings(
-                None,
-                {
-                    "FETCH_HOME": str(home),
-                    "FETCH_WORKSPACE": str(workspace),
-                    "FETCH_HARNESS": "demo",
-                    "FETCH_MODEL_BASE_URL": model.url + "/v1",
-                    "FETCH_MODEL": "bench-model",
-                    "FETCH__MODEL__MAX_RETRIES": "0",
-                },
-            )
+            settings = load_settings(None, model_env(home, workspace, model.url))
             terminal = TerminalChannel(settings.terminal.chat)
             app = build_app(settings, channels=[terminal])
             await app.__aenter__()

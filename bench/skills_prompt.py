@@ -43,6 +43,7 @@ def _owner_skills(home: Path, count: int) -> None:
 
 async def _hello(home: Path, workspace: Path, empty: bool) -> dict[str, int]:
     """The first request's bytes, through the whole app."""
+    from bench._common import model_env
     from channels.terminal import TerminalChannel
     from orchestrator.app import build_app
     from orchestrator.config import load_settings
@@ -53,17 +54,7 @@ async def _hello(home: Path, workspace: Path, empty: bool) -> dict[str, int]:
         if empty:  # the baseline: no skills at all, not even the shipped ones
             stack.enter_context(mock.patch("orchestrator.app.discover", return_value=Catalog()))
         async with ScriptedModelServer() as model:
-            settings = load_settings(
-                None,
-                {
-                    "FETCH_HOME": str(home),
-                    "FETCH_WORKSPACE": str(workspace),
-                    "FETCH_HARNESS": "demo",
-                    "FETCH_MODEL_BASE_URL": model.url + "/v1",
-                    "FETCH_MODEL": "bench-model",
-                    "FETCH__MODEL__MAX_RETRIES": "0",
-                },
-            )
+            settings = load_settings(None, model_env(home, workspace, model.url))
             terminal = TerminalChannel(settings.terminal.chat)
             app = build_app(settings, channels=[terminal])
             await app.__aenter__()

@@ -16,7 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from orchestrator.store.db import Database
-from orchestrator.store.usage import UsageTotal, days_from_buckets
+from orchestrator.store.usage import UsageTotal, days_from_buckets, dearest
 
 DAY = 86400.0
 BUCKET = 900  # 15 minutes: every UTC offset in use is whole quarter hours (see store/usage)
@@ -33,16 +33,7 @@ GROUPS = {
 
 
 def add(a: UsageTotal | None, b: UsageTotal) -> UsageTotal:
-    if a is None:
-        return b
-    return UsageTotal(
-        a.key,
-        a.calls + b.calls,
-        a.tokens_in + b.tokens_in,
-        a.tokens_out + b.tokens_out,
-        a.cost + b.cost,
-        a.errors + b.errors,
-    )
+    return b if a is None else a + b
 
 
 def window_start(now: float, tz: ZoneInfo) -> float:
@@ -64,7 +55,7 @@ class Sums:
 
     def dearest(self, group: str, limit: int, skip_none: bool = False) -> list[UsageTotal]:
         rows = [t for k, t in self.groups[group].items() if not (skip_none and k is None)]
-        return sorted(rows, key=lambda t: (-t.cost, -t.calls, t.key))[:limit]
+        return dearest(rows)[:limit]
 
     def total_since(self, start: float) -> UsageTotal:
         total = UsageTotal("")

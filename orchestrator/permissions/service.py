@@ -214,7 +214,7 @@ class Permissions:
                 await self.grants.revoke(used)
             return True
         if decision.effect is Effect.ASK:
-            await self._ask(subject, action, key, reply, shown)
+            await self.ask_owner(subject, action, key, reply, shown)
             return False
         log.info("permission: %s %s", subject.id, decision.explain())
         await reply(f"🔒 You can't use {shown} here ({decision.why}).")
@@ -228,18 +228,8 @@ class Permissions:
         reply: Callable[[str], Awaitable[object]],
         shown: str,
     ) -> None:
-        """Ask the owner for ``action`` although a rule allows it: the orchestrator's
-        auto-approve table (orchestrator/agent/confirm.py) says this tool asks first."""
-        await self._ask(subject, action, key, reply, shown)
-
-    async def _ask(
-        self,
-        subject: Subject,
-        action: str,
-        key: SessionKey,
-        reply: Callable[[str], Awaitable[object]],
-        shown: str,
-    ) -> None:
+        """Ask the owner for ``action``: a rule says ask, or (orchestrator/agent/confirm.py)
+        the auto-approve table says this tool asks first although a rule allows it."""
         owner = self.owner_chat(key.channel)
         if owner is None:
             await reply(f"🔒 {shown} needs the owner's yes, and I cannot reach them.")

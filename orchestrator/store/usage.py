@@ -69,6 +69,17 @@ class UsageTotal:
     cost: float = 0.0
     errors: int = 0  # calls that failed (status not 200, or an error)
 
+    def __add__(self, other: UsageTotal) -> UsageTotal:
+        """The sums of both groups, under this one's key."""
+        return UsageTotal(
+            self.key,
+            self.calls + other.calls,
+            self.tokens_in + other.tokens_in,
+            self.tokens_out + other.tokens_out,
+            self.cost + other.cost,
+            self.errors + other.errors,
+        )
+
 
 class UsagePort(Protocol):
     def record(self, row: UsageRow) -> None:
@@ -145,26 +156,15 @@ def days_from_buckets(rows: Iterable[tuple[int, UsageTotal]], tz: str) -> list[U
     days: dict[str, UsageTotal] = {}
     for bucket, sums in rows:
         day = day_of(bucket * _BUCKET, zone)
-        days[day] = _plus(days.get(day, UsageTotal(day)), sums)
+        days[day] = days.get(day, UsageTotal(day)) + sums
     return [days[d] for d in sorted(days)]
-
-
-def _plus(a: UsageTotal, b: UsageTotal) -> UsageTotal:
-    return UsageTotal(
-        a.key,
-        a.calls + b.calls,
-        a.tokens_in + b.tokens_in,
-        a.tokens_out + b.tokens_out,
-        a.cost + b.cost,
-        a.errors + b.errors,
-    )
 
 
 def _total(key: str, row: Any) -> UsageTotal:
     return UsageTotal(key, int(row[0]), int(row[1]), int(row[2]), float(row[3]), int(row[4]))
 
 
-def _dearest(totals: Iterable[UsageTotal]) -> list[UsageTotal]:
+def dearest(totals: Iterable[UsageTotal]) -> list[UsageTotal]:
     return sorted(totals, key=lambda t: (-t.cost, -t.calls, t.key))
 
 
@@ -247,7 +247,7 @@ class SqliteUsage:
             f"SELECT {column}, {_SUMS} FROM {table} WHERE {where}{extra} GROUP BY {column}",
             params,
         )
-        return _dearest(_total(str(r[0]), r[1:]) for r in rows)
+        return dearest(_total(str(r[0]), r[1:]) for r in rows)
 
     async def by_day(self, since: float, until: float | None, tz: str) -> list[UsageTotal]:
         where, params = self._window(since, until)
@@ -328,16 +328,14 @@ class MemoryUsage:
     def _sum(key: str, rows: Iterable[UsageRow]) -> UsageTotal:
         total = UsageTotal(key)
         for r in rows:
-            total = _plus(
-                total, UsageTotal(key, 1, r.tokens_in, r.tokens_out, r.cost, int(r.failed))
-            )
+            total += UsageTotal(key, 1, r.tokens_in, r.tokens_out, r.cost, int(r.failed))
         return total
 
     def _grouped(self, rows: Iterable[UsageRow], key: Any) -> list[UsageTotal]:
         groups: dict[str, list[UsageRow]] = {}
         for r in rows:
             groups.setdefault(str(key(r)), []).append(r)
-        return _dearest(self._sum(k, v) for k, v in groups.items())
+        return dearest(self._sum(k, v) for k, v in groups.items())
 
     async def total(
         self,

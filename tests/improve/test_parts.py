@@ -27,6 +27,7 @@ from orchestrator.improve.github import GitHub, GitHubError, PullRequest
 from orchestrator.testrun import SuitePlan, SuiteResult
 from tests.conftest import git, make_repo
 from tests.fakes.github_api import FakeGitHub
+from tests.fakes.require import missing
 
 TOKEN = "ghp_unit0123456789TOKEN"
 
@@ -87,7 +88,7 @@ def test_the_remote_defaults_to_the_checkouts_origin_over_https(tmp_path: Path) 
 def test_the_running_installation_is_never_the_remote() -> None:
     running = running_checkout()
     if running is None:
-        pytest.skip("Fetch is not running from a git checkout here")
+        missing("Fetch is not running from a git checkout here", ci_must="run from one")
     with pytest.raises(GitError, match="Fetch's running installation"):
         resolve_remote(str(running), "octo/fetch", running)
     with pytest.raises(GitError, match="inside"):
