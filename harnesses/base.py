@@ -30,6 +30,20 @@ class HarnessEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+def usage_event(counts: Any, **extra: float) -> HarnessEvent:
+    """A ``usage`` event from the object a CLI reports its tokens in (``input_tokens``,
+    ``output_tokens``; missing or null counts as 0), plus e.g. ``cost_usd``."""
+    counts = counts if isinstance(counts, dict) else {}
+    return HarnessEvent(
+        "usage",
+        data={
+            "tokens_in": int(counts.get("input_tokens") or 0),
+            "tokens_out": int(counts.get("output_tokens") or 0),
+            **extra,
+        },
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class McpServer:
     """An MCP server the CLI may use: Fetch's memory, reached through the relay."""

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.base import Harness, HarnessEvent, HarnessRequest, usage_event
 from harnesses.instructions import write_user_instructions
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
@@ -93,17 +93,7 @@ class ClaudeCode(Harness, name="claude-code"):
 
     @staticmethod
     def _result(obj: dict[str, Any]) -> list[HarnessEvent]:
-        usage = obj.get("usage") or {}
-        events = [
-            HarnessEvent(
-                "usage",
-                data={
-                    "tokens_in": int(usage.get("input_tokens") or 0),
-                    "tokens_out": int(usage.get("output_tokens") or 0),
-                    "cost_usd": float(obj.get("total_cost_usd") or 0.0),
-                },
-            )
-        ]
+        events = [usage_event(obj.get("usage"), cost_usd=float(obj.get("total_cost_usd") or 0.0))]
         text = str(obj.get("result") or "")
         denials = obj.get("permission_denials") or []
         session = {"session_id": obj.get("session_id", "")}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.base import Harness, HarnessEvent, HarnessRequest, usage_event
 from harnesses.instructions import write_user_instructions
 from harnesses.runstate import RunState
 
@@ -127,16 +127,7 @@ class Codex(Harness, name="codex"):
             return self._item(obj.get("item") or {}, run)
         session = {"session_id": run.session_id}
         if kind == "turn.completed":
-            usage = obj.get("usage") or {}
-            events = [
-                HarnessEvent(
-                    "usage",
-                    data={
-                        "tokens_in": int(usage.get("input_tokens") or 0),
-                        "tokens_out": int(usage.get("output_tokens") or 0),
-                    },
-                )
-            ]
+            events = [usage_event(obj.get("usage"))]
             if run.denials:
                 text = "Codex was denied: " + "; ".join(run.denials)[:400]
                 return [*events, HarnessEvent("error", text, session)]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesses.base import Harness, HarnessEvent, HarnessRequest
+from harnesses.base import Harness, HarnessEvent, HarnessRequest, usage_event
 from harnesses.instructions import write_user_instructions
 from harnesses.runstate import RunState
 
@@ -142,16 +142,7 @@ class GeminiCli(Harness, name="gemini-cli"):
 
     @staticmethod
     def _result(obj: dict[str, Any], run: _Run) -> list[HarnessEvent]:
-        stats = obj.get("stats") or {}
-        events = [
-            HarnessEvent(
-                "usage",
-                data={
-                    "tokens_in": int(stats.get("input_tokens") or 0),
-                    "tokens_out": int(stats.get("output_tokens") or 0),
-                },
-            )
-        ]
+        events = [usage_event(obj.get("stats"))]
         session = {"session_id": run.session_id}
         if obj.get("status") != "success":
             error = obj.get("error") or {}
