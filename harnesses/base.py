@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from core.errors import UnknownHarness
 
 # "question": the CLI ended its turn asking the owner (text); the runner WAITS for the
-# answer and resumes the CLI's session with it (orchestrator/runner.py).
+# answer and resumes the CLI's session with it (orchestrator/task/runner.py).
 EventKind = Literal[
     "session", "text", "tool_use", "file_change", "usage", "done", "error", "question"
 ]

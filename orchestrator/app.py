@@ -31,7 +31,6 @@ from kennel.bwrap import BwrapKennel
 from kennel.choice import Choice, choose, docker_image
 from kennel.local import LocalKennel
 from orchestrator.alerts import Alerts
-from orchestrator.approvals import Approvals
 from orchestrator.config import Settings
 from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.dashboard import mount as mount_dashboard
@@ -41,16 +40,17 @@ from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
 from orchestrator.planner import Planner
-from orchestrator.recovery import recover_journal, tell
-from orchestrator.runner import TaskRunner
 from orchestrator.scheduler import Scheduler
 from orchestrator.services import Services
 from orchestrator.session import Sessions
 from orchestrator.skills.book import SkillBook
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
+from orchestrator.task.approvals import Approvals
+from orchestrator.task.recovery import recover_journal, tell
+from orchestrator.task.runner import TaskRunner
+from orchestrator.task.waiting import announce_waiting_diffs
 from orchestrator.tools import build_tools
-from orchestrator.waiting import announce_waiting_diffs
 from orchestrator.workspace import Workspace
 from skills import discover
 

@@ -75,12 +75,12 @@ class ApprovalSettings(StrictSettings):
     ttl_seconds: int = Field(3600, ge=30)
     # supervised: every diff is asked; semi: committed unasked when the tests pass and no
     # risky path is touched; autonomous: committed on a branch fetch/task-<id> that the
-    # owner merges or drops with one word (orchestrator/autonomy.py). Layered per
+    # owner merges or drops with one word (orchestrator/task/autonomy.py). Layered per
     # repository and chat; a committed .fetch.yaml may only lower it.
     autonomy: Literal["supervised", "semi", "autonomous"] = "supervised"
     # A change touching more files than this is risky (always a branch, or asked).
     risky_files: int = Field(10, ge=1)
-    # Tests before approval (orchestrator/testrun.py): run in the kennel, bounded.
+    # Tests before approval (orchestrator/task/testrun.py): run in the kennel, bounded.
     run_tests: bool = True
     test_timeout_seconds: float = Field(300.0, gt=0, le=3600)
 

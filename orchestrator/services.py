@@ -34,13 +34,13 @@ from orchestrator.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchestrator.alerts import Alerts
-    from orchestrator.approvals import Approvals
     from orchestrator.costs.ledger import CostLedger
     from orchestrator.memory import Memory
     from orchestrator.planner import Planner
-    from orchestrator.runner import TaskRunner
     from orchestrator.scheduler import Scheduler
     from orchestrator.skills.book import SkillBook
+    from orchestrator.task.approvals import Approvals
+    from orchestrator.task.runner import TaskRunner
 
 
 @dataclass(frozen=True, slots=True)

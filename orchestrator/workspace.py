@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from core.errors import GitError
-from orchestrator.gitops import Repo
+from orchestrator.boundary.gitops import Repo
 
 DEMO_README = """# demo
 

@@ -2,7 +2,7 @@
 git log and show. Confined to the repository: every path goes through
 ``safe_relative_path`` (no absolute paths, no ``..``, no ``.git``, no encoded tricks)
 and is resolved and checked again after symlinks, so a link pointing out is refused.
-Git runs through the hardened host git (orchestrator/gitops.py). Every answer is
+Git runs through the hardened host git (orchestrator/boundary/gitops.py). Every answer is
 bounded. All are cached reads: the answer depends on the arguments and the repo only.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.validate import UnsafeName, safe_relative_path
 from orchestrator.agent.access import repo_of
-from orchestrator.gitops import Repo
+from orchestrator.boundary.gitops import Repo
 from orchestrator.tools import ToolArgumentError, ToolRegistry, ToolResult
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from core.errors import GitError
-from orchestrator.gitops import Repo
+from orchestrator.boundary.gitops import Repo
 
 
 def repo_state(repo: Repo) -> str:

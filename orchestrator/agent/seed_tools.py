@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from core.errors import GitError
 from core.state import State
 from orchestrator.agent.access import repo_of
-from orchestrator.runner import TASK_QUESTION
 from orchestrator.store.db import key_str
+from orchestrator.task.runner import TASK_QUESTION
 from orchestrator.tools import ToolRegistry, ToolResult
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ import asyncio
 
 from core.errors import GitError
 from core.events import SessionKey
-from orchestrator import recovery
-from orchestrator.crashpoint import crash_point
 from orchestrator.store import Store
+from orchestrator.task import recovery
+from orchestrator.task.crashpoint import crash_point
 from orchestrator.workspace import Workspace
 
 
@@ -46,7 +46,7 @@ class CommitsFacade:
         except GitError as err:
             return f"❌ Couldn't undo {last.sha[:7]}: {err}"
         # Journalled: a kill between the revert's ref move and this record is settled
-        # from git at the next start (orchestrator/recovery.py).
+        # from git at the next start (orchestrator/task/recovery.py).
         intent = await self._store.work.open_intent(
             "undo", key, last.repo, last.id, head, "", message
         )

@@ -6,8 +6,8 @@ from __future__ import annotations
 from core.events import SessionKey
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.report import cost_report
-from orchestrator.runner import TaskRunner
 from orchestrator.store.usage import UsagePort
+from orchestrator.task.runner import TaskRunner
 
 
 class CostFacade:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harnesses.base import Harness, HarnessRegistry
 from instincts.contract import HarnessInfo
-from orchestrator.runner import TaskRunner
+from orchestrator.task.runner import TaskRunner
 
 
 class HarnessesFacade:

@@ -9,10 +9,10 @@ import time
 from core.errors import GitError
 from core.events import SessionKey
 from instincts.contract import PausedTask, SessionPort, StoppedTask
-from orchestrator import testrun
-from orchestrator.autonomy import LEVELS
 from orchestrator.permissions.service import Permissions
-from orchestrator.runner import PauseResult, TaskRunner
+from orchestrator.task import testrun
+from orchestrator.task.autonomy import LEVELS
+from orchestrator.task.runner import PauseResult, TaskRunner
 from orchestrator.workspace import Workspace
 
 LEVEL_WORDS = {

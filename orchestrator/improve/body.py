@@ -4,8 +4,8 @@ output, and the note that Fetch never merges."""
 
 from __future__ import annotations
 
-from orchestrator.gitops import Change
-from orchestrator.testrun import SuiteResult
+from orchestrator.boundary.gitops import Change
+from orchestrator.task.testrun import SuiteResult
 
 MAX_FILES = 40  # listed one by one; the rest are counted
 TAIL = 30  # lines of test output in the body

@@ -4,7 +4,7 @@ Fetch never edits itself in place: it clones its repository into
 ``FETCH_HOME/improve/<id>`` (never the installed packages, never the running checkout's
 work tree: when the running checkout is the source it is only read, with ``--no-hardlinks``
 so no object file is shared), lets the harness work there in the kennel, commits on the
-host with the hardened host git (orchestrator/gitops.py), and pushes exactly one ref:
+host with the hardened host git (orchestrator/boundary/gitops.py), and pushes exactly one ref:
 ``refs/heads/fetch/improve-...``, created, never forced. The token reaches git only as an
 ``http.extraHeader`` in the environment of that one host git process (``GIT_CONFIG_*``),
 never in a URL, a config file or the checkout the kennel sees.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from core.errors import GitError
 from core.packages import PACKAGES as INSTALLED
-from orchestrator.gitconfig import HARDENING, base_env, repo_env
-from orchestrator.gitops import AUTHOR, Repo
+from orchestrator.boundary.gitconfig import HARDENING, base_env, repo_env
+from orchestrator.boundary.gitops import AUTHOR, Repo
 from orchestrator.improve.settings import is_local, local_path, remote_problem
 
 # Fetch's own packages, and its benchmarks (installed with it too).

@@ -32,19 +32,19 @@ from core.errors import FetchError, GitError
 from core.state import State
 from harnesses.base import Harness, HarnessRegistry
 from kennel.base import Kennel, KennelProcess
-from orchestrator import testrun
+from orchestrator.boundary.gitops import Repo, guard_repo_config
 from orchestrator.config import Settings
-from orchestrator.gitops import Repo, guard_repo_config
 from orchestrator.improve import body
 from orchestrator.improve.checkout import Checkout, branch_name, resolve_remote, running_checkout
 from orchestrator.improve.github import GitHub, GitHubError, PullExists, PullRequest
 from orchestrator.improve.records import Improvement, SqliteImprovements
 from orchestrator.messenger import Messenger
-from orchestrator.progress import Progress
-from orchestrator.runner import RunHandle, TaskRunner
 from orchestrator.session import Session
 from orchestrator.store import Store
 from orchestrator.supervisor import TaskSupervisor
+from orchestrator.task import testrun
+from orchestrator.task.progress import Progress
+from orchestrator.task.runner import RunHandle, TaskRunner
 
 log = logging.getLogger(__name__)
 

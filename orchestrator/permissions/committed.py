@@ -1,5 +1,5 @@
 """A repository's committed ``.fetch.yaml``: read at HEAD through the hardened host git
-(orchestrator/gitops.py), never from the working tree (the sandbox writes that), and
+(orchestrator/boundary/gitops.py), never from the working tree (the sandbox writes that), and
 only ever narrowing (layers.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from core.errors import GitError
-from orchestrator.gitops import Repo
+from orchestrator.boundary.gitops import Repo
 from orchestrator.permissions.layers import Layer, read_yaml_layer
 
 log = logging.getLogger(__name__)

@@ -186,7 +186,7 @@ def global_layer(
         "approvals.ttl_seconds": settings.approvals.ttl_seconds,
         "approvals.autonomy": settings.approvals.autonomy,
         "test_command": "",
-    }  # "": detected (orchestrator/testrun.py)
+    }  # "": detected (orchestrator/task/testrun.py)
     name = source_of or (lambda dotted: "global config")
     sources = {
         k: f"{name(mode_key if k == 'permissions.mode' else k)}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from core.errors import GitError
-from orchestrator.gitops import Repo
+from orchestrator.boundary.gitops import Repo
 from skills import FILE_MAX, Skill, SkillProblem, collect, parse
 
 FOLDERS = (".fetch/skills", ".claude/skills")

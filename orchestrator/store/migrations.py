@@ -144,7 +144,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE tasks ADD COLUMN requester TEXT NOT NULL DEFAULT 'owner';
     ALTER TABLE commits ADD COLUMN requester TEXT NOT NULL DEFAULT 'owner';
     """,
-    # 6: the git journal (orchestrator/recovery.py). An intent is written before Fetch
+    # 6: the git journal (orchestrator/task/recovery.py). An intent is written before Fetch
     # moves a repository's ref (a commit on "yes", a revert on /undo) and closed in the
     # same transaction as the rows that record the move; one still open at start-up is
     # settled from git, so a kill between the ref and the database loses nothing.

@@ -135,7 +135,7 @@ class WorkPort(Protocol):
 
     async def mark_undone(self, commit_id: int, by_sha: str) -> None: ...
 
-    # -- intents (the git journal, orchestrator/recovery.py) -------------------------
+    # -- intents (the git journal, orchestrator/task/recovery.py) -------------------------
     async def open_intent(
         self, kind: str, key: SessionKey, repo: str, target: int, base: str, tree: str, message: str
     ) -> IntentRow:

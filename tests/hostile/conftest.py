@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import GitError
-from orchestrator import diffview
-from orchestrator.gitops import Change, Repo
+from orchestrator.boundary.gitops import Change, Repo
+from orchestrator.task import diffview
 from tests.conftest import git, make_repo
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from orchestrator.gitops import Repo, guard_repo_config
+from orchestrator.boundary.gitops import Repo, guard_repo_config
 from tests.hostile.conftest import Scene, exercise, snapshot
 
 HOOKS = (

@@ -15,8 +15,8 @@ import pytest
 from channels.telegram.format import LIMIT, to_html
 from channels.whatsapp.format import SAFE_CHARS, to_whatsapp
 from core.text import split_message, utf16_units
-from orchestrator import diffview
-from orchestrator.gitops import Change, Repo
+from orchestrator.boundary.gitops import Change, Repo
+from orchestrator.task import diffview
 from tests.conftest import git, make_repo
 
 BEFORE = """# Notes

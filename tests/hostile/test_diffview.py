@@ -8,8 +8,8 @@ import tracemalloc
 
 import pytest
 
-from orchestrator import diffview
-from orchestrator.gitops import FILE_CAP, PATCH_CAP, Repo
+from orchestrator.boundary.gitops import FILE_CAP, PATCH_CAP, Repo
+from orchestrator.task import diffview
 from tests.hostile.conftest import Scene, exercise
 
 RAW = {

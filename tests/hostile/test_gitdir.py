@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from core.errors import GitError
-from orchestrator.gitops import Repo, guard_repo_config
+from orchestrator.boundary.gitops import Repo, guard_repo_config
 from tests.conftest import git
 from tests.hostile.conftest import Scene, exercise, snapshot
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.diffview import human_size
-from orchestrator.gitconfig import key_allowed
-from orchestrator.gittree import escapes
+from orchestrator.boundary.gitconfig import key_allowed
+from orchestrator.boundary.gittree import escapes
+from orchestrator.task.diffview import human_size
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import GitError
-from orchestrator.gitops import Repo
-from orchestrator.gittree import nested_repos
+from orchestrator.boundary.gitops import Repo
+from orchestrator.boundary.gittree import nested_repos
 from tests.conftest import git
 from tests.hostile.conftest import Scene, exercise, snapshot
 

@@ -13,8 +13,8 @@ import pytest
 from aiohttp import web
 
 from core.errors import ConfigError, GitError
+from orchestrator.boundary.gitops import Change, FileStat
 from orchestrator.config import Settings, load_settings
-from orchestrator.gitops import Change, FileStat
 from orchestrator.improve import body
 from orchestrator.improve.checkout import (
     Checkout,
@@ -24,7 +24,7 @@ from orchestrator.improve.checkout import (
     running_checkout,
 )
 from orchestrator.improve.github import GitHub, GitHubError, PullRequest
-from orchestrator.testrun import SuitePlan, SuiteResult
+from orchestrator.task.testrun import SuitePlan, SuiteResult
 from tests.conftest import git, make_repo
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.require import missing

@@ -8,8 +8,8 @@ from channels.base import Capabilities
 from core.events import Outbound, SendResult, SessionKey
 from harnesses.base import HarnessEvent
 from orchestrator.messenger import Messenger
-from orchestrator.progress import Progress
 from orchestrator.store import Journal, Store
+from orchestrator.task.progress import Progress
 
 
 class EditingChannel:

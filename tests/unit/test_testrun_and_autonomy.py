@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import testrun
-from orchestrator.autonomy import risks, route
-from orchestrator.gitops import Change, FileStat
+from orchestrator.boundary.gitops import Change, FileStat
 from orchestrator.permissions.layers import Layer, resolve
-from orchestrator.testrun import SuitePlan, SuiteResult
+from orchestrator.task import testrun
+from orchestrator.task.autonomy import risks, route
+from orchestrator.task.testrun import SuitePlan, SuiteResult
 
 PY = SuitePlan("python", "pytest", "pytest")
 

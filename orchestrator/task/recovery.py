@@ -33,13 +33,13 @@ from pathlib import Path
 from core.errors import FetchError
 from core.events import SessionKey
 from core.state import State
-from orchestrator import autonomy
-from orchestrator.gitops import Repo
-from orchestrator.gittree import Anchor
+from orchestrator.boundary.gitops import Repo
+from orchestrator.boundary.gittree import Anchor
 from orchestrator.messenger import Messenger
 from orchestrator.session import Sessions
 from orchestrator.store import Store
 from orchestrator.store.work import IntentRow
+from orchestrator.task import autonomy
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)

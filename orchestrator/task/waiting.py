@@ -14,12 +14,12 @@ import time
 
 from core.errors import FetchError
 from core.state import State
-from orchestrator import diffview
-from orchestrator.approvals import Approvals
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
 from orchestrator.session import Sessions
 from orchestrator.store import Store
+from orchestrator.task import diffview
+from orchestrator.task.approvals import Approvals
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)

@@ -24,10 +24,8 @@ from core.errors import ApprovalError, GitError
 from core.events import Inbound, SessionKey
 from core.state import State
 from core.validate import UnsafeName, safe_relative_path
-from orchestrator import autonomy, diffview, recovery
+from orchestrator.boundary.gitops import Change
 from orchestrator.config import Settings
-from orchestrator.crashpoint import crash_point
-from orchestrator.gitops import Change
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.model import Effect
 from orchestrator.permissions.resolver import Policy
@@ -35,7 +33,9 @@ from orchestrator.permissions.service import Permissions
 from orchestrator.session import Session, Sessions
 from orchestrator.store import Store
 from orchestrator.store.work import ApprovalRow
-from orchestrator.testrun import SuiteResult
+from orchestrator.task import autonomy, diffview, recovery
+from orchestrator.task.crashpoint import crash_point
+from orchestrator.task.testrun import SuiteResult
 from orchestrator.workspace import Workspace
 
 YES = {
@@ -357,7 +357,7 @@ class Approvals:
         prompt = task.prompt if task else "change"
         message = _commit_message(prompt, row, self._settings.owner)
         # Journalled: a kill between the ref move and the record is settled from git at
-        # the next start (orchestrator/recovery.py), so the commit is never lost.
+        # the next start (orchestrator/task/recovery.py), so the commit is never lost.
         intent = await self._store.work.open_intent(
             "commit", key, row.repo, row.id, change.base_sha, change.tree_sha, message
         )
@@ -429,7 +429,7 @@ class Approvals:
         git = self._workspace.repo(repo)
         # A scheduled job's commit is undone from the owner's chat, where it was reported.
         undo_from = self._messenger.routed_to(session.key) or session.key
-        # Journalled like a yes (orchestrator/recovery.py): a kill after HEAD moved is
+        # Journalled like a yes (orchestrator/task/recovery.py): a kill after HEAD moved is
         # recorded from git at the next start, so /undo still reaches the commit.
         intent = await self._store.work.open_intent(
             "unasked", undo_from, repo, task_id, change.base_sha, change.tree_sha, message
@@ -484,7 +484,7 @@ class Approvals:
             f"Fetch-Task: {task_id}\nCommitted-by: Fetch on a task branch ({route.why})",
             change,
         )
-        # Journalled (orchestrator/recovery.py): a kill after the task branch exists is
+        # Journalled (orchestrator/task/recovery.py): a kill after the task branch exists is
         # recorded from git at the next start, so the merge question is never lost.
         intent = await self._store.work.open_intent(
             "branch", session.key, repo, task_id, change.base_sha, change.tree_sha, message
@@ -562,7 +562,7 @@ class Approvals:
         except GitError as err:
             await self._messenger.send(key, f"❌ Not merged: {err}. Say drop or keep.")
             return
-        # Journalled like a yes (orchestrator/recovery.py): a kill after the ref moved
+        # Journalled like a yes (orchestrator/task/recovery.py): a kill after the ref moved
         # is settled from git at the next start, so the merge is never lost.
         intent = await self._store.work.open_intent(
             "commit", key, row.repo, row.id, row.base_sha, merge.tree, merge.message

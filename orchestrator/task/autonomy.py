@@ -1,9 +1,11 @@
 """Autonomy: how a finished diff reaches the repository.
 
 * ``supervised`` (the default): every diff is asked; nothing moves until the owner's yes,
-  bound to that exact diff (orchestrator/approvals.py).
+  bound to that exact diff (orchestrator/task/approvals.py).
 * ``semi``: committed to the owner's branch without asking when the tests ran in the
-  kennel and passed and no risky path is touched; asked otherwise.
+  kennel and passed, no risky path is touched and nothing that runs the tests changed
+  (``steers_tests``: a changed test or runner config could print "42 passed" itself,
+  so its own result proves nothing); asked otherwise.
 * ``autonomous``: committed on a branch ``fetch/task-<id>``; the owner's branch does not
   move until they answer ``merge`` (or drop it with ``drop``).
 
@@ -21,13 +23,14 @@ never a checkout, so no hook, filter or attribute of the repository runs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from fnmatch import fnmatch
+from fnmatch import fnmatch, fnmatchcase
 
 from core.errors import GitError
-from orchestrator.gitops import AUTHOR, ZERO, Change, Repo
+from orchestrator.boundary.gitops import AUTHOR, ZERO, Change, Repo
 from orchestrator.permissions.layers import AUTONOMY
-from orchestrator.testrun import SuiteResult
+from orchestrator.task.testrun import SuiteResult
 
 LEVELS = AUTONOMY
 BRANCH_PREFIX = "fetch/task-"
@@ -83,10 +86,184 @@ RISKY_PATHS = (
 )
 
 
+# What steers how the tests run or what they print. A change to any of these makes the
+# test result the change's own word, so ``semi`` asks. Matched lower-cased (a
+# case-insensitive file system finds ``Conftest.py`` too); a false match only asks.
+# Folders anywhere in the path: tests, their data and expectations, what runners load.
+TEST_DIRS = frozenset(
+    {
+        "test",
+        "tests",
+        "testing",
+        "__tests__",
+        "__mocks__",
+        "__snapshots__",
+        "snapshots",
+        "__fixtures__",
+        "fixtures",
+        "testdata",
+        "spec",
+        "specs",
+        "e2e",
+        "cypress",
+        "node_modules",
+        ".ci",
+        ".github",
+        ".gitlab",
+        ".circleci",
+        ".buildkite",
+        ".cargo",
+        ".mvn",
+    }
+)
+# File names anywhere.
+TEST_NAMES = (
+    # test files by the common conventions (pytest, unittest, jest, mocha, go, rspec...)
+    "test",
+    "tests",
+    "test*.py",
+    "test_*",
+    "test-*",
+    "test.*",
+    "tests.*",
+    "*_test.*",
+    "*_tests.*",
+    "*-test.*",
+    "*_spec.*",
+    "*-spec.*",
+    "*.test.*",
+    "*.spec.*",
+    "*.snap",
+    "run_test*",
+    "run-test*",
+    "runtest*",
+    # Python: pytest's and tox's configuration, and what Python imports at start-up
+    "conftest.py",
+    "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "noxfile.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    # Node: package scripts, the package manager's settings, runner and compiler configs
+    "package.json",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
+    "jest.config.*",
+    "jest.setup.*",
+    "setuptests.*",
+    "vitest.config.*",
+    "vitest.setup.*",
+    "vitest.workspace.*",
+    "vite.config.*",
+    ".mocharc*",
+    "karma.conf.*",
+    "playwright.config.*",
+    "cypress.config.*",
+    "ava.config.*",
+    "babel.config.*",
+    ".babelrc*",
+    ".swcrc",
+    "tsconfig*.json",
+    "deno.json",
+    "deno.jsonc",
+    # Go, Rust
+    "go.mod",
+    "go.work",
+    "cargo.toml",
+    "build.rs",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    # make and the other runners a test command names
+    "makefile",
+    "gnumakefile",
+    "*.mk",
+    "justfile",
+    ".justfile",
+    "taskfile.yml",
+    "taskfile.yaml",
+    "rakefile",
+    "gemfile",
+    ".rspec",
+    "pom.xml",
+    "mvnw",
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "gradlew",
+    "phpunit.xml",
+    "phpunit.xml.dist",
+    "composer.json",
+    # CI
+    ".gitlab-ci.yml",
+    ".travis.yml",
+    "jenkinsfile",
+    "azure-pipelines.yml",
+    "bitbucket-pipelines.yml",
+    ".drone.yml",
+    # the repository's Fetch settings (test_command)
+    ".fetch.yaml",
+)
+# The risk ``route`` reads as "the tests cannot vouch for this change".
+TESTS_RISK = "changes how tests run"
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+_OCTAL = frozenset("01234567")
+
+
+def unquote(path: str) -> str:
+    """A path as git prints it (``"t\\303\\251st.py"`` when it holds special bytes) back
+    to its name; bytes that are not UTF-8 stay as surrogates (``surrogateescape``)."""
+    if len(path) < 2 or path[0] != '"' or path[-1] != '"':
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+            digits = body[i + 1 : i + 4]
+            if len(digits) == 3 and set(digits) <= _OCTAL and digits[0] in "0123":
+                out.append(int(digits, 8))
+                i += 4
+                continue
+        out += body[i].encode("utf-8", "surrogateescape")
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _shown(path: str) -> str:
+    """For a card: the name itself when it prints cleanly, else as git quotes it."""
+    name = unquote(path)
+    return name if name.isprintable() else path
+
+
 def _risky_path(path: str) -> bool:
-    path = path.strip('"')
+    path = unquote(path)
     name = path.rsplit("/", 1)[-1]
     return any(fnmatch(path, p) or ("/" not in p and fnmatch(name, p)) for p in RISKY_PATHS)
+
+
+def _test_path(path: str) -> bool:
+    *dirs, name = unquote(path).lower().split("/")
+    return any(d in TEST_DIRS for d in dirs) or any(fnmatchcase(name, p) for p in TEST_NAMES)
+
+
+def steers_tests(paths: Iterable[str]) -> list[str]:
+    """The changed ``paths`` (as git prints them) that can steer how the tests run or
+    what they print: test files, their data, runner and package configs, Makefiles, CI,
+    ``.fetch.yaml``, Python's start-up hooks. Whatever such a change's tests report is
+    the change's own word."""
+    return [p for p in paths if _test_path(p)]
 
 
 def deleted_paths(repo: Repo, change: Change) -> list[str]:
@@ -119,7 +296,22 @@ def risks(change: Change, max_files: int, deleted: list[str]) -> list[str]:
             + (" …" if len(touched) > 3 else "")
             + " (CI, build or dependencies)"
         )
+    # Named once: a path already listed above (package.json, Makefile...) never commits
+    # unasked anyway.
+    steering = [p for p in steers_tests(f.path for f in change.files) if not _risky_path(p)]
+    if steering:
+        shown = [_shown(p) for p in steering]
+        found.append(
+            f"{TESTS_RISK} ("
+            + ", ".join(shown[:3])
+            + (" …" if len(shown) > 3 else "")
+            + "): I won't trust its own test result"
+        )
     return found
+
+
+def _about_tests(risk: str) -> bool:
+    return risk.startswith(TESTS_RISK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +324,14 @@ def route(level: str, tests: SuiteResult | None, risky: list[str], owner_task: b
     if level not in LEVELS or level == "supervised" or not owner_task:
         why = "supervised" if owner_task else "supervised (not the owner's task)"
         return Route("ask", why)
-    if risky:
+    # A risky change goes to a branch; so does every autonomous one. Under semi, a change
+    # that only steers its own tests is asked: their result is its own word.
+    if risky and (level == "autonomous" or not all(_about_tests(r) for r in risky)):
         return Route("branch", f"{level}, but risky: " + "; ".join(risky))
     if level == "autonomous":
         return Route("branch", "autonomous")
+    if risky:
+        return Route("ask", "semi, but it changes how tests run")
     if tests is not None and tests.ok:
         return Route("commit", "semi: the tests pass and no risky path is touched")
     if tests is None or not tests.ran:
@@ -204,7 +400,7 @@ def verify_branch(repo: Repo, task_id: int, diff_hash: str, base_sha: str) -> st
 @dataclass(frozen=True, slots=True)
 class Merge:
     """A task branch proven mergeable: its tip, tree and exact message (the journal's
-    intent names the commit by them, orchestrator/recovery.py)."""
+    intent names the commit by them, orchestrator/task/recovery.py)."""
 
     tip: str
     tree: str
@@ -264,5 +460,7 @@ __all__ = [
     "prepare_merge",
     "risks",
     "route",
+    "steers_tests",
+    "unquote",
     "verify_branch",
 ]

@@ -6,10 +6,10 @@ writing anywhere but the registered repository:
 
 * every command runs with an explicit ``GIT_DIR`` and ``GIT_WORK_TREE`` resolved once
   from the registered path, in an environment built from nothing, against a repository
-  config checked against an allowlist (``orchestrator.gitconfig``);
+  config checked against an allowlist (``orchestrator.boundary.gitconfig``);
 * before every operation the root must still resolve to the same folder and ``.git``
   be the same real directory, free of symlinks, gitfiles, ``commondir`` and alternates
-  (``orchestrator.gittree``);
+  (``orchestrator.boundary.gittree``);
 * a change that adds a nested repository, a gitlink or a symlink leaving the tree is
   refused; "no" removes nested repositories as well as every other untracked addition;
 * commits are made with ``commit-tree`` + ``update-ref`` (plumbing runs no hooks),
@@ -23,6 +23,7 @@ writing anywhere but the registered repository:
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import stat
@@ -33,9 +34,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitdb import LooseObjectDB
+from gitdb.base import IStream
+
 from core.errors import GitError
-from orchestrator.gitconfig import HARDENING, check_config, repo_env
-from orchestrator.gittree import (
+from orchestrator.boundary.gitconfig import HARDENING, check_config, repo_env
+from orchestrator.boundary.gittree import (
     Anchor,
     check_gitdir,
     escapes,
@@ -90,6 +94,9 @@ class Change:
     patch: str
     files: tuple[FileStat, ...]
     truncated: bool = False  # the patch was cut at PATCH_CAP
+    # What the kennel left that is not in the change, with why (ignored by the owner's
+    # .gitignore, a FIFO...): shown on the card, never applied.
+    left_out: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:
@@ -261,7 +268,9 @@ class Repo:
                     os.unlink(leftover)
 
     def change(self) -> Change:
-        """Snapshot the working tree (tracked + untracked, not ignored) against HEAD."""
+        """Snapshot the working tree (tracked + untracked, not ignored) against HEAD: the
+        owner's own tree, for /improve's checkout and the orchestrator's read tools. A
+        task's change comes from its layer instead (``tree_from``)."""
         self._preflight()
         nested = nested_repos(self._anchor.root)
         if nested:
@@ -275,6 +284,11 @@ class Repo:
             self._run("read-tree", base, env=env)
             self._run("add", "-A", "--", ".", env=env)
             tree = self._run("write-tree", env=env)
+        return self.change_between(base, tree)
+
+    def change_between(self, base: str, tree: str, left_out: tuple[str, ...] = ()) -> Change:
+        """The change from commit ``base`` to ``tree``, read from git objects only."""
+        self._preflight()
         entries = self._raw(base, tree)
         self._refuse_links(entries)
         sizes = self._sizes(entries)
@@ -315,7 +329,85 @@ class Repo:
                     sizes.get(path, 0),
                 )
             )
-        return Change(base, tree, patch, tuple(files), cut)
+        return Change(base, tree, patch, tuple(files), cut, left_out)
+
+    # -- a kennel's result, as data ----------------------------------------------------
+    def ignored(self, paths: list[str]) -> set[str]:
+        """Which of ``paths`` the owner's own ignore rules (HEAD's ``.gitignore`` files,
+        ``info/exclude``) ignore; rules a kennel wrote count for nothing."""
+        if not paths:
+            return set()
+        self._preflight()
+        # "./": a name starting with ':' is never read as pathspec magic (check-ignore
+        # refuses GIT_LITERAL_PATHSPECS).
+        data = b"".join(b"./" + p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+        proc = subprocess.run(
+            self._argv(("check-ignore", "-z", "--stdin")),
+            cwd=self._anchor.root,
+            env={**self._env, "GIT_LITERAL_PATHSPECS": "0"},
+            input=data,
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        if proc.returncode not in (0, 1):
+            raise self._fail(("check-ignore",), proc.stderr)
+        return {
+            raw.decode("utf-8", "surrogateescape").removeprefix("./")
+            for raw in proc.stdout.split(b"\0")
+            if raw
+        }
+
+    def write_blobs(self, blobs: list[bytes]) -> list[str]:
+        """Store each byte string as a blob in this repository's object database (pure
+        data: no filter, no attribute, no program runs); their ids, in order."""
+        self._preflight()
+        db = LooseObjectDB(str(self._anchor.gitdir / "objects"))
+        return [db.store(IStream(b"blob", len(b), io.BytesIO(b))).hexsha.decode() for b in blobs]
+
+    def tree_from(self, base: str, index_info: bytes) -> str:
+        """``base``'s tree with ``index_info`` applied (``update-index -z --index-info``
+        records: ``<mode> <sha>\t<path>\0``; mode 0 removes): the tree's id. git's own
+        path checks refuse ``.git`` components and paths beyond a symlink."""
+        self._preflight()
+        with self._private_index() as env:
+            self._run("read-tree", base, env=env)
+            if index_info:
+                self._run("update-index", "-z", "--index-info", env=env, stdin=index_info)
+            return self._run("write-tree", env=env)
+
+    def export(self, folder: Path, index: Path, old: str | None, new: str) -> list[str]:
+        """Check commit ``new`` out into ``folder`` (a base of Fetch's own, with its own
+        ``index``): from nothing, or from ``old`` path by path. The paths written."""
+        self._preflight()
+        env = {"GIT_INDEX_FILE": str(index), "GIT_WORK_TREE": str(folder)}
+        if old is None:
+            self._run("read-tree", new, env=env)
+            self._run("checkout-index", "-a", "-f", env=env)
+            return []
+        names = self._run_bytes("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
+        self._run("read-tree", "-m", "-u", old, new, env=env)
+        return [n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n]
+
+    def _run_bytes(self, *args: str) -> bytes:
+        proc = subprocess.run(
+            self._argv(args),
+            cwd=self._anchor.root,
+            env=self._env,
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise self._fail(args, proc.stderr)
+        return proc.stdout
+
+    def paths_under(self, commit: str, folder: str) -> list[str]:
+        """Every file ``commit`` has below ``folder`` (or ``folder`` itself, a file)."""
+        self._preflight()
+        out = self._run_bytes("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, "--", folder)
+        names = [raw.decode("utf-8", "surrogateescape") for raw in out.split(b"\0")]
+        return [n for n in names if n and (n == folder or n.startswith(folder + "/"))]
 
     def _raw(self, base: str, tree: str) -> list[_Entry]:
         out = self._run("diff-tree", "-r", "--raw", "--no-renames", "--no-abbrev", base, tree)
@@ -384,20 +476,35 @@ class Repo:
 
     # -- writing ---------------------------------------------------------------------
     def commit(self, change: Change, message: str) -> str:
-        """Commit exactly ``change``; refuse if HEAD moved or the tree differs."""
-        current = self.change()
-        if current.base_sha != change.base_sha:
+        """Commit exactly ``change`` (its tree, made from the kennel's data) on HEAD, then
+        bring the owner's index and files to it with git's own checked writes. Refused
+        if HEAD moved or the owner's tree has changes of its own."""
+        self._preflight()
+        head = self._run("rev-parse", "--verify", "HEAD")
+        if head != change.base_sha:
             raise GitError("the branch moved since the diff was made; nothing committed")
-        if current.digest != change.digest:
-            raise GitError("the files changed since the diff was shown; nothing committed")
+        if self.status_lines():
+            raise GitError(
+                f"{self._anchor.root.name} has changes of its own since the diff was made; "
+                "nothing committed"
+            )
         sha = self._run(
             "commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message, env=AUTHOR
         )
         # Compare-and-swap: the ref only moves if it still points at the base.
         self._run("update-ref", "-m", "fetch: approved change", "HEAD", sha, change.base_sha)
-        self._preflight()
-        self._run("reset", "-q", "--", ".")  # index follows HEAD; the files already do
+        self.follow(change.base_sha, sha)
         return sha
+
+    def follow(self, old: str, new: str) -> None:
+        """Make the owner's index and files go from commit ``old`` to ``new`` (nothing
+        when they are at ``new`` already): a two-tree ``read-tree -m -u``, which writes
+        only paths that change, refuses to overwrite the owner's own edits, and never
+        writes beyond a symlink or into ``.git``."""
+        self._preflight()
+        if self._run("write-tree") == self._run("rev-parse", f"{new}^{{tree}}"):
+            return
+        self._run("read-tree", "-m", "-u", old, new)
 
     def discard(self) -> None:
         """Put the tree back exactly as HEAD has it: tracked files restored, untracked (not

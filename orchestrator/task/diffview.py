@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.gitops import PATCH_CAP, Change, FileStat
+from orchestrator.boundary.gitops import PATCH_CAP, Change, FileStat
 
 WIDTH = 60  # characters a 6-inch screen shows in monospace without wrapping badly
 FIRST_HUNK_LINES = 14

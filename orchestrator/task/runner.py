@@ -23,20 +23,20 @@ from harnesses.base import (
 from identity.pack import Agent, Pack, Route
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
 from kennel.relay import PLACEHOLDER_KEY
-from orchestrator import testrun
-from orchestrator.approvals import Approvals
+from orchestrator.boundary.gitops import Repo, guard_repo_config
 from orchestrator.config import Settings
 from orchestrator.costs.ledger import CostLedger
-from orchestrator.gitops import Repo, guard_repo_config
 from orchestrator.memory import Memory
 from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER_NAME
 from orchestrator.messenger import Messenger
-from orchestrator.progress import Progress
 from orchestrator.session import Session
 from orchestrator.skills.book import SkillBook
 from orchestrator.store import Store
 from orchestrator.store.db import key_str
 from orchestrator.supervisor import TaskSupervisor
+from orchestrator.task import testrun
+from orchestrator.task.approvals import Approvals
+from orchestrator.task.progress import Progress
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)
