@@ -3,7 +3,14 @@
 Standard library only, because it runs before anything else exists in a fresh network
 namespace. Usage::
 
-    python launcher.py --port 4100 --socket /run/relay.sock -- claude -p ...
+    python launcher.py --port 4100 --socket /run/relay.sock [--new-keyring] \
+        [--rlimit nproc=512 --rlimit data=4294967296 ...] -- claude -p ...
+
+``--rlimit NAME=N`` lowers that limit (soft and hard) for itself and so for everything the
+CLI starts (kennel/limits.py says which and why). ``--new-keyring`` joins a new, empty
+session keyring: the one inherited from Fetch (a login's, or a container's) stays
+reachable through "possession" even from another user namespace (measured), so the CLI
+must not keep it.
 
 The CLI then talks to ``http://127.0.0.1:4100`` and every byte goes through the unix
 socket to the host-side relay: no other network exists in the namespace.
@@ -80,32 +87,101 @@ def _forward(port: int, target: str) -> None:
     threading.Thread(target=_serve, args=(listener, target), daemon=True).start()
 
 
-def parse(argv: list[str]) -> tuple[int, str, bool, list[str]]:
-    """``[--port N] [--socket PATH] [--netns] [--] cmd...`` -> (port, socket, netns, cmd)."""
-    port, target, netns = 0, "", False
+# keyctl(2) by machine (glibc has no wrapper); KEYCTL_JOIN_SESSION_KEYRING is 1.
+KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "i686": 288, "i386": 288,
+          "armv7l": 311, "ppc64le": 271, "ppc64": 271, "s390x": 280}  # fmt: skip
+RLIMITS = {"nproc": "RLIMIT_NPROC", "data": "RLIMIT_DATA", "cpu": "RLIMIT_CPU",
+           "fsize": "RLIMIT_FSIZE", "as": "RLIMIT_AS"}  # fmt: skip
+
+
+class Options:
+    def __init__(self) -> None:
+        self.port = 0
+        self.target = ""
+        self.netns = False
+        self.new_keyring = False
+        self.rlimits: dict[str, int] = {}
+
+
+def parse_options(argv: list[str]) -> tuple[Options, list[str]]:
+    """``[--port N] [--socket PATH] [--netns] [--new-keyring] [--rlimit NAME=N]... [--]
+    cmd...`` -> (options, cmd)."""
+    opts = Options()
     rest = list(argv)
     while rest and rest[0] != "--" and rest[0].startswith("--"):
         flag = rest.pop(0)
         if flag == "--netns":
-            netns = True
-        elif flag in ("--port", "--socket") and rest:
+            opts.netns = True
+        elif flag == "--new-keyring":
+            opts.new_keyring = True
+        elif flag in ("--port", "--socket", "--rlimit") and rest:
             value = rest.pop(0)
             if flag == "--port":
-                port = int(value)
+                opts.port = int(value)
+            elif flag == "--socket":
+                opts.target = value
             else:
-                target = value
+                name, _, number = value.partition("=")
+                if name not in RLIMITS or not number.isdigit():
+                    raise SystemExit(f"launcher: bad --rlimit {value}")
+                opts.rlimits[name] = int(number)
         else:
             raise SystemExit(f"launcher: unknown option {flag}")
     if rest[:1] == ["--"]:
         rest = rest[1:]
-    return port, target, netns, rest
+    return opts, rest
+
+
+def parse(argv: list[str]) -> tuple[int, str, bool, list[str]]:
+    """``[--port N] [--socket PATH] [--netns] [--] cmd...`` -> (port, socket, netns, cmd)."""
+    opts, cmd = parse_options(argv)
+    return opts.port, opts.target, opts.netns, cmd
+
+
+def set_rlimits(limits: dict[str, int]) -> None:
+    """Lower each limit, soft and hard (never above the hard limit it has already). CPU's
+    hard limit is a few seconds above the soft one: SIGXCPU first, then SIGKILL."""
+    import resource
+
+    for name, value in limits.items():
+        which = getattr(resource, RLIMITS[name])
+        _soft, hard = resource.getrlimit(which)
+        top = value + 5 if name == "cpu" else value
+        if hard != resource.RLIM_INFINITY:
+            value, top = min(value, hard), min(top, hard)
+        resource.setrlimit(which, (value, top))
+
+
+def new_session_keyring() -> None:
+    """Join a new anonymous session keyring (keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL)).
+    A kernel without keys (ENOSYS) has nothing to share; anything else is fatal."""
+    import ctypes
+
+    number = KEYCTL.get(os.uname().machine)
+    if number is None:
+        raise OSError(0, f"no keyctl syscall number known for {os.uname().machine}")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(ctypes.c_long(number), ctypes.c_long(1), ctypes.c_void_p(None)) < 0:
+        err = ctypes.get_errno()
+        if err != 38:  # ENOSYS
+            raise OSError(err, os.strerror(err))
 
 
 def main(argv: list[str]) -> int:
-    port, target, netns, cmd = parse(argv)
+    opts, cmd = parse_options(argv)
+    port, target, netns = opts.port, opts.target, opts.netns
     if not cmd:
         print("launcher: no command", file=sys.stderr)
         return 2
+    try:
+        if opts.new_keyring:
+            new_session_keyring()
+        if opts.rlimits:
+            set_rlimits(opts.rlimits)
+    except (OSError, ValueError) as err:
+        print(f"launcher: cannot confine the CLI: {err}", file=sys.stderr)
+        return 126
     if netns:
         loopback_up()
     if port and target:
