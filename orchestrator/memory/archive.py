@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -302,13 +302,16 @@ def summaries_before(conn: Any, thread: str, before: int, limit: int) -> list[tu
     return [(int(r[0]), int(r[1]), str(r[2])) for r in reversed(rows)]
 
 
-def read_transcript(conn: Any, log_conn: Any, home: Path, chunk_id: int) -> str | None:
-    """A chunk's full transcript: its JSON file, or the message log if the file is gone."""
+def read_transcript(
+    conn: Any, log_conn: Any, home: Path, chunk_id: int, threads: Collection[str] | None = None
+) -> str | None:
+    """A chunk's full transcript: its JSON file, or the message log if the file is gone.
+    ``threads`` given: only a chunk of one of them (another's reads as absent)."""
     row = conn.execute(
         "SELECT thread, first_msg, last_msg, path FROM memory_items WHERE id=? AND kind='archive'",
         (chunk_id,),
     ).fetchone()
-    if row is None:
+    if row is None or (threads is not None and row[0] not in threads):
         return None
     thread, first, last, rel = row
     try:

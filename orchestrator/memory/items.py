@@ -7,6 +7,7 @@ from typing import Any
 
 from orchestrator.memory.db import write
 from orchestrator.memory.models import ITEM_COLUMNS, Item, WriteResult
+from orchestrator.memory.scope import from_kennel
 from orchestrator.memory.search import nearest_memory
 
 
@@ -60,26 +61,35 @@ def remember(
     threshold: float,
     vec_ok: bool,
     subject: str = "owner",
+    chat: str | None = None,
 ) -> WriteResult:
     """Add a memory, or update the one of the same subject it nearly duplicates
     (cosine >= threshold): one subject's write never changes another's memory.
 
+    A kennel's write (scope.py) merges only into a row of its own source and ``chat``:
+    a near-duplicate of anyone else's (the owner's, the orchestrator's, another CLI's or
+    another chat's) is left byte for byte as it was and the write becomes a row of its
+    own, marked with the kennel's source — else a CLI steered by a repo could rewrite
+    the owner's memory while it stays marked as the owner's.
+
     The nearest-neighbour check and the write share one transaction, so two writers
     of the same fact cannot both add it.
     """
+    author = (source, chat) if from_kennel(source) else None
 
     def run() -> WriteResult:
         now = time.time()
         twin: tuple[int, float] | None = None
         if vec is not None:
-            near = nearest_memory(conn, vec, vec_ok, subject)
+            near = nearest_memory(conn, vec, vec_ok, subject, author)
             if near is not None and near[1] >= threshold:
                 twin = near
         else:  # no embedding: only a word-for-word repeat counts as a duplicate
+            mine = " AND source = ? AND chat IS ?" if author else ""
             row = conn.execute(
-                "SELECT id FROM memory_items WHERE kind != 'archive' AND"
-                " subject = ? AND lower(trim(content)) = lower(trim(?))",
-                (subject, content),
+                "SELECT id FROM memory_items WHERE kind != 'archive' AND subject = ?"
+                f"{mine} AND lower(trim(content)) = lower(trim(?))",
+                (subject, *(author or ()), content),
             ).fetchone()
             if row:
                 twin = (int(row[0]), 1.0)
@@ -97,9 +107,9 @@ def remember(
             assert new is not None
             return WriteResult(new, True, twin[1])
         cur = conn.execute(
-            "INSERT INTO memory_items(kind, content, tags, source, created, updated, subject)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (kind, content, " ".join(dict.fromkeys(tags)), source, now, now, subject),
+            "INSERT INTO memory_items(kind, content, tags, source, created, updated, subject,"
+            " chat) VALUES (?,?,?,?,?,?,?,?)",
+            (kind, content, " ".join(dict.fromkeys(tags)), source, now, now, subject, chat),
         )
         item_id = int(cur.lastrowid)
         if vec is not None:

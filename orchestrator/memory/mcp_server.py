@@ -6,6 +6,10 @@ which runs the ``mcp`` package's streamable-HTTP app (stateless, JSON responses:
 session needs no server-side state, and a relay lives only as long as its task) through
 a small ASGI bridge, in this process and event loop. Who is calling is decided by the
 relay that built the handler, never by a header the CLI could forge.
+
+The CLI is assumed hostile (scope.py): it sees archived conversations only of its
+task's chat and memories only of its task's subject, and its writes never change a row
+it did not write.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
+from orchestrator.memory.scope import KENNEL_PREFIX, archive_threads, from_kennel
+
 if TYPE_CHECKING:
     from orchestrator.memory.service import Memory
 
@@ -33,8 +39,9 @@ CALLER_HEADER = "x-fetch-memory-caller"
 MAX_WRITES_PER_RUN = 20  # a runaway CLI cannot flood the owner's memory
 INSTRUCTIONS = (
     "Fetch's long-term memory of this owner: facts, preferences, learnings, and summaries "
-    "of past conversations. memory_search first, memory_read(id) for a past conversation's "
-    "full transcript, memory_write for something worth remembering across tasks."
+    "of this chat's past conversations. memory_search first, memory_read(id) for a past "
+    "conversation's full transcript, memory_write for something worth remembering across "
+    "tasks."
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -46,10 +53,24 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 class _Caller:
     source: str  # what its memories are marked with, e.g. harness:claude-code
     subject: str = "owner"  # whose task: it reads and writes only their memories
+    chat: str | None = None  # the task's session: the one chat whose archives it reads
     writes: int = 0  # one handler serves one task's relay: the limit is per run
+
+    @property
+    def threads(self) -> tuple[str, ...]:
+        return archive_threads(self.chat)
 
 
 _CALLER: ContextVar[_Caller | None] = ContextVar("memory_mcp_caller", default=None)
+
+
+def _current() -> _Caller:
+    """The caller the relay's handler set; none (a request that bypassed it) fails
+    closed rather than acting with some default's rights."""
+    caller = _CALLER.get()
+    if caller is None:
+        raise RuntimeError("no caller: memory is served only through a relay's handler")
+    return caller
 
 
 class MemoryMcp:
@@ -84,30 +105,44 @@ class MemoryMcp:
         memory = self._memory
 
         async def memory_search(query: str, limit: int = 5) -> str:
-            caller = _CALLER.get() or _Caller("harness")
-            hits = await memory.search(query, max(1, min(int(limit), 20)), subject=caller.subject)
+            caller = _current()
+            hits = await memory.search(
+                query,
+                max(1, min(int(limit), 20)),
+                subject=caller.subject,
+                threads=caller.threads,
+            )
             return json.dumps(
                 {"mode": memory.mode(), "hits": [h.as_dict() for h in hits]}, ensure_ascii=False
             )
 
         async def memory_read(id: int) -> str:
-            caller = _CALLER.get() or _Caller("harness")
+            caller = _current()
             if caller.subject != "owner":  # transcripts are the owner's conversations
                 return "refused: past conversations are the owner's"
-            text = await memory.read(int(id))
-            return text or f"no archived conversation #{id} (ids come from memory_search)"
+            # Another chat's chunk reads as absent: no hint that it exists.
+            text = await memory.read(int(id), threads=caller.threads)
+            return text or (
+                f"no archived conversation #{id} of this chat (ids come from memory_search)"
+            )
 
         async def memory_write(
             content: str, type: str = "learning", tags: list[str] | None = None
         ) -> str:
-            caller = _CALLER.get() or _Caller("harness")
+            caller = _current()
             if caller.writes >= MAX_WRITES_PER_RUN:
                 return f"refused: at most {MAX_WRITES_PER_RUN} memories per task"
             caller.writes += 1
             result = await memory.write(
-                content, type, tuple(tags or ()), source=caller.source, subject=caller.subject
+                content,
+                type,
+                tuple(tags or ()),
+                source=caller.source,
+                subject=caller.subject,
+                chat=caller.chat,
             )
-            verb = "updated the near-duplicate" if result.merged else "saved as"
+            # Only a memory this CLI wrote in this chat is ever merged into (items.py).
+            verb = "updated your near-duplicate" if result.merged else "saved as"
             return f"{verb} memory #{result.item.id}"
 
         server.add_tool(
@@ -155,8 +190,12 @@ class MemoryMcp:
             self._task = None
 
     # -- the relay's /mcp route -----------------------------------------------------------
-    def handler(self, source: str, subject: str = "owner") -> Handler:
-        caller = _Caller(source, subject)
+    def handler(self, source: str, subject: str = "owner", *, chat: str | None = None) -> Handler:
+        # Whatever reaches /mcp comes from a kennel: a source without the mark would let
+        # its writes merge into anyone's memory (items.remember).
+        if not from_kennel(source):
+            raise ValueError(f"an MCP caller is a kennel, marked {KENNEL_PREFIX}<name>: {source}")
+        caller = _Caller(source, subject, chat)
 
         async def handle(request: web.Request) -> web.StreamResponse:
             token = _CALLER.set(caller)

@@ -9,7 +9,7 @@ MemoryKind = Literal["fact", "preference", "learning"]
 KINDS: tuple[MemoryKind, ...] = ("fact", "preference", "learning")
 ITEM_COLUMNS = (
     "id, kind, content, tags, source, thread, first_msg, last_msg, started, ended,"
-    " path, created, updated, subject"
+    " path, created, updated, subject, chat"
 )
 
 
@@ -29,6 +29,7 @@ class Item:
     created: float
     updated: float
     subject: str = "owner"  # whose memory (orchestrator/permissions/)
+    chat: str | None = None  # a kennel's memory: the chat ("channel:chat") of its task
 
     @property
     def layer(self) -> str:
@@ -51,6 +52,7 @@ class Item:
             float(row[11]),
             float(row[12]),
             str(row[13]),
+            row[14],
         )
 
 

@@ -70,6 +70,14 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE memory_items ADD COLUMN subject TEXT NOT NULL DEFAULT 'owner';
     CREATE INDEX memory_items_subject ON memory_items(subject, kind, updated);
     """,
+    # 3: the chat (session, "channel:chat") of the task whose kennel wrote a memory. A
+    # kennel's write may only merge into a row of its own source and chat (items.py), so
+    # a near-duplicate never rewrites the owner's memory or another chat's.
+    """
+    ALTER TABLE memory_items ADD COLUMN chat TEXT;
+    CREATE INDEX memory_items_author ON memory_items(subject, source, chat)
+        WHERE kind != 'archive';
+    """,
 )
 
 

@@ -19,7 +19,7 @@ Without vectors (no endpoint, no sqlite-vec) the keyword score alone ranks.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from orchestrator.memory.embed import cosine
@@ -130,14 +130,23 @@ def items(conn: Any, ids: Iterable[int]) -> dict[int, Item]:
     return {int(r[0]): Item.from_row(r) for r in rows}
 
 
-def _of_subject(conn: Any, ids: Iterable[int], subject: str) -> set[int]:
+def _of_subject(
+    conn: Any, ids: Iterable[int], subject: str, threads: Collection[str] | None = None
+) -> set[int]:
+    """Those of ``ids`` that are ``subject``'s; ``threads`` given, archives only of those
+    threads (a kennel sees only its own chat's conversations, scope.py)."""
     ids = list(ids)
     if not ids:
         return set()
+    where, args = "subject = ?", [subject]
+    if threads is not None:
+        marks = ",".join("?" * len(threads)) or "NULL"  # IN (NULL): no thread at all
+        where += f" AND (kind != 'archive' OR thread IN ({marks}))"
+        args += list(threads)
     return {
         int(r[0])
         for r in conn.execute(
-            f"SELECT id FROM memory_items WHERE id IN ({_marks(ids)}) AND subject = ?", (subject,)
+            f"SELECT id FROM memory_items WHERE id IN ({_marks(ids)}) AND {where}", args
         )
     }
 
@@ -152,15 +161,17 @@ def hybrid(
     min_score: float,
     vec_ok: bool,
     subject: str = "owner",
+    threads: Collection[str] | None = None,
 ) -> list[Hit]:
-    """Only ``subject``'s items take part (a member never sees the owner's)."""
+    """Only ``subject``'s items take part (a member never sees the owner's); with
+    ``threads``, archives only of those threads (None: of every thread)."""
     keyword = keyword_scores(conn, text)
     vector: dict[int, float] = {}
     if qvec is not None:
         if vec_ok:
             vector = vector_scores(conn, qvec, max(limit * 4, 20))
         vector |= exact_scores(conn, qvec, set(keyword) - set(vector), vec_ok)
-    mine = _of_subject(conn, set(keyword) | set(vector), subject)
+    mine = _of_subject(conn, set(keyword) | set(vector), subject, threads)
     keyword = {i: s for i, s in keyword.items() if i in mine}
     vector = {i: s for i, s in vector.items() if i in mine}
     if qvec is not None:
@@ -180,10 +191,27 @@ def hybrid(
 
 
 def nearest_memory(
-    conn: Any, qvec: bytes, vec_ok: bool, subject: str = "owner"
+    conn: Any,
+    qvec: bytes,
+    vec_ok: bool,
+    subject: str = "owner",
+    author: tuple[str, str | None] | None = None,
 ) -> tuple[int, float] | None:
-    """The most similar memory (not archive) of ``subject`` and its cosine, for dedup."""
-    if vec_ok:
+    """The most similar memory (not archive) of ``subject`` and its cosine, for dedup.
+    ``author`` (source, chat): only rows it wrote count (a kennel's write, scope.py)."""
+    if author is not None:
+        # A kennel's own rows are few (writes are capped per run): compare them all,
+        # so a crowd of other rows nearer the query cannot hide one.
+        own = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT id FROM memory_items WHERE kind != 'archive' AND subject = ?"
+                " AND source = ? AND chat IS ?",
+                (subject, *author),
+            )
+        ]
+        scores = exact_scores(conn, qvec, own, vec_ok)
+    elif vec_ok:
         scores = vector_scores(conn, qvec, 20, layer="memory")
         scores = (
             exact_scores(conn, qvec, _of_subject(conn, scores, subject), vec_ok) if scores else {}

@@ -8,7 +8,7 @@ import contextlib
 import importlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from core.errors import FetchError
@@ -20,6 +20,7 @@ from orchestrator.memory.db import MemoryDB
 from orchestrator.memory.embed import Embedder, EmbeddingError
 from orchestrator.memory.models import KINDS, Hit, Item, Progress, WriteResult
 from orchestrator.memory.schema import ensure_vec_index, meta, set_meta
+from orchestrator.memory.scope import archive_threads
 from orchestrator.memory.search import hybrid
 from orchestrator.memory.summarize import Summarizer
 from orchestrator.providers.chain import Attempt
@@ -253,8 +254,12 @@ class Memory:
         tags: tuple[str, ...] = (),
         source: str = "owner",
         subject: str = "owner",
+        *,
+        chat: str | None = None,
     ) -> WriteResult:
-        """``subject``: whose memory (the owner's, or a member's own)."""
+        """``subject``: whose memory (the owner's, or a member's own). ``chat``: the
+        session of the task a kennel writes from; a kennel's write (``source``
+        harness:…) merges only into its own rows of that chat (items.remember)."""
         self._require()
         content = " ".join(content.split())
         if not content:
@@ -280,6 +285,7 @@ class Memory:
                 threshold=self.config.dedup_threshold,
                 vec_ok=self.db.vec_ok,
                 subject=subject,
+                chat=chat,
             )
         )
         if embedded is None and self.embedder is not None:
@@ -287,8 +293,16 @@ class Memory:
         return result
 
     async def search(
-        self, query: str, limit: int = 5, min_score: float | None = None, subject: str = "owner"
+        self,
+        query: str,
+        limit: int = 5,
+        min_score: float | None = None,
+        subject: str = "owner",
+        *,
+        threads: Collection[str] | None = None,
     ) -> list[Hit]:
+        """``threads`` given: archived conversations only of those (a kennel's chat,
+        scope.archive_threads); None: of every chat (the owner's own views)."""
         self._require()
         qvec = await self._query_vector(query)
         threshold = self.config.min_score if min_score is None else min_score
@@ -302,14 +316,16 @@ class Memory:
                 min_score=threshold,
                 vec_ok=self.db.vec_ok,
                 subject=subject,
+                threads=threads,
             )
         )
 
-    async def read(self, chunk_id: int) -> str | None:
+    async def read(self, chunk_id: int, *, threads: Collection[str] | None = None) -> str | None:
+        """``threads`` given: only a chunk of one of them (another's reads as absent)."""
         self._require()
         home = self.settings.home_dir
         return await self.db.run_with_log(
-            lambda conn, log_conn: read_transcript(conn, log_conn, home, chunk_id)
+            lambda conn, log_conn: read_transcript(conn, log_conn, home, chunk_id, threads)
         )
 
     async def summaries_before(
@@ -351,15 +367,23 @@ class Memory:
         except Exception:  # the reply path must never see memory's problems
             log.exception("memory: observe failed")
 
-    async def context_for(self, prompt: str, subject: str = "owner") -> str:
+    async def context_for(
+        self, prompt: str, subject: str = "owner", *, chat: str | None = None
+    ) -> str:
         """Relevant memories of ``subject`` (whose task it is) for a new task ("" when
-        none, off, or anything fails)."""
+        none, off, or anything fails). It goes into the kennel's prompt, so it is scoped
+        as /mcp is: archived conversations only of ``chat`` (the task's session,
+        ``key_str``), none without it."""
         if not self.enabled:
             return ""
         try:
             async with asyncio.timeout(CONTEXT_TIMEOUT):
                 hits = await self.search(
-                    prompt, CONTEXT_LIMIT, max(CONTEXT_MIN_SCORE, self.config.min_score), subject
+                    prompt,
+                    CONTEXT_LIMIT,
+                    max(CONTEXT_MIN_SCORE, self.config.min_score),
+                    subject,
+                    threads=archive_threads(chat),
                 )
         except Exception as err:  # a task runs without memory rather than not at all
             log.warning("memory: no context for the task: %s", err)
@@ -387,10 +411,16 @@ class Memory:
     def mcp(self) -> MemoryMcp | None:
         return self._mcp
 
-    def mcp_handler(self, caller: str, subject: str = "owner") -> Handler | None:
-        """The relay's ``/mcp`` route for one task; ``caller`` marks what it writes,
-        ``subject`` (whose task) whose memories it sees and writes."""
-        return self._mcp.handler(caller, subject) if self.serves_mcp and self._mcp else None
+    def mcp_handler(
+        self, caller: str, subject: str = "owner", *, chat: str | None = None
+    ) -> Handler | None:
+        """The relay's ``/mcp`` route for one task; ``caller`` (harness:<name>) marks what
+        it writes, ``subject`` (whose task) whose memories it sees and writes, ``chat``
+        (the task's session, ``key_str(session.key)``) whose archived conversations it
+        may read: none without it (scope.py)."""
+        if not (self.serves_mcp and self._mcp):
+            return None
+        return self._mcp.handler(caller, subject, chat=chat)
 
     def mode(self) -> str:
         if self.embedder is None:
