@@ -10,6 +10,7 @@ from harnesses.base import Harness, HarnessEvent, HarnessRequest, usage_event
 from harnesses.instructions import write_user_instructions
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
+BEARER = "Bearer ${ANTHROPIC_API_KEY}"  # the run's secret, as Claude Code expands it
 
 
 class ClaudeCode(Harness, name="claude-code"):
@@ -40,7 +41,10 @@ class ClaudeCode(Harness, name="claude-code"):
         if req.mcp is not None:
             # Fetch's memory over the relay's socket; its tools need no prompt, and no MCP
             # server from the repository's own config is started (--strict-mcp-config).
-            config = {"mcpServers": {req.mcp.name: {"type": "http", "url": req.mcp.url}}}
+            # The relay serves /mcp only with the run's secret, the CLI's key: Claude Code
+            # expands ${VAR} here (measured), so the secret stays out of the command line.
+            server = {"type": "http", "url": req.mcp.url, "headers": {"Authorization": BEARER}}
+            config = {"mcpServers": {req.mcp.name: server}}
             argv += [
                 f"--mcp-config={json.dumps(config)}",
                 "--strict-mcp-config",

@@ -41,10 +41,12 @@ def config_toml(req: HarnessRequest) -> str:
         raise ValueError("codex reaches its model only through the relay: no model_url")
     retries = req.max_retries
     # Fetch's memory over the relay's socket (streamable HTTP, as `codex mcp add --url`
-    # writes it); "approve": exec mode has no one to ask.
+    # writes it); "approve": exec mode has no one to ask. The relay serves /mcp only with
+    # the run's secret, the CLI's key: codex sends it as the bearer from the variable.
     memory = (
         (
             f"\n[mcp_servers.{req.mcp.name}]\nurl = {_toml_str(req.mcp.url)}\n"
+            f'bearer_token_env_var = "{KEY_ENV}"\n'
             'default_tools_approval_mode = "approve"\n'
         )
         if req.mcp is not None

@@ -24,6 +24,7 @@ DEFAULT_MODEL = "gpt-5.4"  # BYOK has no model picker: one must be named
 # Where an unpacked copy of copilot's ~235 MB package may already be (the kennel image
 # sets it); passed on so a run does not unpack its own.
 PKG_CACHE_ENV = "COPILOT_PKG_CACHE_HOME"
+MCP_CONFIG = "copilot/fetch-mcp.json"  # under state_dir: Fetch's memory as an MCP server
 
 
 @dataclass
@@ -49,6 +50,20 @@ class CopilotCli(Harness, name="copilot"):
             (host_state_dir / sub).mkdir(parents=True, exist_ok=True)
         # $COPILOT_HOME/copilot-instructions.md: user-level instructions for every session.
         write_user_instructions(req, host_state_dir, "copilot")
+        config = host_state_dir / MCP_CONFIG
+        if req.mcp is None:
+            config.unlink(missing_ok=True)
+            return
+        # The relay serves /mcp only with the run's secret. Copilot expands no variable in
+        # an MCP header (measured: $VAR, ${VAR}, ${env:VAR} are sent as written), so the
+        # secret itself is written; it dies with the run.
+        server = {
+            "type": "http",
+            "url": req.mcp.url,
+            "tools": ["*"],
+            "headers": {"Authorization": f"Bearer {req.placeholder_key}"},
+        }
+        config.write_text(json.dumps({"mcpServers": {req.mcp.name: server}}))
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         argv = [
@@ -67,11 +82,10 @@ class CopilotCli(Harness, name="copilot"):
             argv.append(f"--resume={req.resume}")
         if req.mcp is not None:
             # Fetch's memory over the relay's socket; its tools are allowed without a prompt.
-            config = {
-                "mcpServers": {req.mcp.name: {"type": "http", "url": req.mcp.url, "tools": ["*"]}}
-            }
+            # From a file (prepare): the config holds the run's secret, and a command line
+            # is readable by every user of the host.
             argv += [
-                f"--additional-mcp-config={json.dumps(config)}",
+                f"--additional-mcp-config=@{req.state_dir / MCP_CONFIG}",
                 f"--allow-tool={req.mcp.name}",
             ]
         env = {

@@ -8,8 +8,9 @@ every backend starts it before the CLI and stops it when the CLI ends (kennel/re
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,7 +49,8 @@ class RelaySpec:
 
     upstream: str  # the vendor's base URL: the only place requests go
     provider: str  # how the key is sent (anthropic, openai, gemini)
-    api_key: str | None  # the real key: stays on the host, injected into each request
+    # The real key: stays on the host, injected into each request (and never in a repr).
+    api_key: str | None = field(repr=False)
     harness: str  # for the log
     task_id: int | None  # for the log
     log_path: Path  # relay.jsonl: one line per model call
@@ -58,6 +60,16 @@ class RelaySpec:
     mcp: McpHandler | None = None
     on_call: CallHook | None = None
     gate: CallGate | None = None
+    # The only credential the relay accepts from the CLI (its API key, and the bearer of
+    # its MCP requests): fresh for every run, so a kennel that outlives its run, or
+    # another kennel, holds nothing the relay takes. The harness gets it as the CLI's key.
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    # Uids besides Fetch's own (and those the backend admits, kennel/paths.py) that may
+    # connect to the socket; everyone else is hung up on.
+    peer_uids: frozenset[int] = frozenset()
+    # Vendor-side features the owner keeps (kennel/relay_tools.py FEATURES: web_search,
+    # web_fetch, code_execution, mcp, files, image_generation); the rest are removed.
+    allow_server_tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

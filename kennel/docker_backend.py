@@ -39,7 +39,7 @@ from core.tasks import cancel_and_wait
 from kennel.base import ExecSpec, Layout
 from kennel.docker_sweep import FORWARDER_SCRIPT, parse_forwarder, sweep_script
 from kennel.owner import hand_over, user_for
-from kennel.paths import run_dir
+from kennel.paths import admit, run_dir
 from kennel.relayed import RelayedProcess, start_relayed
 from kennel.settings import DockerKennelSettings
 
@@ -139,7 +139,7 @@ class DockerKennel:
             workdir=WORKDIR,
             state_host=self._home / "kennel" / "docker" / repo.name / harness,
             state_seen=STATE_ROOT / harness,
-            relay_socket=self._relay_dir(repo) / "relay.sock",
+            relay_socket=admit(self._relay_dir(repo), KEEPER_USER) / "relay.sock",
             relay_port=RELAY_PORT,
             path_env=PATH_ENV,
             confined=True,

@@ -3,7 +3,14 @@
 It listens on a unix socket (a file the kennel can see; no network needed), forwards
 each request to the one upstream configured for the harness, strips whatever
 credential the CLI sent, injects the real one, logs the call and enforces the task's
-token budget. The CLI inside only ever holds a placeholder key.
+token budget. The CLI inside only ever holds the run's secret (``RelaySpec.secret``).
+
+What it forwards is done in the owner's name, so it forwards little (issue "Trust III"):
+only a connection from the kennel's uid is served (its peer credentials, checked on
+accept), only a request carrying the run's secret (401 otherwise), only the vendor's
+inference endpoints (kennel/relay_allow.py; 403 otherwise), and only without the tools
+the vendor would run itself on the owner's account (kennel/relay_tools.py). The real key
+never comes back: it is scrubbed from every answer (kennel/relay_scrub.py).
 
 Whatever talks to the socket is hostile, and the relay runs on Fetch's own event loop,
 so it bounds everything a client controls (``RelayLimits``): the request target is only
@@ -16,12 +23,15 @@ as if complete and never followed by a second response.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import os
+import socket
+import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,11 +41,16 @@ from aiohttp import web
 from yarl import URL
 
 from kennel.base import CallGate, CallHook
+from kennel.relay_allow import allowed
+from kennel.relay_scrub import Scrubber
+from kennel.relay_tools import Stripper
 from kennel.relay_url import BadTarget, join, upstream_base
 from kennel.relay_usage import Usage, UsageScanner, model_of
 
 log = logging.getLogger(__name__)
 
+# The key the CLIs held before each run had its own secret; kept for old callers, and
+# never accepted by the relay unless a run's secret is this very string.
 PLACEHOLDER_KEY = "fetch-relay-placeholder"
 # Headers a CLI might use to carry a credential; all are dropped before forwarding.
 CREDENTIAL_HEADERS = {
@@ -75,6 +90,10 @@ ROUTING_HEADERS = {
 }
 # How each vendor expects its key.
 AUTH_STYLE = {"anthropic": "x-api-key", "gemini": "x-goog-api-key", "openai": "bearer"}
+# Not passed back to the kennel: the body is sent decoded (it was scrubbed decoded).
+RESPONSE_DROPPED = HOP_BY_HOP | {"content-encoding"}
+# A body above this is cleaned in a thread, off the event loop every relay shares.
+_CLEAN_INLINE = 1024 * 1024
 _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
     b"Content-Length: 40\r\nConnection: close\r\n\r\n"
@@ -120,31 +139,48 @@ class _Busy(asyncio.Protocol):
 
 class _Counted(asyncio.Protocol):
     """aiohttp's protocol for one connection, counted from accept to close (aiohttp's own
-    count starts only once the connection is set up: a burst of accepts would pass it)."""
+    count starts only once the connection is set up: a burst of accepts would pass it),
+    and handed to aiohttp only when ``admits`` the peer: anyone else is hung up on before
+    a byte is read."""
 
-    def __init__(self, inner: asyncio.Protocol, open_count: list[int]) -> None:
+    def __init__(
+        self,
+        inner: asyncio.Protocol,
+        open_count: list[int],
+        admits: Callable[[asyncio.BaseTransport], bool],
+    ) -> None:
         self._inner = inner
         self._count = open_count
         self._count[0] += 1
+        self._admits = admits
+        self._served = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self._admits(transport):
+            transport.close()  # nothing was read, nothing is said
+            return
+        self._served = True
         self._inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        self._inner.data_received(data)
+        if self._served:
+            self._inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        return self._inner.eof_received()
+        return self._inner.eof_received() if self._served else None
 
     def pause_writing(self) -> None:
-        self._inner.pause_writing()
+        if self._served:
+            self._inner.pause_writing()
 
     def resume_writing(self) -> None:
-        self._inner.resume_writing()
+        if self._served:
+            self._inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._count[0] -= 1
-        self._inner.connection_lost(exc)
+        if self._served:
+            self._inner.connection_lost(exc)
 
 
 class ModelRelay:
@@ -155,6 +191,7 @@ class ModelRelay:
         upstream: str,
         provider: str,
         api_key: str | None,
+        secret: str,
         harness: str,
         task_id: int | None,
         log_path: Path,
@@ -163,7 +200,11 @@ class ModelRelay:
         limits: RelayLimits | None = None,
         on_call: CallHook | None = None,
         gate: CallGate | None = None,
+        peer_uids: frozenset[int] = frozenset(),
+        allow_server_tools: Iterable[str] = (),
     ) -> None:
+        if not secret:
+            raise ValueError("the relay needs the run's secret: without one it would serve anyone")
         # Fetch's memory as an MCP server (orchestrator/memory/mcp_server.py): served on
         # this same socket at /mcp, so the kennel needs no other way out.
         self.mcp = mcp
@@ -172,6 +213,13 @@ class ModelRelay:
         self.upstream = str(self._base)
         self.provider = provider
         self._api_key = api_key
+        self.secret = secret
+        # Fetch itself (tests, the unsafe-local kennel) and the uids the backend names.
+        self.peer_uids = frozenset({os.geteuid()}) | peer_uids
+        self._strip = Stripper(provider, allow_server_tools)
+        if self._strip.unknown:
+            log.warning("relay: unknown server tools %s are not allowed", self._strip.unknown)
+        self._told: set[str] = set()  # what was already logged as removed
         self.harness = harness
         self.task_id = task_id
         self.log_path = log_path
@@ -203,7 +251,9 @@ class ModelRelay:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._client = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=15, sock_read=600),
-            auto_decompress=False,
+            # The key is scrubbed from what comes back, and usage read from it: both need
+            # the bytes as sent (identity is asked for; anything else is decoded here).
+            auto_decompress=True,
             trust_env=False,  # no proxy from the environment: the key goes to the upstream
             cookie_jar=aiohttp.DummyCookieJar(),  # and nothing one call set rides the next
         )
@@ -223,20 +273,53 @@ class ModelRelay:
             self._server = await asyncio.get_running_loop().create_unix_server(
                 self._protocol, str(self.socket_path)
             )
+            self._open_socket_to_peers()
         except Exception:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
             await runner.cleanup()
             await self._client.close()
             raise
-        # The kennel's user is not ours (uid 1000 in Docker): the socket must be open to
-        # it; the folder it lives in is what keeps others out.
-        os.chmod(self.socket_path, 0o666)
         self._runner = runner
+
+    def _open_socket_to_peers(self) -> None:
+        """The socket's own mode admits just the one kennel uid when it can (root gives it
+        the socket); otherwise (several uids, or one a non-root Fetch cannot give it to)
+        it is open to all, and the folder and the peer check keep others out."""
+        me = os.geteuid()
+        others = self.peer_uids - {me}
+        if len(others) == 1 and me == 0:
+            os.chown(self.socket_path, next(iter(others)), -1)
+        shared = len(others) > 1 or (bool(others) and me != 0)
+        os.chmod(self.socket_path, 0o666 if shared else 0o600)
+
+    def _admits(self, transport: asyncio.BaseTransport) -> bool:
+        """Whether the process on the other end runs as one of ``peer_uids``."""
+        sock = transport.get_extra_info("socket")
+        try:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            pid, uid, _gid = struct.unpack("3i", creds)
+        except (AttributeError, OSError, struct.error) as err:
+            log.warning(
+                "relay %s: refused a connection: no peer credentials (%s)", self.socket_path, err
+            )
+            return False
+        if uid in self.peer_uids:
+            return True
+        log.warning(
+            "relay %s: refused a connection from pid %d as uid %d: not the kennel's",
+            self.socket_path,
+            pid,
+            uid,
+        )
+        return False
 
     def _protocol(self) -> asyncio.Protocol:
         assert self._runner is not None and self._runner.server is not None
         if self._open[0] >= self.limits.max_connections:
             return _Busy()
-        return _Counted(self._runner.server(), self._open)
+        return _Counted(self._runner.server(), self._open, self._admits)
 
     async def stop(self) -> None:
         # Close the upstream side first: a request hanging on the vendor is aborted, so
@@ -253,9 +336,15 @@ class ModelRelay:
         if self.socket_path.exists():
             self.socket_path.unlink()
 
-    def _headers(self, incoming: Any) -> dict[str, str]:
+    def _headers(self, incoming: Any, removed: list[str]) -> dict[str, str]:
         dropped = CREDENTIAL_HEADERS | HOP_BY_HOP | ROUTING_HEADERS
         headers = {k: v for k, v in incoming.items() if k.lower() not in dropped}
+        for name in [k for k in headers if k.lower() == "anthropic-beta"]:
+            kept, flags = self._strip.beta(headers.pop(name))
+            removed += [f"beta {flag}" for flag in flags]
+            if kept:
+                headers[name] = kept
+        headers["Accept-Encoding"] = "identity"  # see auto_decompress
         if self._api_key:
             style = AUTH_STYLE.get(self.provider, "bearer")
             if style == "bearer":
@@ -268,19 +357,53 @@ class ModelRelay:
         used = self.stats.tokens_in + self.stats.tokens_out
         return self.token_budget > 0 and used >= self.token_budget
 
+    def _authentic(self, request: web.Request) -> bool:
+        """Whether the request carries the run's secret, wherever its CLI puts a key."""
+        offered = [request.headers.get(h, "") for h in ("x-api-key", "x-goog-api-key", "api-key")]
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            offered.append(token.strip())
+        if self.provider == "gemini":
+            offered += request.query.getall("key", [])
+        want = self.secret.encode()
+        # Constant time: how much of a guess was right must not show in the answer's time.
+        return any(hmac.compare_digest(o.encode(), want) for o in offered if o)
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        started = time.monotonic()
+        if not self._authentic(request):
+            log.warning(
+                "relay %s: refused %s without the run's secret", self.harness, request.method
+            )
+            return self._refuse(
+                request,
+                "",
+                started,
+                _Refused(401, "authentication_error", "relay: not this run's key"),
+            )
         if self.mcp is not None and request.path.rstrip("/") == "/mcp":
             # Never forwarded to the vendor, and not counted as a vendor call: an MCP
             # client may hold a stream open for the whole task.
             return await self.mcp(request)
-        started = time.monotonic()
         model = ""
         held = 0
+        removed: list[str] = []
         try:
             url = join(self._base, request.raw_path)
+            path = request.raw_path.partition("?")[0]
+            if not allowed(self.provider, request.method, path):
+                log.warning("relay %s: refused %s %s", self.harness, request.method, path[:200])
+                raise _Refused(
+                    403,
+                    "permission_error",
+                    f"relay: {request.method} {path[:200]} is not a model call; "
+                    "Fetch forwards only the vendor's inference endpoints",
+                )
+            if self.provider == "gemini" and "key" in url.query:
+                url = url.without_query_params("key")  # the run's secret, not the vendor's
             body = await self._read_body(request)
             held = len(body)
-            model = model_of(body, request.path)
+            body, model = await self._clean(request, body, removed)
             if self._over_budget():
                 used = self.stats.tokens_in + self.stats.tokens_out
                 raise _Refused(
@@ -295,7 +418,7 @@ class ModelRelay:
                 # limit); a spent budget does not come back by waiting a few seconds.
                 raise _Refused(402, "budget_exceeded", f"Fetch: {refused}")
             async with self._slots:
-                return await self._forward(request, url, body, model, started)
+                return await self._forward(request, url, body, model, started, removed)
         except BadTarget as err:
             return self._refuse(
                 request, model, started, _Refused(400, "bad_target", f"relay: {err}")
@@ -339,19 +462,65 @@ class ModelRelay:
                 self._buffered -= len(body)
         return bytes(body)
 
+    async def _clean(
+        self, request: web.Request, body: bytes, removed: list[str]
+    ) -> tuple[bytes, str]:
+        """The body as it goes to the vendor, without the features the owner did not allow
+        (kennel/relay_tools.py), and the model it asks for."""
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise _Refused(
+                415, "invalid_request_error", f"relay: a {encoding} body cannot be checked"
+            )
+        if request.method != "POST" or not body:
+            return b"", model_of(b"", request.path)
+        if len(body) > _CLEAN_INLINE:
+            cleaned = await asyncio.to_thread(self._rewrite, body, removed)
+        else:
+            cleaned = self._rewrite(body, removed)
+        if cleaned is None:
+            raise _Refused(400, "invalid_request_error", "relay: the body is not a JSON object")
+        fresh = sorted(set(removed) - self._told)
+        if fresh:
+            self._told.update(fresh)
+            log.info("relay %s: removed vendor-side %s", self.harness, ", ".join(fresh))
+        return cleaned, model_of(cleaned, request.path)
+
+    def _rewrite(self, body: bytes, removed: list[str]) -> bytes | None:
+        """Parsed, cleaned and written again, always: what the vendor reads is exactly what
+        was checked (a second "tools" key, say, cannot hide behind the first)."""
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(parsed, dict):
+            return None
+        removed += self._strip.body(parsed)
+        try:
+            return json.dumps(parsed, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:  # a lone surrogate escape: ASCII escapes carry it
+            return json.dumps(parsed, separators=(",", ":")).encode()
+
     async def _forward(
-        self, request: web.Request, url: URL, body: bytes, model: str, started: float
+        self,
+        request: web.Request,
+        url: URL,
+        body: bytes,
+        model: str,
+        started: float,
+        removed: list[str],
     ) -> web.StreamResponse:
         if self._client is None or self._client.closed:
             raise web.HTTPServiceUnavailable(text="relay is shutting down")
         scanner = UsageScanner()
+        scrub = Scrubber(self._api_key)
         response: web.StreamResponse | None = None
         try:
             async with self._client.request(
                 request.method,
                 url,
                 data=body,
-                headers=self._headers(request.headers),
+                headers=self._headers(request.headers, removed),
                 allow_redirects=False,  # a redirect would take the key to its Location
             ) as upstream:
                 if 300 <= upstream.status < 400:
@@ -364,12 +533,15 @@ class ModelRelay:
                     )
                 response = web.StreamResponse(status=upstream.status)
                 for key, value in upstream.headers.items():
-                    if key.lower() not in HOP_BY_HOP:
-                        response.headers[key] = value
+                    if key.lower() not in RESPONSE_DROPPED:
+                        response.headers[key] = scrub.text(value)
                 await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
                     scanner.feed(chunk)
+                    if passed := scrub.feed(chunk):  # all of it may be held a moment
+                        await response.write(passed)
+                if held := scrub.close():
+                    await response.write(held)
                 await response.write_eof()
                 status = upstream.status
         except aiohttp.ClientError as err:
@@ -385,11 +557,12 @@ class ModelRelay:
                 started,
                 scanner.close(),
                 error=f"stream cut: {err}",
+                removed=removed,
             )
             if request.transport is not None:
                 request.transport.abort()
             return response
-        self._record(request, model, status, started, scanner.close())
+        self._record(request, model, status, started, scanner.close(), removed=removed)
         return response
 
     def _refuse(
@@ -397,7 +570,10 @@ class ModelRelay:
     ) -> web.Response:
         self._record(request, model, refusal.status, started, Usage(), error=refusal.message)
         return web.json_response(
-            {"type": "error", "error": {"type": refusal.kind, "message": refusal.message}},
+            {
+                "type": "error",
+                "error": {"type": refusal.kind, "message": refusal.message},
+            },
             status=refusal.status,
         )
 
@@ -409,6 +585,7 @@ class ModelRelay:
         started: float,
         usage: Usage,
         error: str = "",
+        removed: list[str] | None = None,
     ) -> None:
         self.stats.calls += 1
         self.stats.tokens_in += usage.tokens_in
@@ -427,6 +604,8 @@ class ModelRelay:
         }
         if error:
             entry["error"] = error[:500]
+        if removed:
+            entry["removed"] = sorted(set(removed))
         self.stats.log.append(entry)
         if self.on_call is not None:
             try:

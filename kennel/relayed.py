@@ -1,6 +1,7 @@
 """A kennel process together with its model relay: every backend starts the relay
 before the CLI (the CLI's first request must find it) and stops it when the CLI has
-ended or been terminated, so a relay never outlives the run it serves."""
+ended or been terminated, so a relay never outlives the run it serves; the run's socket
+folder goes with it (kennel/paths.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Protocol
 
 from core.errors import KennelError
 from kennel.base import ExecSpec
+from kennel.paths import admitted, release
 from kennel.relay import ModelRelay
 
 
@@ -71,19 +73,24 @@ class RelayedProcess:
     async def _stop_relay(self) -> None:
         if self._relay is not None:
             await self._relay.stop()  # idempotent: wait() then terminate() is the norm
+            release(self._relay.socket_path)
 
 
 async def start_relayed(spec: ExecSpec, start: Callable[[], Awaitable[_Process]]) -> RelayedProcess:
     """Start ``spec.relay`` (if any) on the layout's socket, then the process."""
     relay: ModelRelay | None = None
-    if spec.relay is not None:
+    socket = spec.layout.relay_socket
+    if spec.relay is None:
+        release(socket)  # a run without a model: its socket folder is not needed
+    else:
         r = spec.relay
         try:
             relay = ModelRelay(
-                socket_path=spec.layout.relay_socket,
+                socket_path=socket,
                 upstream=r.upstream,
                 provider=r.provider,
                 api_key=r.api_key,
+                secret=r.secret,
                 harness=r.harness,
                 task_id=r.task_id,
                 log_path=r.log_path,
@@ -91,15 +98,23 @@ async def start_relayed(spec: ExecSpec, start: Callable[[], Awaitable[_Process]]
                 mcp=r.mcp,
                 on_call=r.on_call,
                 gate=r.gate,
+                peer_uids=r.peer_uids | admitted(socket),
+                allow_server_tools=r.allow_server_tools,
             )
         except ValueError as err:  # an upstream that is not a plain http(s) base URL
+            release(socket)
             raise KennelError(str(err)) from err
-        await relay.start()
+        try:
+            await relay.start()
+        except BaseException:
+            release(socket)
+            raise
     try:
         proc = await start()
     except BaseException:
         if relay is not None:
             await relay.stop()
+        release(socket)
         raise
     return RelayedProcess(proc, relay)
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from core.settings import StrictSettings
+from kennel.relay_tools import FEATURES
 
 
 class ProviderSettings(StrictSettings):
@@ -60,6 +61,18 @@ class KennelSettings(StrictSettings):
     bwrap: BwrapKennelSettings = BwrapKennelSettings()
     # Per-task model budget enforced by the relay (input + output tokens); 0 = no limit.
     token_budget: int = Field(2_000_000, ge=0)
+    # Vendor-side tools a CLI may use through the relay, on the owner's account (names in
+    # kennel/relay_tools.py: web_search, web_fetch, code_execution, mcp, files,
+    # image_generation). Empty: none, since each is a way out of a kennel with no network.
+    relay_server_tools: tuple[str, ...] = ()
+
+    @field_validator("relay_server_tools")
+    @classmethod
+    def _known_tools(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(names) - FEATURES.keys())
+        if unknown:
+            raise ValueError(f"unknown {unknown}: choose from {sorted(FEATURES)}")
+        return names
 
 
 __all__ = [

@@ -20,6 +20,7 @@ from orchestrator.store import Store
 from tests.fakes.model_server import ScriptedModelServer, Text
 
 SONNET_IN, SONNET_OUT = 3.00, 15.00
+SECRET = "run-secret-of-the-costs-tests"  # the key a run's CLI holds (RelaySpec.secret)
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ async def _ask(sock: Path) -> tuple[int, dict[str, object]]:
     }
     async with (
         aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(sock))) as client,
-        client.post("http://relay/v1/messages", json=body, headers={"x-api-key": "p"}) as resp,
+        client.post("http://relay/v1/messages", json=body, headers={"x-api-key": SECRET}) as resp,
     ):
         return resp.status, await resp.json()
 
@@ -56,6 +57,7 @@ async def test_relayed_calls_are_priced_per_task_and_a_spent_budget_refuses_the_
             upstream=vendor.url,
             provider="anthropic",
             api_key="sk-real",
+            secret=SECRET,
             harness="claude-code",
             task_id=7,
             log_path=tmp_path / "relay.jsonl",
@@ -96,6 +98,7 @@ async def test_a_ledger_that_fails_never_breaks_the_call(
         upstream=vendor.url,
         provider="anthropic",
         api_key="k",
+        secret=SECRET,
         harness="claude-code",
         task_id=1,
         log_path=tmp_path / "relay.jsonl",

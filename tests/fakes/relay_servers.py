@@ -1,10 +1,12 @@
 """Real HTTP servers on 127.0.0.1 for the model relay's tests, and a raw client for the unix
 socket (an HTTP library would tidy up the very requests a hostile CLI sends).
 
-``Upstream`` is the configured vendor; by path it answers normally (SSE with usage),
-redirects to ``Thief``, streams then drops the connection, or answers slowly. ``Thief``
-is any other host: it records every request, and a request carrying the key is the
-failure these tests exist to catch."""
+``Upstream`` is the configured vendor; at ``/v1/messages`` (the one path the relay lets
+through for Anthropic) it answers normally (SSE with usage), or, as ``?fake=`` says,
+redirects to ``Thief`` (``redirect-307``), streams then drops the connection (``drop``),
+or answers slowly (``slow``). ``Thief`` is any other host: it records every request, and a
+request carrying the key is the failure these tests exist to catch. Requests carry the
+relay's ``SECRET``, as the CLI of a run does."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from aiohttp import web
 from kennel.relay import ModelRelay, RelayLimits
 
 KEY = "sk-ant-real-relay-key-7f3c1e9a"
+SECRET = "run-secret-for-relay-tests-5d1b"  # what RelaySpec.secret is for a real run
 SSE = (
     'event: message_start\ndata: {"type":"message_start","message":{"usage":'
     '{"input_tokens":120,"output_tokens":1}}}\n\n'
@@ -83,19 +86,19 @@ class Upstream(_Server):
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         await request.read()
-        path = request.path
-        if path.startswith("/redirect/"):
-            code = int(path.rsplit("/", 1)[1])
+        mode = request.query.get("fake", "")
+        if mode.startswith("redirect-"):
+            code = int(mode.removeprefix("redirect-"))
             return web.Response(status=code, headers={"Location": self.thief.url + "/steal"})
         response = web.StreamResponse(headers={"content-type": "text/event-stream"})
         await response.prepare(request)
-        if path == "/drop":
+        if mode == "drop":
             await response.write(SSE.split("\n\n")[0].encode() + b"\n\n")
             await asyncio.sleep(0.05)
             assert request.transport is not None
             request.transport.abort()  # the vendor goes away mid-stream
             return response
-        if path == "/slow":  # 1 s, or until the relay hangs up (then it is not in flight)
+        if mode == "slow":  # 1 s, or until the relay hangs up (then it is not in flight)
             for _ in range(20):
                 await asyncio.sleep(0.05)
                 if request.transport is None or request.transport.is_closing():
@@ -121,6 +124,7 @@ async def relay_on(
         upstream=upstream.url,
         provider="anthropic",
         api_key=KEY,
+        secret=SECRET,
         harness="claude-code",
         task_id=1,
         log_path=sock.parent / "relay.jsonl",
@@ -167,7 +171,7 @@ def request(
         "Connection: close",
         "Content-Type: application/json",
         f"Content-Length: {len(body)}",
-        "x-api-key: fetch-relay-placeholder",
+        f"x-api-key: {SECRET}",
     ]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
@@ -177,4 +181,14 @@ def status_of(response: bytes) -> int:
     return int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/") else 0
 
 
-__all__ = ["KEY", "Thief", "Upstream", "raw", "relay_on", "request", "servers", "status_of"]
+__all__ = [
+    "KEY",
+    "SECRET",
+    "Thief",
+    "Upstream",
+    "raw",
+    "relay_on",
+    "request",
+    "servers",
+    "status_of",
+]

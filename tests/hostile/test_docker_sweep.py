@@ -19,6 +19,7 @@ from tests.conftest import make_repo
 from tests.docker.conftest import docker_client as docker_client  # the fixtures
 from tests.docker.conftest import kennel_image as kennel_image
 from tests.fakes.relay_servers import KEY, servers
+from tests.fakes.relay_servers import SECRET as RUN_SECRET
 
 pytestmark = pytest.mark.real
 SECRET = "task-two-secret-prompt-5d81c0"
@@ -161,13 +162,14 @@ async def test_the_real_key_is_nowhere_inside(kennel: Kennel, tmp_path: Path) ->
             upstream=upstream.url,
             provider="anthropic",
             api_key=KEY,
+            secret=RUN_SECRET,
             harness="probe",
             task_id=1,
             log_path=tmp_path / "relay.jsonl",
         )
         call = (
             "node -e \"fetch('http://127.0.0.1:4100/v1/messages',{method:'POST',"
-            "headers:{'x-api-key':'fetch-relay-placeholder'},body:'{}'})"
+            f"headers:{{'x-api-key':'{RUN_SECRET}'}},body:'{{}}'}})"
             ".then(r=>r.text()).then(t=>console.log('relay', t.length))\""
         )
         # The key in two halves, joined by a builtin into a pipe: no command line of the

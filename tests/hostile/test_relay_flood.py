@@ -13,12 +13,12 @@ from pathlib import Path
 from kennel.relay import RelayLimits
 from orchestrator.config import Settings
 from tests.conftest import start_driver
-from tests.fakes.relay_servers import raw, relay_on, request, servers, status_of
+from tests.fakes.relay_servers import SECRET, raw, relay_on, request, servers, status_of
 
 FLOOD_SECONDS = 6.0
 FLOODER = r"""
 import socket, sys, threading, time
-path, seconds = sys.argv[1], float(sys.argv[2])
+path, seconds, key = sys.argv[1], float(sys.argv[2]), sys.argv[3].encode()
 end = time.monotonic() + seconds
 def conn():
     s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path); return s
@@ -33,7 +33,8 @@ def slowloris():
             pass
 def huge():
     body = b"x" * (48 * 1024 * 1024)
-    head = b"POST /slow HTTP/1.1\r\nHost: relay\r\nContent-Length: %d\r\n\r\n" % len(body)
+    head = b"POST /v1/messages?fake=slow HTTP/1.1\r\nHost: relay\r\nx-api-key: %s\r\n" % key
+    head += b"Content-Length: %d\r\n\r\n" % len(body)
     while time.monotonic() < end:
         try:
             s = conn(); s.sendall(head + body); s.recv(100); s.close()
@@ -43,7 +44,8 @@ def many():
     while time.monotonic() < end:
         try:
             s = conn()
-            s.sendall(b"POST /slow HTTP/1.1\r\nHost: relay\r\nContent-Length: 2\r\n\r\n{}")
+            s.sendall(b"POST /v1/messages?fake=slow HTTP/1.1\r\nHost: relay\r\nx-api-key: "
+                      + key + b"\r\nContent-Length: 2\r\n\r\n{}")
             s.recv(100); s.close()
         except OSError:
             pass
@@ -86,7 +88,7 @@ async def test_a_flooded_relay_does_not_stall_fetch(tmp_path: Path) -> None:
                 await asyncio.sleep(0.1)
 
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", FLOODER, str(flooded.socket_path), str(FLOOD_SECONDS)
+            sys.executable, "-c", FLOODER, str(flooded.socket_path), str(FLOOD_SECONDS), SECRET
         )
         tasks = [asyncio.create_task(ticker()), asyncio.create_task(neighbour())]
         try:
@@ -127,7 +129,7 @@ async def test_the_owner_gets_status_while_a_relay_is_flooded(
             relay_on(upstream, tmp_path / "r.sock", RelayLimits(header_timeout=2.0)) as relay,
         ):
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", FLOODER, str(relay.socket_path), str(FLOOD_SECONDS)
+                sys.executable, "-c", FLOODER, str(relay.socket_path), str(FLOOD_SECONDS), SECRET
             )
             try:
                 await asyncio.sleep(1.0)  # the flood is on

@@ -13,7 +13,9 @@ import aiohttp
 import pytest
 
 from kennel.relay import ModelRelay, RelayLimits
-from tests.fakes.relay_servers import KEY, raw, relay_on, request, servers, status_of
+from tests.fakes.relay_servers import KEY, SECRET, raw, relay_on, request, servers, status_of
+
+SLOW = "/v1/messages?fake=slow"
 
 TRICKS = [
     "http://{thief}/steal",
@@ -34,10 +36,11 @@ TRICKS = [
 @pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
 async def test_a_redirect_is_refused_never_followed(code: int, tmp_path: Path) -> None:
     async with servers() as (upstream, thief), relay_on(upstream, tmp_path / "r.sock") as relay:
-        out = await raw(relay.socket_path, request("POST", f"/redirect/{code}"))
+        out = await raw(relay.socket_path, request("POST", f"/v1/messages?fake=redirect-{code}"))
     assert status_of(out) == 502 and b"follows no redirects" in out
     assert thief.seen == [] and KEY.encode() not in out
-    assert upstream.keys_seen() == [f"/redirect/{code}"]  # the key went there and only there
+    # the key went there and only there
+    assert upstream.keys_seen() == [f"/v1/messages?fake=redirect-{code}"]
 
 
 @pytest.mark.parametrize("trick", TRICKS)
@@ -80,6 +83,7 @@ async def test_an_upstream_with_userinfo_or_another_scheme_is_refused(tmp_path: 
                 upstream=bad,
                 provider="anthropic",
                 api_key=KEY,
+                secret=SECRET,
                 harness="h",
                 task_id=1,
                 log_path=tmp_path / "l",
@@ -148,7 +152,7 @@ async def test_an_oversize_body_is_413_before_the_upstream(tmp_path: Path) -> No
         body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(40)) + b"0\r\n\r\n"
         head = (
             b"POST /v1/messages HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
+            b"Transfer-Encoding: chunked\r\nx-api-key: " + SECRET.encode() + b"\r\n\r\n"
         )
         chunked = await raw(relay.socket_path, head + body)
         assert relay._buffered == 0  # nothing held after the refusals
@@ -165,7 +169,10 @@ async def test_bytes_in_flight_are_capped(tmp_path: Path) -> None:
     ):
         outs = await asyncio.gather(
             *(
-                raw(relay.socket_path, request("POST", "/slow", body=b"y" * 500_000))
+                raw(
+                    relay.socket_path,
+                    request("POST", SLOW, body=b'{"y":"' + b"y" * 500_000 + b'"}'),
+                )
                 for _ in range(6)
             )
         )
@@ -182,7 +189,7 @@ async def test_many_at_once_are_bounded(tmp_path: Path) -> None:
         relay_on(upstream, tmp_path / "r.sock", limits) as relay,
     ):
         outs = await asyncio.gather(
-            *(raw(relay.socket_path, request("POST", "/slow"), timeout=30) for _ in range(80)),
+            *(raw(relay.socket_path, request("POST", SLOW), timeout=30) for _ in range(80)),
             return_exceptions=True,
         )
         codes = [status_of(o) if isinstance(o, bytes) else 0 for o in outs]
@@ -195,11 +202,15 @@ async def test_many_at_once_are_bounded(tmp_path: Path) -> None:
 
 async def test_an_upstream_drop_mid_stream_cuts_the_answer(tmp_path: Path) -> None:
     async with servers() as (upstream, _thief), relay_on(upstream, tmp_path / "r.sock") as relay:
-        out = await raw(relay.socket_path, request("POST", "/drop"))
+        out = await raw(relay.socket_path, request("POST", "/v1/messages?fake=drop"))
         conn = aiohttp.UnixConnector(path=str(relay.socket_path))
         async with (
             aiohttp.ClientSession(connector=conn) as client,
-            client.post("http://relay/drop", json={"model": "m"}) as resp,
+            client.post(
+                "http://relay/v1/messages?fake=drop",
+                json={"model": "m"},
+                headers={"x-api-key": SECRET},
+            ) as resp,
         ):
             assert resp.status == 200
             with pytest.raises(aiohttp.ClientPayloadError):
@@ -210,4 +221,4 @@ async def test_an_upstream_drop_mid_stream_cuts_the_answer(tmp_path: Path) -> No
     assert b"message_start" in out and not out.endswith(b"0\r\n\r\n")  # not a tidy end
     assert b"relay_error" not in out and status_of(again) == 200
     entry = json.loads((tmp_path / "relay.jsonl").read_text().splitlines()[0])
-    assert entry["path"] == "/drop" and "stream cut" in entry["error"]
+    assert entry["path"] == "/v1/messages" and "stream cut" in entry["error"]

@@ -78,8 +78,8 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path, repo: Path) -> No
             lines, code, err = await collect(kennel, spec)
     finally:
         host.close()
-    assert (lines, code) == (["host closed", "relay pong:/ping", "dns closed"], 0), err
-    assert [json.loads(x)["path"] for x in log.read_text().splitlines()] == ["/ping"]
+    assert (lines, code) == (["host closed", "relay pong:/v1/models", "dns closed"], 0), err
+    assert [json.loads(x)["path"] for x in log.read_text().splitlines()] == ["/v1/models"]
     assert not spec.layout.relay_socket.exists()
 
 

@@ -31,7 +31,7 @@ def can(port):
         return "closed"
 print("host", can(target), flush=True)
 s = socket.create_connection(("127.0.0.1", relay), timeout=2)
-s.sendall(b"GET /ping HTTP/1.0\\r\\nHost: relay\\r\\n\\r\\n")
+s.sendall(b"GET /v1/models HTTP/1.0\\r\\nHost: relay\\r\\nx-api-key: probe-run-secret\\r\\n\\r\\n")
 data = b""
 while chunk := s.recv(4096):
     data += chunk
@@ -87,6 +87,7 @@ def relay_to(url: str, log: Path) -> RelaySpec:
         provider="anthropic",
         api_key="sk-test-real-key-0000",
         harness="probe",
+        secret="probe-run-secret",  # what PROBE sends as its key
         task_id=1,
         log_path=log,
     )
@@ -124,9 +125,11 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
             lines = await _collect(LocalKennel(tmp_path, "required"), spec)
     finally:
         host.close()
-    assert lines == ["host closed", "relay pong:/ping", "dns closed"]
+    assert lines == ["host closed", "relay pong:/v1/models", "dns closed"]
     logged = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [(e["path"], e["status"], e["harness"]) for e in logged] == [("/ping", 200, "probe")]
+    assert [(e["path"], e["status"], e["harness"]) for e in logged] == [
+        ("/v1/models", 200, "probe")
+    ]
     assert not spec.layout.relay_socket.exists()  # the relay ended with the process
 
 

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from kennel.relay import ModelRelay
-from tests.fakes.relay_servers import Upstream, servers
+from tests.fakes.relay_servers import SECRET, Upstream, servers
 
 
 @pytest.fixture
@@ -20,13 +20,15 @@ async def upstream() -> AsyncIterator[Upstream]:
         yield up
 
 
-async def _post(sock: Path, headers: dict[str, str]) -> tuple[int, str]:
+async def _post(
+    sock: Path, headers: dict[str, str], path: str = "/v1/messages?beta=true"
+) -> tuple[int, str]:
     conn = aiohttp.UnixConnector(path=str(sock))
     async with (
         aiohttp.ClientSession(connector=conn) as client,
         client.post(
-            "http://relay/v1/messages?beta=true",
-            headers=headers,
+            f"http://relay{path}",
+            headers={"x-api-key": SECRET, **headers},
             json={"model": "claude-x", "stream": True},
         ) as resp,
     ):
@@ -41,16 +43,16 @@ async def test_strips_client_credentials_and_injects_the_real_key(
         upstream=upstream.url,
         provider="anthropic",
         api_key="sk-real",
+        secret=SECRET,
         harness="claude-code",
         task_id=7,
         log_path=tmp_path / "relay.jsonl",
     )
     async with relay:
-        assert (tmp_path / "r.sock").stat().st_mode & 0o777 == 0o666
+        assert (tmp_path / "r.sock").stat().st_mode & 0o777 == 0o600  # Fetch's own uid only
         status, body = await _post(
             relay.socket_path,
             {
-                "x-api-key": "placeholder",
                 "authorization": "Bearer stolen",
                 "x-goog-api-key": "g",
                 "cookie": "c=1",
@@ -73,12 +75,17 @@ async def test_openai_style_bearer(upstream: Upstream, tmp_path: Path) -> None:
         upstream=upstream.url,
         provider="openai",
         api_key="sk-oai",
+        secret=SECRET,
         harness="codex",
         task_id=1,
         log_path=tmp_path / "relay.jsonl",
     )
     async with relay:
-        await _post(relay.socket_path, {"authorization": "Bearer placeholder"})
+        await _post(
+            relay.socket_path,
+            {"x-api-key": "", "authorization": f"Bearer {SECRET}"},
+            "/v1/chat/completions",
+        )
     assert upstream.seen[0][2]["authorization"] == "Bearer sk-oai"
 
 
@@ -88,6 +95,7 @@ async def test_budget_exceeded_is_a_clear_error(upstream: Upstream, tmp_path: Pa
         upstream=upstream.url,
         provider="anthropic",
         api_key="k",
+        secret=SECRET,
         harness="claude-code",
         task_id=1,
         log_path=tmp_path / "relay.jsonl",
@@ -106,6 +114,7 @@ async def test_unreachable_upstream(tmp_path: Path) -> None:
         upstream="http://127.0.0.1:9",
         provider="anthropic",
         api_key="k",
+        secret=SECRET,
         harness="claude-code",
         task_id=1,
         log_path=tmp_path / "relay.jsonl",

@@ -15,7 +15,9 @@ from kennel.relay import ModelRelay
 from tests.fakes.model_server import ScriptedModelServer
 from tests.memory.conftest import Running
 
+SECRET = "run-secret-of-the-mcp-tests"  # the bearer a run's CLI sends (RelaySpec.secret)
 HEADERS = {
+    "Authorization": f"Bearer {SECRET}",
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
     "Host": "127.0.0.1:4100",
@@ -58,6 +60,7 @@ async def client(
         upstream=model.url,
         provider="anthropic",
         api_key="sk-real",
+        secret=SECRET,
         harness="test-cli",
         task_id=7,
         log_path=tmp_path / "relay.jsonl",
@@ -121,7 +124,7 @@ async def test_other_paths_still_reach_the_model(
     async with client.session.post(
         "http://relay/v1/messages",
         json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
-        headers={"x-api-key": "placeholder"},
+        headers={"x-api-key": SECRET},
     ) as resp:
         assert resp.status == 200
     assert model.model_requests[-1].headers["x-api-key"] == "sk-real"
