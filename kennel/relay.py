@@ -475,20 +475,22 @@ class ModelRelay:
         if request.method != "POST" or not body:
             return b"", model_of(b"", request.path)
         if len(body) > _CLEAN_INLINE:
-            cleaned = await asyncio.to_thread(self._rewrite, body, removed)
+            parsed = await asyncio.to_thread(self._rewrite, body, removed)
         else:
-            cleaned = self._rewrite(body, removed)
-        if cleaned is None:
+            parsed = self._rewrite(body, removed)
+        if parsed is None:
             raise _Refused(400, "invalid_request_error", "relay: the body is not a JSON object")
         fresh = sorted(set(removed) - self._told)
         if fresh:
             self._told.update(fresh)
             log.info("relay %s: removed vendor-side %s", self.harness, ", ".join(fresh))
-        return cleaned, model_of(cleaned, request.path)
+        cleaned, model = parsed
+        return cleaned, model_of(b"", request.path) or model  # Gemini: the model is in the path
 
-    def _rewrite(self, body: bytes, removed: list[str]) -> bytes | None:
+    def _rewrite(self, body: bytes, removed: list[str]) -> tuple[bytes, str] | None:
         """Parsed, cleaned and written again, always: what the vendor reads is exactly what
-        was checked (a second "tools" key, say, cannot hide behind the first)."""
+        was checked (a second "tools" key, say, cannot hide behind the first). None: not a
+        JSON object."""
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -496,10 +498,11 @@ class ModelRelay:
         if not isinstance(parsed, dict):
             return None
         removed += self._strip.body(parsed)
+        model = str(parsed.get("model", ""))[:200]
         try:
-            return json.dumps(parsed, ensure_ascii=False, separators=(",", ":")).encode()
+            return json.dumps(parsed, ensure_ascii=False, separators=(",", ":")).encode(), model
         except UnicodeEncodeError:  # a lone surrogate escape: ASCII escapes carry it
-            return json.dumps(parsed, separators=(",", ":")).encode()
+            return json.dumps(parsed, separators=(",", ":")).encode(), model
 
     async def _forward(
         self,
