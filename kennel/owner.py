@@ -101,7 +101,7 @@ def check_user(
     owner = subordinate_owner(uid, subuid)
     if owner is not None:
         raise KennelError(
-            f"kennel uid {uid} is in {owner!r}'s subordinate uid range (/etc/subuid): "
+            f"kennel uid {uid} is in the subordinate uid range of {owner!r} (/etc/subuid): "
             f'use a uid no account has ("auto" = {DEDICATED_USER})'
         )
     return uid, gid
