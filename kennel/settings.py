@@ -19,6 +19,10 @@ class ProviderSettings(StrictSettings):
     api_key: str | None = None
 
 
+# A size like Docker's: bytes, or a number with k, m, g or t (powers of 1024).
+SIZE = r"^[0-9]+[kmgtKMGT]?$"
+
+
 def default_providers() -> dict[str, ProviderSettings]:
     return {
         "anthropic": ProviderSettings(base_url="https://api.anthropic.com"),
@@ -37,14 +41,28 @@ class DockerKennelSettings(StrictSettings):
     pids: int = Field(512, ge=32)
     tmpfs_size: str = "1g"
     idle_seconds: float = Field(900.0, ge=5)
-    # The uid:gid the CLIs run as; "auto" = the repo's owner, or 1000:1000 if that is root.
+    # The uid:gid the CLIs run as; "auto" = a dedicated uid (kennel/owner.py,
+    # 65520:65520). Never root, never a login account's uid.
     user: str = "auto"
+    # ulimits of every process in the container, beside the cgroup limits above: CPU
+    # seconds per process, size of one file (nproc is ``pids``).
+    cpu_seconds: int = Field(3600, ge=10)
+    file_size: str = Field("1g", pattern=SIZE)
 
 
 class BwrapKennelSettings(StrictSettings):
-    # The uid:gid the CLIs run as when Fetch is root; "auto" = the repo's owner, or
-    # 1000:1000 if that is root. Never root. (When Fetch is not root: Fetch's own uid.)
+    # The uid:gid the CLIs run as when Fetch is root; "auto" = a dedicated uid
+    # (kennel/owner.py, 65520:65520). Never root, never a login account's uid. (When
+    # Fetch is not root: Fetch's own uid.)
     user: str = "auto"
+    # Limits on one run (kennel/limits.py): processes of the run, memory (the run's
+    # cgroup; per process when there is none), CPU seconds per process, size of one
+    # file. cgroups "off": rlimits only.
+    processes: int = Field(512, ge=32)
+    memory: str = Field("4g", pattern=SIZE)
+    cpu_seconds: int = Field(3600, ge=10)
+    file_size: str = Field("1g", pattern=SIZE)
+    cgroups: Literal["auto", "off"] = "auto"
 
 
 # "auto": docker when its engine answers and the kennel image is there, else bwrap.

@@ -189,6 +189,10 @@ def _doctor(settings: Settings) -> int:
         print(f"backend:   {choice.reason}")
         kennel = build_kennel(settings, choice)
         print(f"kennel:    {kennel.isolation()}")
+        from kennel.limits import doctor_lines
+
+        for line in doctor_lines(settings.kennel, choice.backend):
+            print(line)  # which uid the CLI runs as and why; which limits apply
     except FetchError as err:
         print(f"kennel:    ERROR {err}")
     for harness in build_harnesses().all():
