@@ -2,11 +2,12 @@
 
 Short paths, because a unix socket path is capped at 108 bytes and FETCH_HOME can be deep
 (tests, home folders on network mounts). Each run gets a fresh folder with an unguessable
-name that only the kennel's uid may enter (``relay_dir``); a backend whose kennel mounts
-the folder once for many runs (a warm Docker container) names the uids instead
-(``admit``). The relay reads both when it starts (kennel/relayed.py) and checks every
-connection's uid against them: a bind mount shows the socket without its folder, so the
-folder's mode alone does not keep others out.
+name that only the kennel's uid may enter (``relay_dir``), made when its relay starts and
+removed when it stops (kennel/relayed.py: ``open_room``, ``release``), so a layout whose
+run never starts a relay leaves nothing behind; a backend whose kennel mounts the folder
+once for many runs (a warm Docker container) names the uids instead (``admit``). The relay
+checks every connection's uid against them: a bind mount shows the socket without its
+folder, so the folder's mode alone does not keep others out.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ _MAX_ROOMS = 1024
 @dataclass(frozen=True, slots=True)
 class _Room:
     uids: frozenset[int]  # besides Fetch's own
-    per_run: bool  # made by relay_dir: removed when its relay stops
+    per_run: bool  # from relay_dir: made when its relay starts, removed when it stops
+    owner: tuple[int, int] | None = None  # uid, gid the per-run folder is handed to
 
 
 _rooms: dict[Path, _Room] = {}
@@ -53,17 +55,26 @@ def run_dir(home: Path, base: Path | None = None) -> Path:
 
 def relay_dir(home: Path, owner: tuple[int, int] | None = None) -> Path:
     """A fresh folder for one run's relay socket, under ``run_dir(home)``, with an
-    unguessable name; mode 0700, and the kennel's when it runs as ``owner`` (``uid, gid``;
-    ``Kennel.owner()``), so that uid alone (and root) may enter. ``owner`` None: the
-    kennel runs as Fetch's own uid, and the folder stays Fetch's."""
+    unguessable name; made by ``open_room`` with mode 0700, and the kennel's when it runs
+    as ``owner`` (``uid, gid``; ``Kennel.owner()``), so that uid alone (and root) may
+    enter. ``owner`` None: the kennel runs as Fetch's own uid, the folder stays Fetch's."""
     path = run_dir(home) / f"relay-{secrets.token_hex(16)}"
-    path.mkdir(mode=0o700)  # never exist_ok: a folder that is already there is not fresh
-    uids: frozenset[int] = frozenset()
-    if owner is not None and owner[0] != os.geteuid():
-        os.chown(path, *owner)  # only root gets here: a non-root Fetch's kennel is itself
-        uids = frozenset({owner[0]})
-    _remember(path, _Room(uids, per_run=True))
+    if owner is None or owner[0] == os.geteuid():
+        _remember(path, _Room(frozenset(), per_run=True))
+    else:
+        _remember(path, _Room(frozenset({owner[0]}), per_run=True, owner=owner))
     return path
+
+
+def open_room(socket: Path) -> None:
+    """Make the per-run folder of ``socket`` (its relay is starting); others are left as
+    they are."""
+    room = _rooms.get(socket.parent)
+    if room is None or not room.per_run:
+        return
+    socket.parent.mkdir(mode=0o700)  # never exist_ok: a folder already there is not fresh
+    if room.owner is not None:
+        os.chown(socket.parent, *room.owner)  # only root gets here: see relay_dir
 
 
 def admit(folder: Path, *users: str) -> Path:
@@ -96,4 +107,4 @@ def _remember(folder: Path, room: _Room) -> None:
     _rooms[folder] = room
 
 
-__all__ = ["admit", "admitted", "relay_dir", "release", "run_dir"]
+__all__ = ["admit", "admitted", "open_room", "relay_dir", "release", "run_dir"]

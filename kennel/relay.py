@@ -244,7 +244,7 @@ class ModelRelay:
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("relay already started")
-        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.socket_path.exists():
             self.socket_path.unlink()
         app = web.Application(client_max_size=self.limits.max_body)

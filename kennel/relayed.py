@@ -10,7 +10,7 @@ from typing import Protocol
 
 from core.errors import KennelError
 from kennel.base import ExecSpec
-from kennel.paths import admitted, release
+from kennel.paths import admitted, open_room, release
 from kennel.relay import ModelRelay
 
 
@@ -105,6 +105,7 @@ async def start_relayed(spec: ExecSpec, start: Callable[[], Awaitable[_Process]]
             release(socket)
             raise KennelError(str(err)) from err
         try:
+            open_room(socket)
             await relay.start()
         except BaseException:
             release(socket)

@@ -130,6 +130,10 @@ def test_a_run_gets_a_fresh_unguessable_folder_of_its_own(tmp_path: Path) -> Non
     try:
         assert one != two and one.parent == two.parent == paths.run_dir(home)
         assert len(one.name.removeprefix("relay-")) == 32  # 128 random bits
+        assert not one.exists()  # made only when its relay starts: a layout leaves nothing
+        paths.open_room(one / "relay.sock")
+        with pytest.raises(FileExistsError):  # a folder already there is not fresh
+            paths.open_room(one / "relay.sock")
         st = one.stat()
         assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (os.geteuid(), 0o700)
         assert stat.S_IMODE(one.parent.stat().st_mode) == 0o711  # enter, never list
@@ -144,6 +148,7 @@ def test_the_kennels_uid_owns_its_folder_when_fetch_is_root(tmp_path: Path) -> N
     require_root()
     folder = paths.relay_dir(tmp_path / "home", (NOBODY, NOBODY))
     sock = folder / "relay.sock"
+    paths.open_room(sock)
     st = folder.stat()
     assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (NOBODY, 0o700)
     assert paths.admitted(sock) == frozenset({NOBODY})
@@ -205,7 +210,6 @@ async def test_the_bwrap_kennels_uid_reaches_its_relay_and_the_folder_goes(
     owner = kennel.owner()
     assert owner is not None
     folder = layout.relay_socket.parent
-    assert folder.stat().st_uid == owner[0] and stat.S_IMODE(folder.stat().st_mode) == 0o700
     relay = RelaySpec(
         upstream=vendor.url,
         provider="anthropic",
@@ -217,6 +221,8 @@ async def test_the_bwrap_kennels_uid_reaches_its_relay_and_the_folder_goes(
     )
     spec = ExecSpec((sys.executable, "-c", PROBE), {"PATH": "/usr/bin"}, tree, layout, relay)
     proc = await kennel.exec(spec)
+    st = folder.stat()  # the relay runs until the process has ended
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (owner[0], 0o700)
     lines = [line async for line in proc.lines()]
     code = await proc.wait()
     assert (lines, code) == (["HTTP/1.0 200 OK"], 0), proc.stderr_tail()
