@@ -31,7 +31,15 @@ from core.errors import KennelError
 from core.packages import PACKAGES
 from kennel import launcher
 from kennel.base import ExecSpec, Layout
-from kennel.owner import hand_over, parse_user, user_for
+from kennel.limits import Limited, Limits, host_support, open_run
+from kennel.owner import (
+    drop_argv,
+    hand_over,
+    parse_user,
+    user_for,
+    userns_argv,
+    userns_problem,
+)
 from kennel.paths import run_dir
 from kennel.process import GroupProcess, start_group
 from kennel.relayed import RelayedProcess, start_relayed
@@ -226,17 +234,30 @@ class BwrapKennel:
     name = "bwrap"
 
     def __init__(
-        self, home: Path, user: str = "auto", path_env: str = "/usr/local/bin:/usr/bin:/bin"
+        self,
+        home: Path,
+        user: str = "auto",
+        path_env: str = "/usr/local/bin:/usr/bin:/bin",
+        limits: Limits | None = None,
     ) -> None:
         self._home = home
         self._user = user
         self._path_env = path_env
+        self._limits = limits or Limits()
 
     def isolation(self) -> str:
         why = probe()
         if why is not None:
             return f"bwrap sandbox, refusing to run: {why}"
-        uid = "the repo's owner, never root" if _root() else f"uid {os.geteuid()}"
+        if _root():
+            try:
+                user = user_for(self._home, self._user)
+            except KennelError as err:
+                return f"bwrap sandbox, refusing to run: {err}"
+            own = userns_problem(user) is None
+            uid = f"dedicated uid {parse_user(user)[0]}" + (" in its own user namespace" * own)
+        else:
+            uid = f"uid {os.geteuid()}"
         return ISOLATION.format(uid=uid)
 
     def layout(self, repo: Path, harness: str) -> Layout:
@@ -303,18 +324,19 @@ class BwrapKennel:
         m.raw("--chdir", str(work))
         argv = [bwrap, *m.argv, "--"]
         if _root():
-            uid, gid = parse_user(user_for(repo, self._user))
-            argv += [
-                "/usr/bin/setpriv",
-                f"--reuid={uid}",
-                f"--regid={gid}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--no-new-privs",
-                "--",
-            ]
+            # setpriv drops to the dedicated uid (no groups, no capabilities, no new
+            # privileges), then unshare gives the run a user namespace of its own in
+            # which that uid maps only to itself: on the host the CLI is that uid, never
+            # root (bwrap's own --unshare-user, run as root, maps it to root outside),
+            # its user keyrings are the namespace's own, and RLIMIT_NPROC counts its
+            # processes alone (kennel/limits.py). The launcher joins a new session keyring.
+            user = user_for(repo, self._user)
+            uid, gid = parse_user(user)
+            argv += drop_argv(uid, gid)
+            if userns_problem(user) is None:
+                argv += userns_argv(uid, gid)
         argv += [sys.executable, "-I", "-S", str(Path(launcher.__file__).resolve())]
+        argv += self._limits.launcher_args()
         if spec.relay is not None:
             argv += ["--port", str(spec.layout.relay_port), "--socket", str(RELAY_SEEN)]
         return [*argv, "--", *spec.argv]
@@ -334,12 +356,21 @@ class BwrapKennel:
             for own in (spec.layout.state_host, *(cache[:1] if cache else ())):
                 hand_over(own, user, skip_git=False)
 
-    async def _start(self, spec: ExecSpec) -> GroupProcess:
+    async def _start(self, spec: ExecSpec) -> GroupProcess | Limited:
         await asyncio.to_thread(self._prepare, spec)
         argv = self.argv(spec)
         # Fetch dies → bwrap dies (→ the sandbox's init, → everything in it).
         argv = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", *argv]
-        return await start_group(argv, cwd="/", env=spec.env, name=spec.argv[0])
+        # The run's cgroups (kennel/limits.py), joined before bwrap starts, gone after it.
+        group = await asyncio.to_thread(open_run, self._limits, host_support())
+        if group is None:
+            return await start_group(argv, cwd="/", env=spec.env, name=spec.argv[0])
+        try:
+            proc = await start_group(group.wrap(argv), cwd="/", env=spec.env, name=spec.argv[0])
+        except BaseException:
+            await asyncio.to_thread(group.remove)
+            raise
+        return Limited(proc, group)
 
 
 __all__ = ["BwrapKennel", "bwrap_path", "probe"]

@@ -38,6 +38,7 @@ from core.errors import KennelError
 from core.tasks import cancel_and_wait
 from kennel.base import ExecSpec, Layout
 from kennel.docker_sweep import FORWARDER_SCRIPT, parse_forwarder, sweep_script
+from kennel.limits import parse_size
 from kennel.owner import hand_over, user_for
 from kennel.paths import admit, run_dir
 from kennel.relayed import RelayedProcess, start_relayed
@@ -266,6 +267,10 @@ class DockerKennel:
                 memswap_limit=s.memory,
                 nano_cpus=int(s.cpus * 1_000_000_000),
                 pids_limit=s.pids,
+                # Per process, beside the container's cgroups: processes of the task uid
+                # (host-wide for that uid: a second line behind pids_limit), CPU seconds
+                # (SIGXCPU, then SIGKILL 5 s later), size of one file (EFBIG).
+                ulimits=ulimits(s),
                 user=KEEPER_USER,
                 environment={},
                 working_dir=str(WORKDIR),
@@ -367,6 +372,19 @@ class DockerKennel:
         return True
 
 
+ULIMITS = ("nproc", "cpu", "fsize")
+
+
+def ulimits(s: DockerKennelSettings) -> list[docker.types.Ulimit]:
+    """The container's ulimits (``ULIMITS``), from the settings."""
+    size = parse_size(s.file_size)
+    return [
+        docker.types.Ulimit(name="nproc", soft=s.pids, hard=s.pids),
+        docker.types.Ulimit(name="cpu", soft=s.cpu_seconds, hard=s.cpu_seconds + 5),
+        docker.types.Ulimit(name="fsize", soft=size, hard=size),
+    ]
+
+
 def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ...]) -> list[str]:
     """Everything about a container that breaks the kennel's promise (empty = fine)."""
     host = attrs.get("HostConfig") or {}
@@ -390,6 +408,11 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
         problems.append("no memory limit")
     if not host.get("NanoCpus"):
         problems.append("no CPU limit")
+    have = {str(u.get("Name")): u for u in host.get("Ulimits") or []}
+    for name in ULIMITS:
+        hard = (have.get(name) or {}).get("Hard")
+        if not isinstance(hard, int) or hard <= 0:
+            problems.append(f"no {name} ulimit")
     user = str(config.get("User") or "")
     if user in {"", "0", "root"} or user.startswith(("0:", "root:")):
         problems.append("runs as root")
