@@ -30,8 +30,8 @@ CallGate = Callable[[], str | None]
 class Layout:
     """Where things are for one repo and harness, from both sides of the sandbox."""
 
-    workdir: Path  # the repository as the CLI sees it
-    state_host: Path  # host folder the harness writes its config files into
+    workdir: Path  # the run's tree (its layer over the repository) as the CLI sees it
+    state_host: Path  # host folder the harness writes its config files into (fresh per turn)
     state_seen: Path  # the same state as the CLI sees it
     relay_socket: Path  # host path the model relay must listen on
     relay_port: int  # loopback port the forwarder offers inside the kennel
@@ -76,9 +76,14 @@ class RelaySpec:
 class ExecSpec:
     argv: tuple[str, ...]
     env: dict[str, str]
-    repo: Path  # host path of the repository
+    # Host path of the run's tree: its own layer over the repository
+    # (orchestrator/boundary/layer.py), ``<runs>/<repo>/<run>/tree``; never the owner's.
+    repo: Path
     layout: Layout
     relay: RelaySpec | None = None  # None: the CLI needs no model (the demo harness)
+    # The owner's ``.git``, shown read-only at ``<workdir>/.git`` where the backend can
+    # (bwrap); None: the CLI sees no repository metadata.
+    git: Path | None = None
 
 
 class KennelProcess(Protocol):
@@ -108,11 +113,22 @@ class KennelProcess(Protocol):
 
 class Kennel(Protocol):
     name: str
+    # True when a mount the host makes below a run's folder is what the CLI sees (so the
+    # run's tree may be an overlay); False when the backend binds its folders once
+    # (a warm Docker container), and the tree is a copy.
+    host_mounts: bool
 
     def isolation(self) -> str:
         """One line a person can read: what this backend protects against."""
 
-    def layout(self, repo: Path, harness: str) -> Layout: ...
+    def owner(self) -> tuple[int, int] | None:
+        """The uid:gid the CLI runs as, when it is not Fetch's own: the run's folders
+        are handed to it (and only they)."""
+
+    def layout(self, tree: Path, harness: str, repo: Path | None = None) -> Layout:
+        """Where things are for a run whose tree is at host path ``tree``
+        (``<runs>/<repo>/<run>/tree``; its CLI state lives in ``<run>/state/<harness>``).
+        ``repo``: the owner's repository, whose path a backend may show the tree at."""
 
     async def exec(self, spec: ExecSpec) -> KennelProcess: ...
 

@@ -2,9 +2,10 @@
 
 Inside it sees a fresh root: ``/usr`` and the few ``/etc`` files programs need, read-only;
 the Python that runs the launcher and Fetch's own packages (the demo CLI), read-only; its
-own ``/proc``, ``/dev`` and an empty ``/tmp``; the repository's working tree writable with
-``.git`` read-only over it; the harness's state folder writable; the relay socket, and
-nothing else: no FETCH_HOME, no home, no ``/run``, no Docker socket, no other unix socket.
+own ``/proc``, ``/dev`` and an empty ``/tmp``; the run's own tree (its layer over the
+repository, never the owner's working tree) writable with the owner's ``.git`` read-only
+over it; the run's fresh state folder writable; the relay socket, and nothing else: no
+FETCH_HOME, no home, no ``/run``, no Docker socket, no other unix socket.
 It has its own pid, network, IPC and UTS namespaces; the only way out is the relay socket,
 reached through the launcher's forwarder on ``127.0.0.1:4100``. The CLI never runs as
 root and has no capabilities and no way to gain privileges. When the CLI ends (or is
@@ -32,21 +33,15 @@ from core.packages import PACKAGES
 from kennel import launcher
 from kennel.base import ExecSpec, Layout
 from kennel.limits import Limited, Limits, host_support, open_run
-from kennel.owner import (
-    drop_argv,
-    hand_over,
-    parse_user,
-    user_for,
-    userns_argv,
-    userns_problem,
-)
-from kennel.paths import run_dir
+from kennel.owner import drop_argv, parse_user, user_for, userns_argv, userns_problem
+from kennel.paths import relay_dir
 from kennel.process import GroupProcess, start_group
 from kennel.relayed import RelayedProcess, start_relayed
 
 RELAY_PORT = 4100
 RELAY_SEEN = Path("/relay/relay.sock")
-STATE_ROOT = Path("/fetch/state")  # + /<harness>; /.cache beside them is shared
+STATE_ROOT = Path("/fetch/state")  # + /<harness>; /.cache beside them is the repo's cache
+WORK_ROOT = Path("/workspace")  # + /<repo>: the run's tree
 # Host /etc entries programs need (certificates, users, the dynamic loader, Debian's
 # alternatives symlinks); the rest of /etc stays out.
 ETC = (
@@ -192,12 +187,14 @@ def _cli_dirs(argv0: str, path_env: str, bound: list[Path], private: list[Path])
     return out
 
 
-def _shared_cache(spec: ExecSpec) -> tuple[Path, Path] | None:
-    """``.cache`` beside the harnesses' state folders (host, seen): the CLIs of one repo
-    share it (copilot unpacks ~235 MB there once). None where it would land in the tree."""
-    host = spec.layout.state_host.parent / ".cache"
+def _shared_cache(home: Path, spec: ExecSpec) -> tuple[Path, Path] | None:
+    """The repo's ``.cache`` beside the harnesses' state folders (host, seen): the CLIs of
+    one repo share it across runs (copilot unpacks ~235 MB there once). The host only
+    ever makes its top folder; it never reads what a kennel put there. None where it
+    would land in the tree."""
+    host = home / "kennel" / "cache" / spec.repo.parent.parent.name
     seen = spec.layout.state_seen.parent / ".cache"
-    if _under(seen, spec.layout.workdir) or _under(host, spec.repo):
+    if _under(seen, spec.layout.workdir):
         return None
     return host, seen
 
@@ -260,17 +257,25 @@ class BwrapKennel:
             uid = f"uid {os.geteuid()}"
         return ISOLATION.format(uid=uid)
 
-    def layout(self, repo: Path, harness: str) -> Layout:
-        state = self._home / "kennel" / "bwrap" / repo.name / harness
+    host_mounts = True  # the run's overlay, mounted by the host, is what bwrap binds
+
+    def layout(self, tree: Path, harness: str, repo: Path | None = None) -> Layout:
+        # The tree is shown where the owner's repository is (paths read as the owner
+        # knows them), or at /workspace/<name>.
+        runs = tree.parent.parent  # <runs>/<repo>-<hash>/<run>/tree
         return Layout(
-            workdir=repo,
-            state_host=state,
+            workdir=repo or WORK_ROOT / runs.name.rsplit("-", 1)[0],
+            state_host=tree.parent / "state" / harness,
             state_seen=STATE_ROOT / harness,
-            relay_socket=run_dir(self._home) / f"bwrap-{repo.name}.sock",
+            relay_socket=relay_dir(self._home, self.owner()) / "relay.sock",
             relay_port=RELAY_PORT,
             path_env=self._path_env,
             confined=True,
         )
+
+    def owner(self) -> tuple[int, int] | None:
+        """The uid:gid the CLI runs as when it is not Fetch's own (Fetch is root)."""
+        return parse_user(user_for(self._home, self._user)) if _root() else None
 
     async def close(self) -> None:
         return None
@@ -310,13 +315,12 @@ class BwrapKennel:
             ):
                 m.add("--ro-bind", named, named)
         m.add("--bind", repo, work)
-        git = repo / ".git"
-        if git.is_symlink():
-            raise KennelError(f"{repo.name}/.git is a symlink: refusing to run there")
-        if git.exists():
-            m.add("--ro-bind", git, work / ".git")
+        if spec.git is not None:
+            if spec.git.is_symlink() or not spec.git.is_dir():
+                raise KennelError(f"{spec.git} is not a real folder: refusing to show it")
+            m.add("--ro-bind", spec.git, work / ".git")
         m.add("--bind", spec.layout.state_host, spec.layout.state_seen)
-        cache = _shared_cache(spec)
+        cache = _shared_cache(self._home, spec)
         if cache is not None:
             m.add("--bind", *cache)
         if spec.relay is not None:
@@ -342,19 +346,21 @@ class BwrapKennel:
         return [*argv, "--", *spec.argv]
 
     def _prepare(self, spec: ExecSpec) -> None:
-        if not spec.repo.is_dir():
-            raise KennelError(f"could not start {spec.argv[0]}: no folder {spec.repo}")
-        spec.layout.state_host.mkdir(parents=True, exist_ok=True)
-        cache = _shared_cache(spec)
+        # The run's folders were made by the host for this run (boundary/layer.py): real
+        # folders, never links a kennel could have planted. Nothing here walks them.
+        for folder in (spec.repo, spec.layout.state_host):
+            if folder.is_symlink() or not folder.is_dir():
+                raise KennelError(f"could not start {spec.argv[0]}: no folder {folder}")
+        cache = _shared_cache(self._home, spec)
         if cache is not None:
-            cache[0].mkdir(exist_ok=True)
+            cache[0].mkdir(parents=True, exist_ok=True, mode=0o700)
         if _root():
             user = user_for(spec.repo, self._user)
-            if parse_user(user)[0] == 0:
+            uid, gid = parse_user(user)
+            if uid == 0:
                 raise KennelError("kennel.bwrap.user must not be root")
-            hand_over(spec.repo, user)
-            for own in (spec.layout.state_host, *(cache[:1] if cache else ())):
-                hand_over(own, user, skip_git=False)
+            if cache is not None:
+                os.chown(cache[0], uid, gid, follow_symlinks=False)  # its top only
 
     async def _start(self, spec: ExecSpec) -> GroupProcess | Limited:
         await asyncio.to_thread(self._prepare, spec)

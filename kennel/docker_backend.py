@@ -2,9 +2,11 @@
 
 The container has no network (``--network none``), drops every capability, cannot gain
 privileges, has a read-only root with a tmpfs for /tmp, pids/memory/CPU limits and a
-non-root user. The only writable mount is the repository's working tree; its ``.git`` is
-covered by an empty read-only folder, so nothing the CLI does can plant hooks or config
-that host git would later run. The relay socket folder is mounted read-only. The main
+non-root user. The only writable mount is the repository's runs folder (``/runs``; each
+run's own copy of the repository and fresh CLI state, made by the host:
+orchestrator/boundary/layer.py), never the owner's working tree or its ``.git``. The runs
+folder itself belongs to Fetch (0711): a task can write only in its own run, and cannot
+list the others. The relay socket folder is mounted read-only. The main
 process is the forwarder (``127.0.0.1:4100`` → ``/relay/relay.sock``); each task is a
 ``docker exec`` in it, as another uid than init and the forwarder (``KEEPER_USER``).
 Before every exec the container is inspected and refused if any of that does not hold:
@@ -14,7 +16,6 @@ there is no silent fallback to the host.
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import logging
 import os
@@ -39,15 +40,14 @@ from core.tasks import cancel_and_wait
 from kennel.base import ExecSpec, Layout
 from kennel.docker_sweep import FORWARDER_SCRIPT, parse_forwarder, sweep_script
 from kennel.limits import parse_size
-from kennel.owner import hand_over, user_for
+from kennel.owner import parse_user, user_for
 from kennel.paths import admit, run_dir
 from kennel.relayed import RelayedProcess, start_relayed
 from kennel.settings import DockerKennelSettings
 
 log = logging.getLogger(__name__)
 RELAY_PORT = 4100
-WORKDIR = Path("/workspace")
-STATE_ROOT = Path("/tmp/state")
+RUNS = Path("/runs")  # + /<run>/tree, /<run>/state/<harness>
 PATH_ENV = "/opt/node/bin:/usr/local/bin:/usr/bin:/bin"
 LABEL = "fetch.kennel"
 # Init and the forwarder run as this uid, tasks as the repository's: a task can neither
@@ -135,16 +135,29 @@ class DockerKennel:
             f"limits {s.memory} RAM, {s.cpus:g} CPUs, {s.pids} processes"
         )
 
-    def layout(self, repo: Path, harness: str) -> Layout:
+    # A warm container binds its folders once: a host mount made later below them is
+    # not seen, so a run's tree is a copy here, not an overlay.
+    host_mounts = False
+
+    def owner(self) -> tuple[int, int] | None:
+        return parse_user(user_for(self._home, self._settings.user))
+
+    def layout(self, tree: Path, harness: str, repo: Path | None = None) -> Layout:
+        run, repo = tree.parent, tree.parent.parent  # <runs>/<repo>/<run>/tree
         return Layout(
-            workdir=WORKDIR,
-            state_host=self._home / "kennel" / "docker" / repo.name / harness,
-            state_seen=STATE_ROOT / harness,
+            workdir=RUNS / run.name / "tree",
+            state_host=run / "state" / harness,
+            state_seen=RUNS / run.name / "state" / harness,
             relay_socket=admit(self._relay_dir(repo), KEEPER_USER) / "relay.sock",
             relay_port=RELAY_PORT,
             path_env=PATH_ENV,
             confined=True,
         )
+
+    @staticmethod
+    def _runs(spec: ExecSpec) -> Path:
+        """The folder of the repository's runs: what one warm container binds."""
+        return spec.repo.parent.parent
 
     async def exec(self, spec: ExecSpec) -> RelayedProcess:
         # Swept before the task's relay exists: nothing an earlier task left can use it.
@@ -159,17 +172,17 @@ class DockerKennel:
         # crash, a cancelled wait); a kennel that cannot be swept is replaced, once.
         for _attempt in range(2):
             async with self._lock:
-                warm = await self._ensure(spec.repo)
+                warm = await self._ensure(self._runs(spec))
                 warm.last_used = time.monotonic()
             await asyncio.to_thread(self._verify, warm)
             if await asyncio.to_thread(self._prepare, warm, spec.layout):
                 return warm
             async with self._lock:
                 await asyncio.to_thread(self._remove, warm)
-                if self._warm.get(spec.repo) is warm:
-                    del self._warm[spec.repo]
+                if self._warm.get(self._runs(spec)) is warm:
+                    del self._warm[self._runs(spec)]
         raise KennelError(
-            f"the kennel for {spec.repo.name} could not be cleaned between tasks, even fresh"
+            f"the kennel for {self._runs(spec).name} could not be cleaned between tasks, even fresh"
         )
 
     async def close(self) -> None:
@@ -240,10 +253,7 @@ class DockerKennel:
                 f"kennel.docker.user {user} is the uid of the kennel's own "
                 "processes: choose another"
             )
-        hand_over(repo, user)
         relay_dir = self._relay_dir(repo)
-        empty = self._home / "kennel" / "empty"
-        empty.mkdir(parents=True, exist_ok=True)
         try:
             container = client.containers.run(
                 self._image,
@@ -273,10 +283,9 @@ class DockerKennel:
                 ulimits=ulimits(s),
                 user=KEEPER_USER,
                 environment={},
-                working_dir=str(WORKDIR),
+                working_dir=str(RUNS),
                 volumes={
-                    self._paths.to_host(repo): {"bind": str(WORKDIR), "mode": "rw"},
-                    self._paths.to_host(empty): {"bind": str(WORKDIR / ".git"), "mode": "ro"},
+                    self._paths.to_host(repo): {"bind": str(RUNS), "mode": "rw"},
                     self._paths.to_host(relay_dir): {"bind": "/relay", "mode": "ro"},
                 },
                 labels={
@@ -344,22 +353,13 @@ class DockerKennel:
 
     def _prepare(self, warm: _Warm, layout: Layout) -> bool:
         """Sweep the kennel (no process or temporary file of an earlier task left) and
-        put the harness's config files into its tmpfs, in one exec. False: the sweep
-        failed, the kennel must be replaced."""
-        files = (
-            [p for p in layout.state_host.rglob("*") if p.is_file()]
-            if layout.state_host.exists()
-            else []
-        )
-        script = [f"mkdir -p {shlex.quote(str(layout.state_seen))}"]
-        for path in files:
-            dest = layout.state_seen / path.relative_to(layout.state_host)
-            data = base64.b64encode(path.read_bytes()).decode()
-            script.append(f"mkdir -p {shlex.quote(str(dest.parent))}")
-            script.append(f"printf %s {data} | base64 -d > {shlex.quote(str(dest))}")
+        check the run's state folder is there (the host made it, with the harness's
+        files, in the run's folder under /runs). False: the sweep failed, the kennel
+        must be replaced."""
+        script = f"test -d {shlex.quote(str(layout.state_seen))}"
         try:
             result = warm.container.exec_run(
-                ["sh", "-c", sweep_script(warm.keep) + "; " + " && ".join(script)], user=warm.user
+                ["sh", "-c", sweep_script(warm.keep) + "; " + script], user=warm.user
             )
         except docker.errors.DockerException as err:
             log.warning("kennel %s could not be swept (%s); replacing it", warm.name, err)
@@ -423,15 +423,10 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
         source, dest = str(mount.get("Source", "")), str(mount.get("Destination", ""))
         if "docker.sock" in source or "docker.sock" in dest:
             problems.append("the Docker socket is mounted")
-        if mount.get("Type") == "bind" and mount.get("RW") and dest != str(WORKDIR):
+        if mount.get("Type") == "bind" and mount.get("RW") and dest != str(RUNS):
             problems.append(f"{dest} is writable")
-        if dest == str(WORKDIR) and Path(source) != repo:
+        if dest == str(RUNS) and Path(source) != repo:
             problems.append(f"{dest} is {source}, not {repo}")
-    if not any(
-        m.get("Destination") == str(WORKDIR / ".git") and not m.get("RW")
-        for m in attrs.get("Mounts") or []
-    ):
-        problems.append(".git is not hidden")
     for item in config.get("Env") or []:
         name, _, value = str(item).partition("=")
         if any(secret in value for secret in secrets):

@@ -70,8 +70,14 @@ class LocalKennel:
         self._mode = network_isolation
         self._path_env = path_env
 
-    def layout(self, repo: Path, harness: str) -> Layout:
-        state = self._home / "kennel" / "local" / repo.name / harness
+    host_mounts = True
+
+    def owner(self) -> tuple[int, int] | None:
+        return None  # the CLI runs as Fetch's own user: the unsafe part of this mode
+
+    def layout(self, tree: Path, harness: str, repo: Path | None = None) -> Layout:
+        runs = tree.parent.parent  # <runs>/<repo>/<run>/tree
+        state = tree.parent / "state" / harness
         if self.uses_netns():
             port = NETNS_RELAY_PORT
         else:
@@ -80,10 +86,10 @@ class LocalKennel:
                 s.bind(("127.0.0.1", 0))
                 port = int(s.getsockname()[1])
         return Layout(
-            workdir=repo,
+            workdir=tree,
             state_host=state,
             state_seen=state,
-            relay_socket=run_dir(self._home) / f"relay-{repo.name}.sock",
+            relay_socket=run_dir(self._home) / f"relay-{runs.name}.sock",
             relay_port=port,
             path_env=self._path_env,
         )

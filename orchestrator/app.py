@@ -31,6 +31,7 @@ from kennel.bwrap import BwrapKennel
 from kennel.choice import Choice, choose, docker_image
 from kennel.local import LocalKennel
 from orchestrator.alerts import Alerts
+from orchestrator.boundary.layer import build_layers
 from orchestrator.config import Settings
 from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.dashboard import mount as mount_dashboard
@@ -227,6 +228,7 @@ class App:
             kennel=kennel,
             supervisor=supervisor,
             approvals=approvals,
+            layers=build_layers(settings.home_dir, kennel),
             memory=memory,
             pack=pack,
             skills=skill_book,

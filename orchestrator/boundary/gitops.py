@@ -405,7 +405,9 @@ class Repo:
     def paths_under(self, commit: str, folder: str) -> list[str]:
         """Every file ``commit`` has below ``folder`` (or ``folder`` itself, a file)."""
         self._preflight()
-        out = self._run_bytes("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, "--", folder)
+        out = self._run_bytes(
+            "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, "--", folder
+        )
         names = [raw.decode("utf-8", "surrogateescape") for raw in out.split(b"\0")]
         return [n for n in names if n and (n == folder or n.startswith(folder + "/"))]
 
@@ -483,7 +485,11 @@ class Repo:
         head = self._run("rev-parse", "--verify", "HEAD")
         if head != change.base_sha:
             raise GitError("the branch moved since the diff was made; nothing committed")
-        if self.status_lines():
+        # The files are at the base (a task's change, made from its layer), or already
+        # exactly the change (a checkout Fetch wrote itself); anything else is the
+        # owner's own work, which a commit must neither take nor overwrite.
+        placed = bool(self.status_lines())
+        if placed and self.change().tree_sha != change.tree_sha:
             raise GitError(
                 f"{self._anchor.root.name} has changes of its own since the diff was made; "
                 "nothing committed"
@@ -493,7 +499,10 @@ class Repo:
         )
         # Compare-and-swap: the ref only moves if it still points at the base.
         self._run("update-ref", "-m", "fetch: approved change", "HEAD", sha, change.base_sha)
-        self.follow(change.base_sha, sha)
+        if placed:
+            self._run("reset", "-q", "--", ".")  # index follows HEAD; the files already do
+        else:
+            self.follow(change.base_sha, sha)
         return sha
 
     def follow(self, old: str, new: str) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from core.errors import GitError
 from core.packages import PACKAGES as INSTALLED
 from orchestrator.boundary.gitconfig import HARDENING, base_env, repo_env
-from orchestrator.boundary.gitops import AUTHOR, Repo
+from orchestrator.boundary.gitops import AUTHOR, Change, Repo
 from orchestrator.improve.settings import is_local, local_path, remote_problem
 
 # Fetch's own packages, and its benchmarks (installed with it too).
@@ -215,10 +215,9 @@ class Checkout:
         self.repo = repo
         return repo
 
-    def commit(self, message: str) -> str:
-        """Commit everything the harness (and the test run) left, on the branch."""
+    def commit(self, change: Change, message: str) -> str:
+        """Commit ``change`` (read from the run's layer) on the branch."""
         assert self.repo is not None
-        change = self.repo.change()
         return self.repo.commit(change, message)
 
     def push(self, sha: str) -> None:

@@ -32,7 +32,6 @@ from core.errors import FetchError, GitError
 from core.state import State
 from harnesses.base import Harness, HarnessRegistry
 from kennel.base import Kennel, KennelProcess
-from orchestrator.boundary.gitops import Repo, guard_repo_config
 from orchestrator.config import Settings
 from orchestrator.improve import body
 from orchestrator.improve.checkout import Checkout, branch_name, resolve_remote, running_checkout
@@ -254,13 +253,14 @@ class Improver:
         run.checkout = Checkout(path, remote, run.base, branch, cfg.token)
         repo = await asyncio.to_thread(run.checkout.clone)
         await self._messenger.typing(key, True)
-        with guard_repo_config(repo.path) as restored:
-            await self._runner.execute(session, handle, harness, repo)
-            change = await asyncio.to_thread(repo.change)
-            tests = None if change.empty else await self._test(handle, repo)
-        if restored:
-            raise GitError("the harness changed " + ", ".join(restored) + "; nothing is proposed")
-        change = await asyncio.to_thread(repo.change)
+        # The harness and the tests work on a layer over the clone; what comes back is
+        # the change, read as data (orchestrator/boundary/). The clone itself is only
+        # ever written by host git, on commit.
+        try:
+            change = await self._runner.execute(session, handle, harness, repo)
+            tests = None if change.empty else await self._test(handle)
+        finally:
+            await self._runner.drop_layer(handle)
         if change.empty:
             await self.records.update(run.run_id, status="empty", detail="no file changed")
             await self._store.work.finish_task(handle.task_id, "empty")
@@ -275,7 +275,7 @@ class Improver:
             f"{title}\n\n{run.request}\n\nProposed-by: Fetch (/improve #{run.run_id})\n"
             f"Requested-by: {handle.requester}"
         )
-        sha = await asyncio.to_thread(run.checkout.commit, message)
+        sha = await asyncio.to_thread(run.checkout.commit, change, message)
         await asyncio.to_thread(run.checkout.push, sha)
         await self.records.update(run.run_id, head_sha=sha)
         landed = await github.branch_sha(branch)
@@ -325,9 +325,13 @@ class Improver:
             f"{line}\nI never merge it: review it on GitHub. /prs shows how it goes."
         )
 
-    async def _test(self, handle: RunHandle, repo: Repo) -> testrun.SuiteResult:
+    async def _test(self, handle: RunHandle) -> testrun.SuiteResult:
         cfg = self._settings.improve
         plan = testrun.SuitePlan("custom", cfg.test_command, "custom: " + cfg.test_command[:40])
+
+        layer = handle.layer
+        assert layer is not None  # TaskRunner.execute made it; _propose drops it
+        await asyncio.to_thread(layer.fresh_state, testrun.STATE_NAME)
 
         async def started(proc: KennelProcess, deadline: asyncio.Timeout) -> None:
             # /pause and /stop reach the tests as they reach the harness.
@@ -337,7 +341,7 @@ class Improver:
 
         return await testrun.run(
             self._kennel,
-            repo.path,
+            layer.tree,
             plan,
             on_start=started,
             limit_seconds=cfg.test_timeout_seconds,

@@ -245,6 +245,7 @@ class MemoryWork:
         base_sha: str,
         owner: str,
         ttl_seconds: float,
+        tree_sha: str = "",
     ) -> int:
         session = key_str(key)
         for old in list(self._approvals.values()):
@@ -262,6 +263,7 @@ class MemoryWork:
             owner,
             "pending",
             time.time() + ttl_seconds,
+            tree_sha,
         )
         return approval_id
 
@@ -392,6 +394,7 @@ class MemoryWork:
             intent.base,
             owner,
             ttl_seconds,
+            tree_sha=intent.tree,
         )
         await self.set_task_status(intent.target, "branched")
         self._settle(intent_id, "done")

@@ -251,4 +251,9 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX improvements_open ON improvements(id) WHERE pr_state = 'open';
     """,
+    # 11: the tree a task's change was made into from its layer's data
+    # (orchestrator/boundary/): the diff is read and committed from git objects.
+    """
+    ALTER TABLE approvals ADD COLUMN tree_sha TEXT NOT NULL DEFAULT '';
+    """,
 )

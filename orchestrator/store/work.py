@@ -36,6 +36,9 @@ class ApprovalRow:
     owner: str
     status: str
     expires_at: float
+    # The tree the kennel's change was made into (orchestrator/boundary/changeset.py):
+    # the diff is read, and committed, from git objects; "" for a row from before.
+    tree_sha: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,7 @@ class WorkPort(Protocol):
         base_sha: str,
         owner: str,
         ttl_seconds: float,
+        tree_sha: str = "",
     ) -> int:
         """A pending approval; the session's older pending one is superseded."""
 
@@ -231,6 +235,7 @@ class SqliteWork:
         base_sha: str,
         owner: str,
         ttl_seconds: float,
+        tree_sha: str = "",
     ) -> int:
         now = time.time()
         async with self._db.transaction() as conn:
@@ -242,7 +247,8 @@ class SqliteWork:
             )
             cur = await conn.execute(
                 "INSERT INTO approvals(session, task_id, repo, nonce, diff_hash, base_sha,"
-                " owner, status, created, expires_at) VALUES (?,?,?,?,?,?,?, 'pending', ?, ?)",
+                " owner, status, created, expires_at, tree_sha)"
+                " VALUES (?,?,?,?,?,?,?, 'pending', ?, ?, ?)",
                 (
                     key_str(key),
                     task_id,
@@ -253,6 +259,7 @@ class SqliteWork:
                     owner,
                     now,
                     now + ttl_seconds,
+                    tree_sha,
                 ),
             )
             return int(cur.lastrowid or 0)
@@ -260,14 +267,14 @@ class SqliteWork:
     async def get_approval(self, approval_id: int) -> ApprovalRow | None:
         async with self._db.conn.execute(
             "SELECT id, session, task_id, repo, nonce, diff_hash, base_sha, owner, status,"
-            " expires_at FROM approvals WHERE id=?",
+            " expires_at, tree_sha FROM approvals WHERE id=?",
             (approval_id,),
         ) as cur:
             r = await cur.fetchone()
         if r is None:
             return None
         return ApprovalRow(
-            int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], float(r[9])
+            int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], float(r[9]), r[10]
         )
 
     async def task_approval(self, task_id: int) -> ApprovalRow | None:
@@ -414,14 +421,14 @@ class SqliteWork:
         async with self._db.transaction() as conn:
             rows = list(
                 await conn.execute_fetchall(
-                    "SELECT session, repo, base, target FROM intents"
+                    "SELECT session, repo, base, target, tree FROM intents"
                     " WHERE id=? AND status='open' AND kind='branch'",
                     (intent_id,),
                 )
             )
             if not rows:
                 return 0
-            session, repo, base, task_id = rows[0]
+            session, repo, base, task_id, tree = rows[0]
             await conn.execute(
                 "UPDATE approvals SET status='superseded', decided=? WHERE session=? AND"
                 " status='pending'",
@@ -429,8 +436,20 @@ class SqliteWork:
             )
             cur = await conn.execute(
                 "INSERT INTO approvals(session, task_id, repo, nonce, diff_hash, base_sha,"
-                " owner, status, created, expires_at) VALUES (?,?,?,?,?,?,?, 'pending', ?, ?)",
-                (session, task_id, repo, nonce, diff_hash, base, owner, now, now + ttl_seconds),
+                " owner, status, created, expires_at, tree_sha)"
+                " VALUES (?,?,?,?,?,?,?, 'pending', ?, ?, ?)",
+                (
+                    session,
+                    task_id,
+                    repo,
+                    nonce,
+                    diff_hash,
+                    base,
+                    owner,
+                    now,
+                    now + ttl_seconds,
+                    tree,
+                ),
             )
             await conn.execute("UPDATE tasks SET status='branched' WHERE id=?", (task_id,))
             await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))

@@ -24,7 +24,7 @@ from core.errors import ApprovalError, GitError
 from core.events import Inbound, SessionKey
 from core.state import State
 from core.validate import UnsafeName, safe_relative_path
-from orchestrator.boundary.gitops import Change
+from orchestrator.boundary.gitops import Change, Repo
 from orchestrator.config import Settings
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.model import Effect
@@ -160,6 +160,7 @@ class Approvals:
             change.base_sha,
             self._settings.owner,
             policy.ttl_seconds,  # layered: repo, chat
+            tree_sha=change.tree_sha,
         )
         session.data.approval_id = approval_id
         session.data.repo = repo
@@ -222,7 +223,6 @@ class Approvals:
         return None
 
     async def _refuse(self, session: Session, task_id: int, repo: str, why: str) -> None:
-        await asyncio.to_thread(self._workspace.repo(repo).discard)
         await self._store.work.set_task_status(task_id, "refused")
         session.data.task_id = None
         session.data.task_prompt = None
@@ -311,8 +311,8 @@ class Approvals:
             await self._messenger.send(key, "⏸ This diff waits for yes or no.")
             return
         if time.time() > row.expires_at:
+            # Nothing to clean: the change lives in git objects, never in the tree.
             await self._store.work.decide_approval(row.id, "expired")
-            await asyncio.to_thread(repo.discard)
             await self._store.work.set_task_status(row.task_id, "expired")
             await self._close(session)
             await self._messenger.send(
@@ -322,7 +322,7 @@ class Approvals:
             )
             return
         if answer.kind == "more":
-            change = await asyncio.to_thread(repo.change)
+            change = await asyncio.to_thread(change_of, repo, row)
             text_page, offset = diffview.page(change, self._pages.get(row.id, 0))
             self._pages[row.id] = offset
             await self._messenger.send(key, text_page)
@@ -333,7 +333,7 @@ class Approvals:
                 await self._messenger.send(key, f"⚠️ {err}.")
                 return
             answer = Answer("show", path)
-            change = await asyncio.to_thread(repo.change)
+            change = await asyncio.to_thread(change_of, repo, row)
             patch = await asyncio.to_thread(repo.file_patch, change, answer.path)
             await self._messenger.send(key, diffview.file_view(patch, answer.path))
         elif answer.kind == "yes":
@@ -344,7 +344,7 @@ class Approvals:
     async def _approve(self, session: Session, row: ApprovalRow) -> None:
         key = session.key
         repo = self._workspace.repo(row.repo)
-        change = await asyncio.to_thread(repo.change)
+        change = await asyncio.to_thread(change_of, repo, row)
         if change.digest != row.diff_hash or change.base_sha != row.base_sha:
             await self._messenger.send(
                 key,
@@ -391,8 +391,8 @@ class Approvals:
         )
 
     async def _reject(self, session: Session, row: ApprovalRow) -> None:
-        repo = self._workspace.repo(row.repo)
-        await asyncio.to_thread(repo.discard)
+        # "no" drops the change: it was only ever git objects and the run's layer (gone
+        # already). The owner's tree was never touched.
         await self._store.work.decide_approval(row.id, "rejected")
         await self._store.work.set_task_status(row.task_id, "rejected")
         await self._close(session)
@@ -591,6 +591,14 @@ class Approvals:
             + (f"\n{tests}" if tests else "")
             + "\n\nSay undo to revert.",
         )
+
+
+def change_of(repo: Repo, row: ApprovalRow) -> Change:
+    """The change an approval is about, from git objects (a row from before layers: the
+    working tree, as then)."""
+    if row.tree_sha:
+        return repo.change_between(row.base_sha, row.tree_sha)
+    return repo.change()
 
 
 def _subject(prompt: str) -> str:

@@ -336,8 +336,6 @@ def route(level: str, tests: SuiteResult | None, risky: list[str], owner_task: b
         return Route("commit", "semi: the tests pass and no risky path is touched")
     if tests is None or not tests.ran:
         reason = "no tests ran"
-    elif tests.changed_files:
-        reason = "the test run changed files"
     else:
         reason = "the tests fail"
     return Route("ask", f"semi, but {reason}")
@@ -356,17 +354,13 @@ def branch_message(message: str, change: Change) -> str:
 
 def commit_to_branch(repo: Repo, change: Change, task_id: int, message: str) -> str:
     """Commit exactly ``change`` on a new branch with the exact ``message``
-    (``branch_message``; the owner's branch does not move) and put the working tree back
-    at HEAD. Returns the commit."""
-    current = repo.change()
-    if current.digest != change.digest or current.base_sha != change.base_sha:
-        raise GitError("the files changed since the tests ran; nothing committed")
+    (``branch_message``; the owner's branch and working tree do not move: the change
+    was made from the kennel's data into git objects). Returns the commit."""
     sha = repo.run("commit-tree", change.tree_sha, "-p", change.base_sha, "-m", message, env=AUTHOR)
     # CAS against "no such ref": an existing branch of that name is never overwritten.
     repo.run(
         "update-ref", "-m", "fetch: task branch", f"refs/heads/{branch_name(task_id)}", sha, ZERO
     )
-    repo.discard()
     return sha
 
 

@@ -136,6 +136,7 @@ def summary(change: Change, repo: str) -> str:
         head.append(_cut(_describe(f)))
     if n > 8:
         head.append(f"• …and {n - 8} more")
+    head += _left_out(change)
     body = _hunk_lines(change.patch)
     shown = body[:FIRST_HUNK_LINES]
     text = "\n".join(head) + "\n\n```\n" + "\n".join(shown) + "\n```"
@@ -144,6 +145,17 @@ def summary(change: Change, repo: str) -> str:
     else:
         text += _cut_note(change)
     return text + "\n\nApply? (yes/no) · more · show <file>"
+
+
+def _left_out(change: Change) -> list[str]:
+    """What the kennel left that is not part of the change (and is never applied)."""
+    if not change.left_out:
+        return []
+    lines = [f"🚫 Left out, never applied ({len(change.left_out)}):"]
+    lines += [_cut(f"• {inert_fences(visible(item))}") for item in change.left_out[:6]]
+    if len(change.left_out) > 6:
+        lines.append(f"• …and {len(change.left_out) - 6} more")
+    return lines
 
 
 def page(change: Change, start: int) -> tuple[str, int]:

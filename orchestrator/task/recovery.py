@@ -102,13 +102,14 @@ def clear_stale_locks(gitdir: Path) -> list[str]:
 
 
 def settle_files(repo: Repo, intent: IntentRow) -> None:
-    """What the interrupted step did after moving the ref: a commit's index follows HEAD
-    (its files already do); a revert's files follow HEAD (its tree was clean before); a
-    task branch's change leaves the working tree (it is on the branch)."""
+    """What the interrupted step did after moving the ref: a commit's index and files go
+    from the base to HEAD (``follow``: only if they are not there yet, never over the
+    owner's own edits); a revert's files follow HEAD (its tree was clean before); a task
+    branch's change never was in the working tree."""
     if intent.kind in ("commit", "unasked"):
-        repo.run("reset", "-q", "--", ".")
+        repo.follow(intent.base, repo.run("rev-parse", "--verify", "HEAD"))
     elif intent.kind == "branch":
-        repo.discard()
+        return
     else:
         repo.run("reset", "-q", "--hard", "HEAD")
 

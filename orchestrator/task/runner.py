@@ -1,13 +1,18 @@
-"""Runs one task: a harness in the kennel, then the diff read on the host and offered
-for approval. One run per session; ``/stop`` cancels it and ends the whole process group."""
+"""Runs one task: a harness in the kennel on the run's own layer over the repository,
+then the change read from that layer as data (orchestrator/boundary/) and offered for
+approval. The owner's working tree is never the kennel's: a failure, /stop, "no" or a
+restart drop the layer and leave the tree as it was. One run per session; ``/stop``
+cancels it and ends the whole process group."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from core.errors import FetchError, GitError, HarnessFailed
 from core.events import SessionKey
@@ -23,7 +28,8 @@ from harnesses.base import (
 from identity.pack import Agent, Pack, Route
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
 from kennel.relay import PLACEHOLDER_KEY
-from orchestrator.boundary.gitops import Repo, guard_repo_config
+from orchestrator.boundary.gitops import Change, Repo
+from orchestrator.boundary.layer import Layer, Layers
 from orchestrator.config import Settings
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.memory import Memory
@@ -69,6 +75,12 @@ class RunHandle:
     # CLI on every turn of the run, its model when it runs on its own harness.
     agent: Agent | None = None
     model: str | None = None
+    # The run's own layer over the repository (orchestrator/boundary/layer.py), kept
+    # while a CLI's question waits; the change read from it once the CLI is done.
+    layer: Layer | None = None
+    layer_name: str | None = None  # a question's layer, to find again on the answer
+    change: Change | None = None
+    keep_layer: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +110,12 @@ class TaskRunner:
         kennel: Kennel,
         supervisor: TaskSupervisor,
         approvals: Approvals,
+        layers: Layers,
         memory: Memory | None = None,
         pack: Pack | None = None,
         skills: SkillBook | None = None,
     ) -> None:
+        self.layers = layers
         self._skills = skills  # what the CLI is handed (orchestrator/skills/book.py)
         self._memory = memory
         self.pack = pack or Pack.empty()
@@ -280,11 +294,36 @@ class TaskRunner:
 
     async def execute(
         self, session: Session, handle: RunHandle, harness: Harness, repo: Repo
-    ) -> None:
+    ) -> Change:
         """One harness run in the kennel exactly as a task's (relay with the key on the
-        host, memory, progress, time limit) on ``repo``, for a run adopted with
-        ``adopt``. Raises ``HarnessFailed``, ``FetchError`` or ``TimeoutError``."""
+        host, memory, progress, time limit) on a layer over ``repo``, for a run adopted
+        with ``adopt``: the change it made. The layer stays in ``handle.layer`` (for the
+        tests) until ``drop_layer``. Raises ``HarnessFailed``, ``FetchError`` or
+        ``TimeoutError``."""
+        await self._open_layer(handle, repo)
         await self._execute(session, handle, harness, repo)
+        assert handle.layer is not None
+        return await asyncio.to_thread(handle.layer.read, repo)
+
+    async def drop_layer(self, handle: RunHandle) -> None:
+        layer, handle.layer = handle.layer, None
+        if layer is not None:
+            await asyncio.to_thread(layer.drop)
+
+    async def _open_layer(self, handle: RunHandle, repo: Repo) -> None:
+        if handle.layer is not None:
+            return
+        if handle.layer_name:
+            handle.layer = await asyncio.to_thread(self.layers.find, repo.path, handle.layer_name)
+            if handle.layer is None:
+                raise FetchError(
+                    "the run's copy of the repository is gone (Fetch restarted?); "
+                    "send the task again"
+                )
+            return
+        handle.layer = await asyncio.to_thread(
+            self.layers.open, repo, handle.task_id, host_mounts=self._kennel.host_mounts
+        )
 
     # -- pausing -----------------------------------------------------------------------
     async def pause(self, key: SessionKey) -> PauseResult | None:
@@ -332,11 +371,14 @@ class TaskRunner:
         key = session.key
         try:
             failure: str | None = None
-            restored: list[str] = []
             try:
-                with guard_repo_config(repo.path) as restored:
-                    await self._execute(session, handle, harness, repo)
-                    if _question(handle) is None:
+                await self._open_layer(handle, repo)
+                await self._execute(session, handle, harness, repo)
+                assert handle.layer is not None
+                if _question(handle) is None:
+                    # Read before the tests run: what they write is never part of it.
+                    handle.change = await asyncio.to_thread(handle.layer.read, repo)
+                    if _question(handle, allow_guess=handle.change.empty) is None:
                         handle.tests = await self._test(session, handle, repo)
             except TimeoutError:
                 failure = (
@@ -345,13 +387,6 @@ class TaskRunner:
                 )
             except (HarnessFailed, FetchError) as err:
                 failure = str(err)
-            if restored:
-                await self._messenger.send(
-                    key,
-                    "⚠️ The harness changed "
-                    + ", ".join(restored)
-                    + "; I put it back before reading the diff.",
-                )
             async with session.lock:
                 try:
                     if failure is None:
@@ -363,21 +398,38 @@ class TaskRunner:
                     await self._fail(session, handle, repo, failure)
         except asyncio.CancelledError:
             if not handle.stop_requested:
-                # Shutdown: leave state and tree for the restart to report and clean.
+                # Shutdown: leave state and layer for the restart to report and drop.
+                handle.keep_layer = True
                 raise
             async with session.lock:
-                await asyncio.to_thread(repo.discard)
                 await self._store.work.finish_task(handle.task_id, "stopped", "stopped by owner")
                 await self._end(session)
         finally:
             self._runs.pop(key, None)
+            await self._settle_layer(handle)
             await self._messenger.typing(key, False)
+
+    async def _settle_layer(self, handle: RunHandle) -> None:
+        """After a run: its layer is dropped (the change is in git objects by now), or,
+        while a question waits on it, unmounted and kept."""
+        layer = handle.layer
+        if layer is None:
+            return
+        with suppress(FetchError, OSError):
+            if handle.keep_layer:
+                await asyncio.to_thread(layer.release)
+            else:
+                await asyncio.to_thread(layer.drop)
 
     async def _execute(
         self, session: Session, handle: RunHandle, harness: Harness, repo: Repo
     ) -> None:
         settings = self._settings
-        layout = await asyncio.to_thread(self._kennel.layout, repo.path, harness.name)
+        layer = handle.layer
+        assert layer is not None
+        await asyncio.to_thread(layer.mount)
+        await asyncio.to_thread(layer.fresh_state, harness.name)
+        layout = await asyncio.to_thread(self._kennel.layout, layer.tree, harness.name, repo.path)
         async with AsyncExitStack() as stack:
             relay: RelaySpec | None = None
             mcp: McpServer | None = None
@@ -387,7 +439,10 @@ class TaskRunner:
                 handler = None
                 if self._memory is not None:
                     await self._memory.mcp_ready()
-                    handler = self._memory.mcp_handler(f"harness:{harness.name}", handle.requester)
+                    # Scoped to this task's chat and subject (orchestrator/memory/scope.py).
+                    handler = self._memory.mcp_handler(
+                        f"harness:{harness.name}", handle.requester, chat=key_str(session.key)
+                    )
                 if handler is not None:
                     mcp = McpServer(MCP_SERVER_NAME, f"{relay_url}/mcp")
                 provider = settings.providers[harness.provider]
@@ -402,9 +457,12 @@ class TaskRunner:
                     mcp=handler,
                     on_call=self.costs.relay_hook(key_str(session.key)) if self.costs else None,
                     gate=self.costs.gate(handle.task_id) if self.costs else None,
+                    allow_server_tools=settings.kennel.relay_server_tools,
                 )
             remembered = (
-                await self._memory.context_for(handle.prompt, handle.requester)
+                await self._memory.context_for(
+                    handle.prompt, handle.requester, chat=key_str(session.key)
+                )
                 if self._memory
                 else ""
             )
@@ -422,7 +480,9 @@ class TaskRunner:
                 workdir=layout.workdir,
                 state_dir=layout.state_seen,
                 model_url=relay_url if relay is not None else None,
-                placeholder_key=PLACEHOLDER_KEY,
+                # The CLI's "key" is the run's own secret, which only this run's relay
+                # accepts; the real key never leaves the host.
+                placeholder_key=relay.secret if relay is not None else PLACEHOLDER_KEY,
                 path_env=layout.path_env,
                 model=handle.model or settings.harness.model,
                 max_retries=settings.harness.max_retries,
@@ -432,13 +492,20 @@ class TaskRunner:
                 instructions=instructions_for(handle.agent),
                 skills=handed,
             )
-            layout.state_host.mkdir(parents=True, exist_ok=True)
+            # A fresh state folder the host just made: prepare writes where no kennel
+            # has been, then the folder is handed to the kennel's uid.
             await asyncio.to_thread(harness.prepare, req, layout.state_host)
+            await asyncio.to_thread(layer.prepared)
             argv, env = harness.command(req)
             # The kennel starts the relay with the process and stops it when it ends.
-            spec = ExecSpec(tuple(argv), env, repo.path, layout, relay=relay)
+            spec = ExecSpec(
+                tuple(argv), env, layer.tree, layout, relay=relay, git=repo.path / ".git"
+            )
             proc = await self._kennel.exec(spec)
             handle.proc = proc
+            # What the CLI must keep to resume (its transcript) comes back as data, into
+            # Fetch's own folder, once the process is gone (callbacks run last first).
+            stack.push_async_callback(asyncio.to_thread, layer.keep_state)
             stack.push_async_callback(self._reap, handle)
             if handle.paused:  # /pause came while the kennel was starting
                 await proc.pause()
@@ -504,11 +571,13 @@ class TaskRunner:
         happen is a line on the card, not a failed task."""
         if not self._settings.approvals.run_tests:
             return None
+        change, layer = handle.change, handle.layer
+        if change is None or change.empty or layer is None:
+            return None
         try:
-            change = await asyncio.to_thread(repo.change)
-            if change.empty:
-                return None
             policy = await self._approvals.policy(session.key, handle.repo)
+            # Which tests, from the owner's tree (at the base, never the kennel's layer:
+            # the host reads nothing a kennel wrote to decide what to run).
             plan = await asyncio.to_thread(
                 testrun.detect, repo.path, policy.test_command or None, self._kennel.name
             )
@@ -523,17 +592,16 @@ class TaskRunner:
                     await proc.pause()
                     _hold(handle)
 
-            result = await testrun.run(
+            # The tests get a fresh state folder too: nothing of the CLI's turn is theirs.
+            await asyncio.to_thread(layer.fresh_state, testrun.STATE_NAME)
+            return await testrun.run(
                 self._kennel,
-                repo.path,
+                layer.tree,
                 plan,
                 on_start=started,
                 limit_seconds=self._settings.approvals.test_timeout_seconds,
                 grace=self._settings.harness.stop_grace_seconds,
             )
-            after = await asyncio.to_thread(repo.change)
-            result.changed_files = after.digest != change.digest
-            return result
         except (FetchError, OSError) as err:
             log.warning("tests for task %s could not run: %s", handle.task_id, err)
             return testrun.SuiteResult(None, note=f"could not start: {err}")
@@ -546,14 +614,14 @@ class TaskRunner:
 
     # -- outcomes ------------------------------------------------------------------------
     async def _propose(self, session: Session, handle: RunHandle, repo: Repo) -> None:
-        change = await asyncio.to_thread(repo.change)
+        change = handle.change
         final = next((e for e in reversed(handle.events) if e.kind == "done"), None)
         said = f"\n{harness_said(final.text)}" if final and final.text else ""
-        asked = _question(handle, allow_guess=change.empty)
+        asked = _question(handle, allow_guess=change is None or change.empty)
         if asked is not None:
             await self._ask_owner(session, handle, *asked)
             return
-        if change.empty:
+        if change is None or change.empty:
             await self._store.work.finish_task(handle.task_id, "empty", final.text if final else "")
             await self._end(session)
             await self._messenger.send(
@@ -576,8 +644,9 @@ class TaskRunner:
         self, session: Session, handle: RunHandle, question: str, resume: str
     ) -> None:
         """The CLI ended its turn with a question: the session WAITS for the owner, the
-        working tree keeps what the CLI did so far, and the answer resumes the same CLI
-        session (``answer``). Caller holds the lock."""
+        run's layer keeps what the CLI did so far, and the answer resumes the same CLI
+        session on it (``answer``). Caller holds the lock."""
+        handle.keep_layer = True
         await self._store.work.set_task_status(handle.task_id, "question")
         session.data.question = f"{handle.harness} asks: {_short(question, 200)}"
         session.data.question_context = {
@@ -588,6 +657,7 @@ class TaskRunner:
             "resume": resume,
             "prompt": handle.prompt,
             "requester": handle.requester,
+            "layer": handle.layer.name if handle.layer is not None else "",
         }
         await session.settle(session.ask)
         await self._messenger.send(
@@ -622,6 +692,7 @@ class TaskRunner:
             task_id, harness.name, repo_name, prompt, str(context.get("requester", "owner"))
         )
         handle.answer, handle.resume = text, str(context.get("resume") or "") or None
+        handle.layer_name = str(context.get("layer") or "") or None
         self._runs[session.key] = handle
         handle.progress = Progress(
             self._messenger,
@@ -647,16 +718,18 @@ class TaskRunner:
         if context.get("kind") != TASK_QUESTION:
             return None
         task_id = int(str(context["task_id"]))
-        with suppress(GitError, KeyError, ValueError):
-            await asyncio.to_thread(self._workspace.repo(str(context["repo"])).discard)
+        with suppress(FetchError, KeyError, ValueError, OSError):
+            path = self._workspace.path(str(context["repo"]))
+            layer = await asyncio.to_thread(self.layers.find, path, str(context.get("layer")))
+            if layer is not None:
+                await asyncio.to_thread(layer.drop)
         await self._store.work.finish_task(task_id, "stopped", "stopped by owner")
         data.task_id = None
         data.task_prompt = None
         return task_id
 
     async def _fail(self, session: Session, handle: RunHandle, repo: Repo, why: str) -> None:
-        with suppress(GitError):
-            await asyncio.to_thread(repo.discard)
+        handle.keep_layer = False  # whatever a question kept: the task is over
         await self._store.work.finish_task(handle.task_id, "failed", why)
         if handle.progress is not None:
             await handle.progress.finish("failed")
@@ -677,9 +750,10 @@ class TaskRunner:
         task_id = session.data.task_id
         repo_name = session.data.repo
         async with session.lock:
-            if repo_name:
-                with suppress(GitError):
-                    await asyncio.to_thread(self._workspace.repo(repo_name).discard)
+            if repo_name and task_id is not None:
+                with suppress(FetchError, OSError):
+                    path = self._workspace.path(repo_name)
+                    await asyncio.to_thread(self._drop_runs, path, task_id)
             if task_id is not None:
                 await self._store.work.finish_task(task_id, "interrupted", "Fetch restarted")
             await self._end(session)
@@ -688,6 +762,15 @@ class TaskRunner:
             f"⚠️ Fetch restarted while task #{task_id} was running; it was stopped and "
             f"{repo_name or 'the repo'} is unchanged. Send it again to retry.",
         )
+
+    def _drop_runs(self, repo: Path, task_id: int) -> None:
+        """Drop what a killed run of ``task_id`` left (its layer, kept state)."""
+        folder = self.layers.runs(repo)
+        for name in os.listdir(folder):
+            if name.startswith(f"{task_id}-"):
+                layer = self.layers.find(repo, name)
+                if layer is not None:
+                    layer.drop()
 
 
 TASK_QUESTION = "task"  # question_context kind: a CLI's question mid-task

@@ -47,23 +47,19 @@ class SuiteResult:
     exit_code: int | None = None
     note: str = ""  # why it did not run, or how it ended (timeout)
     seconds: float = 0.0
-    changed_files: bool = False  # the run left the working tree different
     # The last lines of the runner's output (at most TAIL_LINES): a pull request shows them.
     output: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Ran, passed and changed nothing: what ``semi`` autonomy needs before it
-        commits unasked (files a test run writes are never committed unseen)."""
-        return self.ran and self.exit_code == 0 and not self.failed and not self.changed_files
+        """Ran and passed: what ``semi`` autonomy needs before it commits unasked (what
+        a test run writes is never part of the change: it is read before they run)."""
+        return self.ran and self.exit_code == 0 and not self.failed
 
     def line(self) -> str:
         """For the diff card and the completion card: one line, and the first failing
         tests' names below it."""
-        changed = (
-            "\n⚠️ The test run changed files; they are in the diff." if self.changed_files else ""
-        )
-        return self._counts() + changed
+        return self._counts()
 
     def _counts(self) -> str:
         if not self.ran:

@@ -19,7 +19,7 @@ from orchestrator.permissions.service import Permissions
 from orchestrator.session import Sessions
 from orchestrator.store import Store
 from orchestrator.task import diffview
-from orchestrator.task.approvals import Approvals
+from orchestrator.task.approvals import Approvals, change_of
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,9 @@ async def announce_waiting_diffs(
                 text = head + " The owner answers here: yes or no."
             else:
                 try:
-                    change = await asyncio.to_thread(workspace.repo(approval.repo).change)
+                    change = await asyncio.to_thread(
+                        change_of, workspace.repo(approval.repo), approval
+                    )
                 except (FetchError, OSError) as err:
                     log.warning("waiting diff for %s: %s", approval.repo, err)
                     text = head

@@ -136,7 +136,7 @@ async def test_a_push_over_http_carries_the_token_and_never_shows_it(tmp_path: P
         assert "remote" not in config and TOKEN not in config
         assert git(repo.path, "branch", "--show-current") == "fetch/improve-1-t"
         (repo.path / "README.md").write_text("The\n")
-        sha = checkout.commit("fix")
+        sha = checkout.commit(repo.change(), "fix")
         checkout.remote = f"http://127.0.0.1:{port}/octo/fetch.git"
         with pytest.raises(GitError) as err:
             await asyncio.to_thread(checkout.push, sha)

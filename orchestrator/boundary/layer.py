@@ -1,0 +1,414 @@
+"""Each run's own layer over a repository: the kennel never writes where the host reads.
+
+A repository gets a *base*: its HEAD checked out by host git into a folder of Fetch's
+(``FETCH_HOME/kennel/base/<repo>``), kept in step with HEAD path by path, owned by the
+kennel's uid so the CLI may change what it sees, and never shown to a kennel writable. A
+run (``FETCH_HOME/runs/<repo>/<task>-<random>``) then gets:
+
+* ``tree/``: what the kennel mounts as the repository. Where the host can mount one
+  (Fetch is root, the kernel has overlayfs, the kennel sees host mounts), an overlay:
+  the base read-only underneath, the run's writes in ``upper/``. Otherwise a copy of the
+  base (``cp -a``; never hard links, which would write through).
+* ``state/``: the CLI's home, made fresh for every turn from a host-owned template (the
+  harness's ``prepare``) plus what the CLI must keep to resume (its transcript), which
+  is copied back after each turn, as data, into ``FETCH_HOME/kennel/saved/<run>``.
+
+The owner's working tree is never mounted anywhere. What the run changed is read as data
+(``changeset.py``); "no", a failure, /stop or a restart only drop the run's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from secrets import token_hex
+from typing import Protocol
+
+from core.errors import GitError
+from orchestrator.boundary import changeset
+from orchestrator.boundary.gitops import Change, Repo
+from orchestrator.boundary.walk import Limits, Refused, Tree
+
+log = logging.getLogger(__name__)
+OVERLAY_OPTS = "metacopy=off,redirect_dir=off,index=off"
+# What is copied back of a CLI's state after a turn (its transcript, session files):
+# enough for any CLI's resume, bounded so a hostile state folder costs little.
+STATE_LIMITS = Limits(depth=24, entries=20_000, changes=20_000, file_bytes=16 << 20)
+STATE_TOTAL = 128 << 20
+# Folders of a CLI's state that are caches, not what a resume needs.
+STATE_SKIP = frozenset({"node_modules", ".cache", "cache", "Cache", ".npm", "log", "logs"})
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The uid:gid the kennel's processes run as (None when it is Fetch's own)."""
+
+    uid: int
+    gid: int
+
+
+def _rm(path: Path) -> None:
+    """Remove a folder a kennel wrote: GNU rm walks iteratively (any depth), never
+    follows a link, and stays on this file system (no mount below is entered)."""
+    if not os.path.lexists(path):
+        return
+    subprocess.run(
+        ["rm", "-rf", "--one-file-system", "--", str(path)],
+        check=False,
+        capture_output=True,
+        timeout=600,
+    )
+    if os.path.lexists(path):
+        raise GitError(f"could not remove {path.name}")
+
+
+def _mkdir(path: Path, owner: Owner | None, mode: int = 0o700) -> None:
+    os.mkdir(path, mode)
+    os.chmod(path, mode)
+    if owner is not None:
+        os.chown(path, owner.uid, owner.gid, follow_symlinks=False)
+
+
+def _umount(path: Path) -> None:
+    if os.path.ismount(path):
+        done = subprocess.run(["umount", str(path)], capture_output=True, check=False)
+        if done.returncode != 0:  # something still holds it: detach now, freed later
+            subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
+class Layers:
+    """Where bases and runs live, and how a run's tree is made (overlay or copy)."""
+
+    def __init__(self, home: Path, owner: Callable[[], Owner | None], overlay: bool) -> None:
+        self._home = home
+        self._owner = owner  # asked when needed: settings and probes decide it late
+        self._overlay = overlay
+
+    # -- places --------------------------------------------------------------------------
+    @staticmethod
+    def key(repo: Path) -> str:
+        import hashlib
+
+        digest = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:8]
+        return f"{repo.name[:40]}-{digest}"
+
+    def runs(self, repo: Path) -> Path:
+        """The folder holding ``repo``'s runs (the Docker kennel mounts it at /runs)."""
+        path = self._home / "runs" / self.key(repo)
+        path.mkdir(parents=True, exist_ok=True, mode=0o711)
+        os.chmod(path.parent, 0o711)
+        os.chmod(path, 0o711)  # the kennel's uid may pass, not list: no other run's name
+        return path
+
+    def _base(self, repo: Path) -> Path:
+        path = self._home / "kennel" / "base" / self.key(repo)
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return path
+
+    # -- the base ------------------------------------------------------------------------
+    def base(self, repo: Repo) -> tuple[Path, str]:
+        """``repo``'s HEAD checked out in Fetch's base folder: (folder, commit)."""
+        head = repo.head()
+        root = self._base(repo.path)
+        tree, index, at = root / "tree", root / "index", root / "at"
+        old = at.read_text().strip() if at.is_file() and tree.is_dir() else ""
+        if old == head:
+            return tree, head
+        owner = self._owner()
+        try:
+            if not old:
+                raise GitError("no base yet")
+            changed = repo.export(tree, index, old, head)
+        except GitError:
+            _rm(tree)
+            with suppress(FileNotFoundError):
+                index.unlink()
+            _mkdir(tree, owner, 0o755)
+            changed = repo.export(tree, index, None, head)
+            changed = None  # everything: chown the whole folder below
+        if owner is not None:
+            _own(tree, owner, changed)
+        at.write_text(head + "\n")
+        return tree, head
+
+    # -- runs ----------------------------------------------------------------------------
+    def open(self, repo: Repo, task_id: int, *, host_mounts: bool) -> Layer:
+        """A new run's layer at ``repo``'s HEAD."""
+        base, head = self.base(repo)
+        root = self.runs(repo.path) / f"{task_id}-{token_hex(8)}"
+        os.mkdir(root, 0o711)
+        owner = self._owner()
+        kind = "overlay" if self._overlay and host_mounts and _overlay_ok(base, root) else "copy"
+        since = 0
+        if kind == "overlay":
+            _mkdir(root / "upper", owner, 0o755)
+            _mkdir(root / "work", None)
+            os.mkdir(root / "tree", 0o755)
+        else:
+            subprocess.run(
+                ["cp", "-a", "--no-preserve=links", "--", str(base), str(root / "tree")],
+                check=True,
+                capture_output=True,
+                timeout=1800,
+            )
+            since = time.time_ns()
+        meta = {"kind": kind, "base": head, "since": since, "repo": str(repo.path)}
+        (root / "meta.json").write_text(json.dumps(meta))
+        layer = Layer(self, root, kind, head, since, base)
+        layer.mount()
+        return layer
+
+    def find(self, repo: Path, name: str) -> Layer | None:
+        """A run's layer by name (a CLI's question waits on it), or None if it is gone."""
+        if not name or "/" in name or name.startswith("."):
+            return None
+        root = self.runs(repo) / name
+        try:
+            meta = json.loads((root / "meta.json").read_text())
+        except (OSError, ValueError):
+            return None
+        base = self._base(repo) / "tree"
+        return Layer(self, root, str(meta["kind"]), str(meta["base"]), int(meta["since"]), base)
+
+    def sweep(self, repo: Path, keep: frozenset[str] = frozenset()) -> list[str]:
+        """Drop every run of ``repo`` but ``keep`` (left by a kill, or finished)."""
+        dropped = []
+        folder = self._home / "runs" / self.key(repo)
+        if not folder.is_dir():
+            return []
+        for entry in sorted(os.listdir(folder)):
+            if entry not in keep:
+                Layer(self, folder / entry, "?", "", 0, folder).drop()
+                dropped.append(entry)
+        return dropped
+
+    def saved(self, name: str) -> Path:
+        return self._home / "kennel" / "saved" / name
+
+    def owner(self) -> Owner | None:
+        return self._owner()
+
+
+class Layer:
+    """One run's tree and state; see the module's text."""
+
+    def __init__(
+        self, layers: Layers, root: Path, kind: str, base_sha: str, since: int, base: Path
+    ) -> None:
+        self._layers = layers
+        self.root = root
+        self.kind = kind
+        self.base_sha = base_sha
+        self._since = since
+        self._base = base
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def tree(self) -> Path:
+        """The host path the kennel mounts as the repository."""
+        return self.root / "tree"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    def mount(self) -> None:
+        if self.kind != "overlay" or os.path.ismount(self.tree):
+            return
+        opts = (
+            f"lowerdir={self._base},upperdir={self.root / 'upper'},"
+            f"workdir={self.root / 'work'},{OVERLAY_OPTS}"
+        )
+        done = subprocess.run(
+            ["mount", "-t", "overlay", "overlay", "-o", opts, str(self.tree)],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise GitError(
+                "could not mount the run's layer: "
+                + done.stderr.decode(errors="replace").strip()[-200:]
+            )
+
+    def release(self) -> None:
+        """Unmount between turns (a question may wait for hours; a restart remounts)."""
+        if self.kind == "overlay":
+            _umount(self.tree)
+
+    # -- the CLI's state -----------------------------------------------------------------
+    def fresh_state(self, harness: str) -> Path:
+        """A new state folder for this turn (``state/<harness>``, which the kennel's
+        layout names), holding what earlier turns kept; nothing a kennel wrote before
+        is left in place."""
+        owner = self._layers.owner()
+        _rm(self.state)
+        _mkdir(self.state, owner, 0o755)
+        saved = self._layers.saved(self.name)
+        if saved.is_dir():
+            for child in saved.iterdir():
+                dest = self.state / child.name
+                shutil.copytree(child, dest, symlinks=True)
+                if owner is not None:
+                    _own(dest, owner, None)
+        if not (self.state / harness).is_dir():
+            _mkdir(self.state / harness, owner, 0o755)
+        return self.state / harness
+
+    def prepared(self) -> None:
+        """The harness has written its files (as root): hand them to the kennel's uid."""
+        owner = self._layers.owner()
+        if owner is not None and self.state.is_dir():
+            _own(self.state, owner, None)
+
+    def keep_state(self) -> None:
+        """Copy the state a turn left back into Fetch's own folder, as data: folders and
+        regular files only, bounded, caches skipped. Best effort: a resume that finds
+        less starts a new CLI session."""
+        if not self.state.is_dir():
+            return
+        saved = self._layers.saved(self.name)
+        fresh = saved.with_name(saved.name + ".new")
+        _rm(fresh)
+        fresh.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.mkdir(fresh, 0o700)
+        total = 0
+        skipped: list[str] = []
+        try:
+            with Tree(self.state) as tree:
+                for found in tree.walk(STATE_LIMITS):
+                    parts = found.path.split("/")
+                    if any(p in STATE_SKIP for p in parts) or any(
+                        p in skipped for p in _prefixes(found.path)
+                    ):
+                        if found.kind == "dir":
+                            skipped.append(found.path)
+                        continue
+                    dest = fresh / found.path
+                    if found.kind == "dir":
+                        os.mkdir(dest, 0o700)
+                    elif found.kind == "file" and total + found.st.st_size <= STATE_TOTAL:
+                        data = tree.read(found.path, found.st, STATE_LIMITS.file_bytes)
+                        total += len(data)
+                        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                        with os.fdopen(fd, "wb") as out:
+                            out.write(data)
+        except (Refused, OSError) as err:
+            log.warning("run %s: CLI state only partly kept: %s", self.name, err)
+        _rm(saved)
+        os.rename(fresh, saved)
+
+    # -- the result ----------------------------------------------------------------------
+    def read(self, repo: Repo, limits: Limits | None = None) -> Change:
+        """What the run changed, as a change from its base commit (no kennel process may
+        be running). ``Refused`` (a GitError) when it cannot be read within bounds."""
+        limits = limits or Limits()
+        if self.kind == "overlay":
+            changes = changeset.read_upper(self.root / "upper", limits)
+        else:
+            changes = changeset.read_copy(self.tree, self._base, self._since, limits)
+        return changeset.to_change(repo, self.base_sha, changes)
+
+    def drop(self) -> None:
+        """Forget the run: unmount, remove its folder and what it kept. The owner's tree
+        was never part of it."""
+        _umount(self.root / "tree")
+        _rm(self.root)
+        _rm(self._layers.saved(self.name))
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _own(root: Path, owner: Owner, paths: list[str] | None) -> None:
+    """Give the kennel's uid ``paths`` below ``root`` and their folders (None: all).
+    Only for folders Fetch made itself, before any kennel saw them."""
+    if paths is None:
+        os.chown(root, owner.uid, owner.gid, follow_symlinks=False)
+        with Tree(root) as tree:
+            for found in tree.walk(Limits(depth=4096, entries=10_000_000)):
+                if (found.st.st_uid, found.st.st_gid) != (owner.uid, owner.gid):
+                    os.chown(root / found.path, owner.uid, owner.gid, follow_symlinks=False)
+        return
+    done: set[str] = set()
+    for path in paths:
+        for part in [*_prefixes(path), path]:
+            if part in done:
+                continue
+            done.add(part)
+            with suppress(FileNotFoundError):
+                os.chown(root / part, owner.uid, owner.gid, follow_symlinks=False)
+
+
+_PROBED: dict[str, bool] = {}
+
+
+def _overlay_ok(base: Path, root: Path) -> bool:
+    """Can this process mount an overlay here (root, a kernel with overlayfs, paths the
+    mount options can carry)? Probed once per base."""
+    if os.geteuid() != 0 or any(c in str(base) + str(root) for c in ",:\\"):
+        return False
+    known = _PROBED.get(str(base))
+    if known is not None:
+        return known
+    probe = root / "probe"
+    ok = False
+    try:
+        for part in ("upper", "work", "tree"):
+            os.makedirs(probe / part)
+        opts = f"lowerdir={base},upperdir={probe / 'upper'},workdir={probe / 'work'}"
+        done = subprocess.run(
+            [
+                "mount",
+                "-t",
+                "overlay",
+                "overlay",
+                "-o",
+                f"{opts},{OVERLAY_OPTS}",
+                str(probe / "tree"),
+            ],
+            capture_output=True,
+            check=False,
+        )
+        ok = done.returncode == 0
+        if not ok:
+            log.info(
+                "no overlay here (%s); runs use a copy",
+                done.stderr.decode(errors="replace").strip(),
+            )
+    except OSError as err:
+        log.info("no overlay here (%s); runs use a copy", err)
+    finally:
+        _umount(probe / "tree")
+        _rm(probe)
+    _PROBED[str(base)] = ok
+    return ok
+
+
+class _HasOwner(Protocol):
+    def owner(self) -> tuple[int, int] | None: ...
+
+
+def build_layers(home: Path, kennel: _HasOwner) -> Layers:
+    """The layers of runs on ``kennel``: its tree and state belong to the kennel's uid."""
+
+    def owner() -> Owner | None:
+        ids = kennel.owner()
+        return Owner(*ids) if ids is not None else None
+
+    return Layers(home, owner, overlay=True)
+
+
+__all__ = ["Layer", "Layers", "Owner", "build_layers"]
