@@ -278,7 +278,7 @@ class DockerKennel:
                 nano_cpus=int(s.cpus * 1_000_000_000),
                 pids_limit=s.pids,
                 # Per process, beside the container's cgroups: processes of the task uid
-                # (host-wide for that uid: a second line behind pids_limit), CPU seconds
+                # (host-wide for that uid: a backstop behind pids_limit), CPU seconds
                 # (SIGXCPU, then SIGKILL 5 s later), size of one file (EFBIG).
                 ulimits=ulimits(s),
                 user=KEEPER_USER,
@@ -379,7 +379,7 @@ def ulimits(s: DockerKennelSettings) -> list[docker.types.Ulimit]:
     """The container's ulimits (``ULIMITS``), from the settings."""
     size = parse_size(s.file_size)
     return [
-        docker.types.Ulimit(name="nproc", soft=s.pids, hard=s.pids),
+        docker.types.Ulimit(name="nproc", soft=s.nproc, hard=s.nproc),
         docker.types.Ulimit(name="cpu", soft=s.cpu_seconds, hard=s.cpu_seconds + 5),
         docker.types.Ulimit(name="fsize", soft=size, hard=size),
     ]

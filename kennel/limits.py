@@ -398,8 +398,9 @@ def doctor_lines(settings: KennelSettings, backend: str) -> list[str]:
         return [
             f"runs as:   {describe_user(d.user, 'docker')}",
             f"limits:    docker cgroups ({d.pids} processes, {d.memory} memory, {d.cpus:g} "
-            f"CPUs) + ulimits (nproc {d.pids}, {d.cpu_seconds} s CPU per process, "
-            f"{show_size(parse_size(d.file_size))} per file)",
+            f"CPUs) + ulimits ({d.cpu_seconds} s CPU per process, "
+            f"{show_size(parse_size(d.file_size))} per file, {d.nproc} processes of all "
+            "Docker kennels together)",
         ]
     if backend == "bwrap":
         b = settings.bwrap

@@ -45,9 +45,13 @@ class DockerKennelSettings(StrictSettings):
     # 65520:65520). Never root, never a login account's uid.
     user: str = "auto"
     # ulimits of every process in the container, beside the cgroup limits above: CPU
-    # seconds per process, size of one file (nproc is ``pids``).
+    # seconds per process, size of one file, and processes of the task uid. The kernel
+    # counts nproc per uid over the whole host (no user namespace here): all Docker
+    # kennels' tasks together, a backstop behind ``pids``. Equal to ``pids``, a fork bomb
+    # in one repository's kennel would stop the tasks of every other one.
     cpu_seconds: int = Field(3600, ge=10)
     file_size: str = Field("1g", pattern=SIZE)
+    nproc: int = Field(2048, ge=32)
 
 
 class BwrapKennelSettings(StrictSettings):

@@ -126,7 +126,7 @@ def test_doctor_says_which_uid_and_which_limits() -> None:
     expected = {"v2": "cgroup v2", "v1": "cgroup v1", "none": "rlimits only"}[support.kind]
     assert expected in bwrap
     assert f"kennel uid {KENNEL_UID} (dedicated" in docker
-    assert "ulimits (nproc 512, 3600 s CPU per process, 1 GiB per file)" in docker
+    assert "ulimits (3600 s CPU per process, 1 GiB per file, 2048 processes of all" in docker
     assert doctor_lines(settings, "unsafe-local") == []
 
 
@@ -406,7 +406,9 @@ async def test_a_group_that_cannot_be_joined_starts_nothing(tmp_path: Path) -> N
 async def test_the_docker_kennel_has_the_ulimits(kennel_image: str, tmp_path: Path) -> None:  # noqa: F811
     runs = tmp_path / "runs" / "app-0a1b2c"
     runs.mkdir(parents=True)
-    settings = DockerKennelSettings(memory="256m", pids=64, cpu_seconds=100, file_size="1m")
+    settings = DockerKennelSettings(
+        memory="256m", pids=64, cpu_seconds=100, file_size="1m", nproc=96
+    )
     kennel = DockerKennel(tmp_path / "home", settings, kennel_image)
     try:
         async with kennel._lock:
@@ -415,14 +417,14 @@ async def test_the_docker_kennel_has_the_ulimits(kennel_image: str, tmp_path: Pa
         ulimits = {
             u["Name"]: (u["Soft"], u["Hard"]) for u in warm.container.attrs["HostConfig"]["Ulimits"]
         }
-        assert ulimits == {"nproc": (64, 64), "cpu": (100, 105), "fsize": (1 << 20, 1 << 20)}
+        assert ulimits == {"nproc": (96, 96), "cpu": (100, 105), "fsize": (1 << 20, 1 << 20)}
         result = await asyncio.to_thread(
             warm.container.exec_run, ["sh", "-c", "id -u; cat /proc/self/limits"], user=warm.user
         )
         out = result.output.decode()
         assert out.splitlines()[0] == str(KENNEL_UID)
         rows = {line[:26].strip(): line[26:].split()[:2] for line in out.splitlines()[2:]}
-        assert rows["Max processes"] == ["64", "64"]
+        assert rows["Max processes"] == ["96", "96"]
         assert rows["Max cpu time"] == ["100", "105"]
         assert rows["Max file size"] == [str(1 << 20)] * 2
     finally:
