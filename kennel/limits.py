@@ -265,6 +265,22 @@ class RunGroup:
 _LEFTOVERS: set[Path] = set()
 
 
+def _sweep_dead(support: CgroupSupport) -> None:
+    """Remove the empty groups a Fetch that is gone left (killed before its runs ended:
+    nothing removed them). Only those of dead pids: an empty group of a live Fetch may
+    be one it has just made and is about to join. A group that is not empty stays."""
+    for parent in support.parents.values():
+        try:
+            names = [e.name for e in os.scandir(parent) if e.name.startswith("fetch-kennel-")]
+        except OSError:
+            continue
+        for name in names:
+            pid = name.split("-")[2]
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                with suppress(OSError):
+                    (parent / name).rmdir()
+
+
 def _members(folder: Path) -> list[int]:
     try:
         return [int(p) for p in (folder / "cgroup.procs").read_text().split()]
@@ -288,6 +304,7 @@ def open_run(limits: Limits, support: CgroupSupport, root: Path = CGROUP_ROOT) -
             _LEFTOVERS.discard(stale)
     if not limits.cgroups or support.kind == "none":
         return None
+    _sweep_dead(support)
     name = f"fetch-kennel-{os.getpid()}-{next(_serial)}"
     made: list[Path] = []
     try:

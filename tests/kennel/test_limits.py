@@ -211,6 +211,14 @@ def _uid(pid: int) -> int:
     return -1
 
 
+def _dead_pid() -> int:
+    """A pid no process has (one of ours, ended and reaped)."""
+    done = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, timeout=10)
+    pid = int(done.stdout)
+    assert not Path(f"/proc/{pid}").exists()
+    return pid
+
+
 def _our_groups() -> list[Path]:
     support = host_support()
     prefix = f"fetch-kennel-{os.getpid()}-"
@@ -394,6 +402,21 @@ async def test_a_group_that_cannot_be_joined_starts_nothing(tmp_path: Path) -> N
         *group.wrap(["/usr/bin/touch", str(marker)]), stderr=asyncio.subprocess.DEVNULL
     )
     assert await proc.wait() == 125 and not marker.exists()
+    # An empty group a dead Fetch left goes at the next run; a live Fetch's stays.
+    support = host_support()
+    parent = next(iter(support.parents.values()))
+    dead = parent / f"fetch-kennel-{_dead_pid()}-1"
+    alive = parent / f"fetch-kennel-{os.getppid()}-999"
+    dead.mkdir()
+    alive.mkdir()
+    try:
+        fresh = open_run(Limits(), support)
+        assert fresh is not None and fresh.remove()
+        assert not dead.exists() and alive.exists()
+    finally:
+        for folder in (dead, alive):
+            if folder.exists():
+                folder.rmdir()
     with pytest.raises(KennelError, match="could not make the run's cgroup"):
         open_run(Limits(), CgroupSupport("v1", "test", {"pids": tmp_path / "no" / "such"}))
     assert RunGroup([tmp_path / "gone"]).remove(patience=0.1)
