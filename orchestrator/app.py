@@ -29,6 +29,7 @@ from instincts import build_registry
 from kennel.base import Kennel
 from kennel.bwrap import BwrapKennel
 from kennel.choice import Choice, choose, docker_image
+from kennel.limits import Limits
 from kennel.local import LocalKennel
 from orchestrator.alerts import Alerts
 from orchestrator.boundary.layer import build_layers
@@ -78,7 +79,12 @@ def build_kennel(settings: Settings, choice: Choice | None = None) -> Kennel:
         return DockerKennel(settings.home_dir, docker, docker_image(settings.kennel), secrets)
     if choice.backend == "unsafe-local":
         return LocalKennel(settings.home_dir, settings.kennel.network_isolation, path_env)
-    return BwrapKennel(settings.home_dir, settings.kennel.bwrap.user, path_env)
+    return BwrapKennel(
+        settings.home_dir,
+        settings.kennel.bwrap.user,
+        path_env,
+        limits=Limits.from_settings(settings.kennel.bwrap),
+    )
 
 
 def build_harnesses() -> HarnessRegistry:
@@ -292,6 +298,16 @@ class App:
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
         for row in await store.sessions.in_states((State.WORKING.value,)):
             await runner.recover(await sessions.get(row.key))
+        # What a killed run left of its layers (overlay mounts, copies) goes, but for
+        # the layer a CLI's question still waits on.
+        waiting = [
+            (await sessions.get(row.key)).data.question_context or {}
+            for row in await store.sessions.in_states((State.WAITING.value,))
+        ]
+        keep = frozenset(str(c.get("layer") or "") for c in waiting) - {""}
+        dropped = await asyncio.to_thread(runner.layers.sweep_all, keep)
+        if dropped:
+            log.info("dropped %d run layer(s) a stopped Fetch left", len(dropped))
         # What the last run accepted but never handled, read before anything can accept
         # more: only these are replayed (a message accepted live from here on is queued
         # by receive itself).

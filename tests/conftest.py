@@ -4,6 +4,7 @@ real git repos, the real local kennel) driven through the terminal channel."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -44,6 +45,28 @@ def make_repo(root: Path, name: str, files: dict[str, str]) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "initial")
     return repo
+
+
+def works_in(repo: Path, cwd: str) -> bool:
+    """Whether a process whose /proc cwd reads ``cwd`` works on ``repo``: in the repo's
+    path (bwrap shows the run's tree there) or in one of its runs' layers
+    (``FETCH_HOME/runs/<repo>-<hash>/<run>/tree``, as the host sees it)."""
+    if cwd == str(repo) or cwd.startswith(f"{repo}/"):
+        return True
+    parts = Path(cwd).parts
+    for i in range(len(parts) - 3):
+        if parts[i] == "runs" and parts[i + 1].rsplit("-", 1)[0] == repo.name:
+            return parts[i + 3] == "tree"
+    return False
+
+
+def in_layer(home: Path, repo: Path, rel: str) -> str:
+    """``rel`` as a running task's layer over ``repo`` has it ('' while there is none):
+    the kennel writes there, never in the owner's tree."""
+    for tree in sorted((home / "runs").glob(f"{repo.name}-*/*/tree")):
+        with contextlib.suppress(OSError):
+            return (tree / rel).read_text()
+    return ""
 
 
 def tree_snapshot(repo: Path) -> dict[str, bytes]:

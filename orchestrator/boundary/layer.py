@@ -190,6 +190,23 @@ class Layers:
                 dropped.append(entry)
         return dropped
 
+    def sweep_all(self, keep: frozenset[str] = frozenset()) -> list[str]:
+        """At start: every run of every repository but ``keep`` is dropped (a kill left
+        it), and every overlay still mounted below the runs folder is unmounted."""
+        runs = self._home / "runs"
+        for point in _mounts_below(runs):
+            if Path(point).parent.name not in keep:
+                _umount(Path(point))
+        dropped: list[str] = []
+        if runs.is_dir():
+            for repo in sorted(runs.iterdir()):
+                if repo.is_dir() and not repo.is_symlink():
+                    for entry in sorted(os.listdir(repo)):
+                        if entry not in keep:
+                            Layer(self, repo / entry, "?", "", 0, repo).drop()
+                            dropped.append(entry)
+        return dropped
+
     def saved(self, name: str) -> Path:
         return self._home / "kennel" / "saved" / name
 
@@ -325,6 +342,20 @@ class Layer:
         _umount(self.root / "tree")
         _rm(self.root)
         _rm(self._layers.saved(self.name))
+
+
+def _mounts_below(folder: Path) -> list[str]:
+    """Mount points below ``folder`` (this process's mount table), deepest first."""
+    prefix = str(folder.resolve()) + "/"
+    points: list[str] = []
+    with suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as table:
+        for line in table:
+            fields = line.split()
+            if len(fields) > 4:
+                point = fields[4].encode().decode("unicode_escape")
+                if point.startswith(prefix):
+                    points.append(point)
+    return sorted(points, key=len, reverse=True)
 
 
 def _prefixes(path: str) -> list[str]:

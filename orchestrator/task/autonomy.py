@@ -334,10 +334,7 @@ def route(level: str, tests: SuiteResult | None, risky: list[str], owner_task: b
         return Route("ask", "semi, but it changes how tests run")
     if tests is not None and tests.ok:
         return Route("commit", "semi: the tests pass and no risky path is touched")
-    if tests is None or not tests.ran:
-        reason = "no tests ran"
-    else:
-        reason = "the tests fail"
+    reason = "no tests ran" if tests is None or not tests.ran else "the tests fail"
     return Route("ask", f"semi, but {reason}")
 
 

@@ -321,9 +321,19 @@ class TaskRunner:
                     "send the task again"
                 )
             return
-        handle.layer = await asyncio.to_thread(
-            self.layers.open, repo, handle.task_id, host_mounts=self._kennel.host_mounts
+        opening = asyncio.ensure_future(
+            asyncio.to_thread(
+                self.layers.open, repo, handle.task_id, host_mounts=self._kennel.host_mounts
+            )
         )
+        try:
+            handle.layer = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            # The thread goes on: keep what it makes, so the run's end drops it (a mount
+            # must never be left behind by a /stop or a shutdown that came meanwhile).
+            with suppress(FetchError, OSError):
+                handle.layer = await opening
+            raise
 
     # -- pausing -----------------------------------------------------------------------
     async def pause(self, key: SessionKey) -> PauseResult | None:
@@ -459,11 +469,13 @@ class TaskRunner:
                     gate=self.costs.gate(handle.task_id) if self.costs else None,
                     allow_server_tools=settings.kennel.relay_server_tools,
                 )
+            # Remembered context goes with the task, not with an answer to the CLI's
+            # question (the resumed session has it already).
             remembered = (
                 await self._memory.context_for(
                     handle.prompt, handle.requester, chat=key_str(session.key)
                 )
-                if self._memory
+                if self._memory and handle.answer is None
                 else ""
             )
             prompt = handle.answer if handle.answer is not None else handle.prompt
@@ -601,6 +613,7 @@ class TaskRunner:
                 on_start=started,
                 limit_seconds=self._settings.approvals.test_timeout_seconds,
                 grace=self._settings.harness.stop_grace_seconds,
+                shown_at=repo.path,
             )
         except (FetchError, OSError) as err:
             log.warning("tests for task %s could not run: %s", handle.task_id, err)

@@ -237,13 +237,16 @@ async def run(
     limit_seconds: float,
     on_start: Callable[[KennelProcess, asyncio.Timeout], Awaitable[None]] | None = None,
     grace: float = 2.0,
+    shown_at: Path | None = None,
 ) -> SuiteResult:
     """Run ``plan`` in ``repo`` inside ``kennel``: no relay (no network), ``limit_seconds``
     seconds at most, the last ``TAIL_LINES`` lines kept. ``on_start`` receives the process
     and its time limit (so /pause and /stop reach it like the harness's, and a pause holds
     this limit as it holds the harness's)."""
     result = SuiteResult(plan)
-    layout = await asyncio.to_thread(kennel.layout, repo, STATE_NAME)
+    # ``repo`` is the run's tree (its layer); ``shown_at``: the owner's repository path,
+    # where the backend may show it (as the harness saw it).
+    layout = await asyncio.to_thread(kennel.layout, repo, STATE_NAME, shown_at)
     env = {
         "PATH": layout.path_env,
         "HOME": "/tmp",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config import Settings
-from tests.conftest import Driver, git, hang_a_task, start_driver, tree_snapshot
+from tests.conftest import Driver, git, hang_a_task, start_driver, tree_snapshot, works_in
 from tests.fakes.model_server import EditFile, Error, Garbage, ScriptedModelServer, Text
 from tests.fakes.require import require_binary
 
@@ -52,7 +52,7 @@ def _claude_processes(repo: Path) -> list[int]:
                 cwd = os.readlink(f"/proc/{entry}/cwd")
             except OSError:
                 continue
-            if b"claude" in cmd and b"stream-json" in cmd and cwd == str(repo):
+            if b"claude" in cmd and b"stream-json" in cmd and works_in(repo, cwd):
                 try:
                     state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
                 except (OSError, IndexError):

@@ -16,7 +16,7 @@ import pytest
 
 from kennel.relay import PLACEHOLDER_KEY
 from orchestrator.config import Settings
-from tests.conftest import Driver, git, start_driver, tree_snapshot
+from tests.conftest import Driver, git, start_driver, tree_snapshot, works_in
 from tests.fakes.model_server import (
     EditFile,
     Error,
@@ -120,7 +120,7 @@ def cli_processes(repo: Path) -> dict[int, str]:
             exe = os.path.basename(os.readlink(f"/proc/{entry}/exe"))
         except (OSError, IndexError):
             continue
-        inside = cwd == str(repo) or cwd.startswith(f"{repo}/")
+        inside = works_in(repo, cwd)
         if inside and state != "Z":  # a zombie has ended already
             found[int(entry)] = exe
     return found

@@ -86,7 +86,8 @@ async def test_planted_git_programs_never_run_on_the_host(rogue: tuple[Driver, P
     config_before = (repo / ".git" / "config").read_text()
     diff = await fetch.ask("fix the typo in README.md of demo", "Apply?")
     if fetch.services.kennel.name == "unsafe-local":
-        assert "put it back" in " ".join(fetch.seen)  # the owner is told
+        # Its .git writes went to the run's own layer: named on the card, never applied.
+        assert "Left out" in diff and ".git/" in diff
     assert ".gitattributes" in diff and "README.md" in diff
     assert (repo / ".git" / "config").read_text() == config_before
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()

@@ -18,7 +18,7 @@ import pytest
 
 from kennel.paths import run_dir
 from orchestrator.config import Settings
-from tests.conftest import start_driver
+from tests.conftest import in_layer, start_driver
 from tests.e2e.test_pause import FOREVER, cli_pids, until
 from tests.fakes.require import missing
 
@@ -123,7 +123,8 @@ async def test_a_cli_still_running_at_stop_is_ended_with_its_relay(
         repo = fetch.services.workspace.path("demo")
         await fetch.ask("fix the typo in README.md of demo", "On it")
         await until(lambda: bool(cli_pids(repo)))
-        await until(lambda: "The quick" in (repo / "README.md").read_text())
+        home = fetch.services.settings.home_dir
+        await until(lambda: "The quick" in in_layer(home, repo, "README.md"))
         assert _running("run:") and _running("kennel:stderr:")
     finally:
         await app.__aexit__(None, None, None)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config import Settings
-from tests.conftest import Driver, start_driver, tree_snapshot
+from tests.conftest import Driver, in_layer, start_driver, tree_snapshot, works_in
 
 # A stand-in `claude`: edits, then works for ~3 s of its own running time (30 short
 # sleeps), then reports a result in Claude Code's stream format.
@@ -33,7 +33,7 @@ def cli_pids(repo: Path) -> list[int]:
             cwd = os.readlink(f"/proc/{entry}/cwd")
         except OSError:
             continue
-        if cwd == str(repo) or cwd.startswith(f"{repo}/"):
+        if works_in(repo, cwd):
             found.append(int(entry))
     return found
 
@@ -126,7 +126,8 @@ async def test_stop_ends_a_paused_task(
         before = tree_snapshot(repo)
         await fetch.ask("fix the typo in README.md of demo", "On it")
         await until(lambda: bool(cli_pids(repo)))
-        await until(lambda: "The quick" in (repo / "README.md").read_text())
+        home = fetch.services.settings.home_dir
+        await until(lambda: "The quick" in in_layer(home, repo, "README.md"))
         pids = cli_pids(repo)
         await fetch.ask("/pause", "Paused task")
         await until(lambda: set(states(pids).values()) == {"T"}, 5)
