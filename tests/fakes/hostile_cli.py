@@ -50,6 +50,12 @@ emit() {
 note() { NOTES="$NOTES $*;"; }
 fix() { sed -i 's/Teh quick/The quick/' README.md && emit file_change README.md; }
 envdump() { env | grep -v '^HOSTILE_' | sort > kennel-env.txt; }
+ask() {
+  envdump
+  printf '{"type":"question","text":"Which word replaces Teh?%s","session_id":"%s"}\n' \
+    "$NOTES" "$HOSTILE_SESSION"
+  exit 0
+}
 ups() { local s="" i; for ((i = 0; i < $1; i++)); do s="../$s"; done; printf '%s' "$s"; }
 
 # link REL_PATH_UNDER_STATE abs|rel|home [TARGET_IN_VICTIM]: replace whatever is there
@@ -127,10 +133,12 @@ state_files() {  # later turns: the files inside each home become links
 case $V in
   state-ask)
     state_folders
-    envdump
-    printf '{"type":"question","text":"Which word replaces Teh?","session_id":"%s"}\n' \
-      "$HOSTILE_SESSION"
-    exit 0 ;;
+    ask ;;
+  top-ask)
+    # A file at the top of the run's state folder (Docker: the kennel's own; bwrap: a
+    # folder of bwrap's, not writable), kept between turns like a transcript.
+    printf '%s\n' "$C" > "$ST/../top-note.txt" 2>/dev/null && note "top-file"
+    ask ;;
   state-answer|state-again)
     state_files
     fix ;;
@@ -164,9 +172,11 @@ case $V in
     fix ;;
   deep)
     mkdir -p "deep/$(printf 'd/%.0s' $(seq 1100))" && note "deep=1100"
+    mkdir -p "$ST/deep/$(printf 'd/%.0s' $(seq 1100))" && note "state-deep"
     fix ;;
   sparse)
     { truncate -s 1G big.bin || truncate -s 1000M big.bin; } && note "big=$(stat -c %s big.bin)"
+    truncate -s 1G "$ST/big.jsonl" 2>/dev/null && note "state-big"
     fix ;;
   gitdir)
     # bwrap: the owner's .git, read-only (a mount: not even moved); Docker: none at all
@@ -188,6 +198,16 @@ case $V in
       printf '[core]\n\tfsmonitor = "touch %s/nested-fsmonitor"\n# %s\n' "$MARKS" "$C" \
         > "$sub/config"
     done
+    fix ;;
+  xattr)
+    # Mark a folder opaque the way an overlay marks one it replaced (user.* xattrs are
+    # the owner's to set); the folder and its files stay as they are.
+    if command -v python3 >/dev/null; then
+      python3 -c "import os; os.setxattr('src', 'user.overlay.opaque', b'y')" \
+        && note "opaque-set"
+    else
+      note "no-xattr-tool"
+    fi
     fix ;;
   benign)
     fix ;;

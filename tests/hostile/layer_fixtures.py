@@ -31,6 +31,7 @@ import re
 import stat
 import subprocess
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -360,13 +361,13 @@ def require_backend(backend: str, request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("kennel_image")  # the engine and the image, or missing()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module", params=BACKENDS)
-async def world(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+@asynccontextmanager
+async def open_world(
+    backend: str, request: pytest.FixtureRequest, root: Path, **env: str
 ) -> AsyncIterator[World]:
-    backend: str = request.param
+    """A Fetch on ``backend`` under ``root`` (FETCH_HOME with decoys, a workspace), the
+    hostile harnesses registered."""
     require_backend(backend, request)
-    root = tmp_path_factory.mktemp(f"layer-{backend}")
     home, workspace = root / "home", root / "ws"
     home_decoys(home)
     make_repo(workspace, "demo", {"README.md": README})
@@ -379,6 +380,7 @@ async def world(
             "FETCH_KENNEL": backend,
             "ANTHROPIC_API_KEY": REAL_KEY,
             "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",  # nothing listens: no call leaves
+            **env,
         },
     )
     app, driver = await start_driver(settings)
@@ -391,6 +393,16 @@ async def world(
         await app.__aexit__(None, None, None)
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=BACKENDS)
+async def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[World]:
+    """One Fetch per backend for a whole module."""
+    backend: str = request.param
+    async with open_world(backend, request, tmp_path_factory.mktemp(f"layer-{backend}")) as made:
+        yield made
+
+
 __all__ = [
     "BACKENDS",
     "CANARY",
@@ -401,6 +413,7 @@ __all__ = [
     "entries",
     "home_decoys",
     "new_case",
+    "open_world",
     "require_backend",
     "setuid_bits",
     "world",

@@ -13,22 +13,34 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from tests.conftest import git
 from tests.docker.conftest import docker_client as docker_client  # the fixtures
 from tests.docker.conftest import kennel_image as kennel_image
-from tests.fakes.hostile_cli import ADAPTERS
-from tests.hostile.layer_fixtures import README, Case, World, new_case, setuid_bits
+from tests.fakes.hostile_cli import ADAPTERS, HostileCli
+from tests.hostile.layer_fixtures import (
+    BACKENDS,
+    README,
+    Case,
+    World,
+    new_case,
+    open_world,
+    setuid_bits,
+)
 from tests.hostile.layer_fixtures import world as world
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.real]
 FIXED = README.replace("Teh quick", "The quick")
 
 
-async def start(world: World, tmp_path: Path, name: str, vector: str, adapter: str = "claude-code"):
+async def start(
+    world: World, tmp_path: Path, name: str, vector: str, adapter: str = "claude-code"
+) -> tuple[Case, HostileCli]:
     await world.settle()
     case = new_case(world, tmp_path, name)
     harness = await world.use(adapter, vector, case)
@@ -217,3 +229,40 @@ async def test_git_folder_writes_never_reach_the_owners(world: World, tmp_path: 
         assert not (case.repo / nested).exists(), nested
     done = git(case.repo, "config", "--local", "--list")
     assert "fsmonitor" not in done and "hookspath" not in done.lower() and "pager" not in done
+
+
+# beyond the nine ---------------------------------------------------------------------------
+async def test_an_xattr_the_kennel_sets_deletes_nothing(world: World, tmp_path: Path) -> None:
+    """The CLI sets ``user.overlay.opaque`` on ``src`` (a user.* xattr is its own to set on
+    a folder it owns; the host mounts the overlay as root, which reads ``trusted.*``): the
+    folder and its files stay, inside and in the change. On Docker (a copy; the image has
+    no tool to set an xattr) the same must hold."""
+    case, _ = await start(world, tmp_path, "xattr", "xattr")
+    card = card_of(await world.task(case))
+    if world.backend == "bwrap":
+        assert "opaque-set" in card, card  # the attempt was made
+    assert "src/util.py" not in card, card  # the CLI deleted nothing there
+    case.check()
+    assert set((await say_yes(world, case)).split()) == {"README.md", "kennel-env.txt"}
+    assert (case.repo / "src" / "util.py").read_text() == "X = 1\n"
+
+
+@pytest_asyncio.fixture(loop_scope="module", params=BACKENDS)
+async def own_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[World]:
+    """A Fetch of the test's own (a failure here must not hold the module's chat)."""
+    async with open_world(request.param, request, tmp_path / "fetch") as made:
+        yield made
+
+
+async def test_a_file_atop_the_state_folder_and_a_resume(own_world: World, tmp_path: Path) -> None:
+    """The first turn leaves a file at the top of the run's state folder and asks; the
+    answer's turn starts from the state kept as data: the task goes on to its card."""
+    world = own_world
+    case, harness = await start(world, tmp_path, "top", "top-ask")
+    asked = await world.task(case)
+    assert "Which word replaces Teh?" in asked, asked
+    case.check()
+    harness.vector = "benign"
+    card_of(await world.answer("The", "Apply?"))
+    case.check()
+    await say_no(world, case)
