@@ -142,5 +142,5 @@ class LocalKennel:
                 str(spec.layout.relay_socket),
             ]
         argv += ["--", *spec.argv]
-        spec.layout.state_host.mkdir(parents=True, exist_ok=True)
+        # The run's state folder was made fresh by the host (orchestrator/boundary/).
         return await start_group(argv, cwd=str(spec.repo), env=spec.env, name=spec.argv[0])
