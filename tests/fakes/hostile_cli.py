@@ -158,6 +158,16 @@ case $V in
     printf '{"name":"evil","scripts":{"postinstall":"touch %s/postinstall"}}\n' "$MARKS" \
       > node_modules/evil/package.json
     fix ;;
+  ignored-many)
+    # What \`npm install\` leaves: tens of thousands of files, all ignored by the owner.
+    mkdir -p node_modules/pkg && cd node_modules/pkg || exit 1
+    for ((i = 0; i < 25000; i++)); do : > "f$i.js"; done
+    cd ../.. && note "ignored=25000"
+    fix ;;
+  ignored-big)
+    # A build artefact the owner ignores (*.log here), bigger than one file may be.
+    truncate -s 300M build.log && note "ignored-big=$(stat -c %s build.log)"
+    fix ;;
   setuid)
     fix
     chmod 6755 app.py

@@ -247,6 +247,22 @@ async def test_an_xattr_the_kennel_sets_deletes_nothing(world: World, tmp_path: 
     assert (case.repo / "src" / "util.py").read_text() == "X = 1\n"
 
 
+@pytest.mark.parametrize("vector", ["ignored-many", "ignored-big"])
+async def test_what_the_owner_ignores_does_not_sink_the_task(
+    world: World, tmp_path: Path, vector: str
+) -> None:
+    """Ignored output a CLI may well leave (an install's 25,000 files in node_modules/, a
+    300 MB ``*.log``) is left out, like any ignored path; the task's change still reaches
+    the owner, and none of it lands."""
+    case, _ = await start(world, tmp_path, vector, vector)
+    card = card_of(await world.task(case))
+    assert "ignored by .gitignore" in card, card
+    case.check()
+    assert set((await say_yes(world, case)).split()) == {"README.md", "kennel-env.txt"}
+    assert not (case.repo / "build.log").exists()
+    assert not (case.repo / "node_modules" / "pkg").exists()
+
+
 @pytest_asyncio.fixture(loop_scope="module", params=BACKENDS)
 async def own_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[World]:
     """A Fetch of the test's own (a failure here must not hold the module's chat)."""
