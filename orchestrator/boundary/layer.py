@@ -273,9 +273,15 @@ class Layer:
         _mkdir(self.state, owner, 0o755)
         saved = self._layers.saved(self.name)
         if saved.is_dir():
+            # Fetch's own copy (keep_state wrote only folders and regular files).
             for child in saved.iterdir():
                 dest = self.state / child.name
-                shutil.copytree(child, dest, symlinks=True)
+                if child.is_dir() and not child.is_symlink():
+                    shutil.copytree(child, dest, symlinks=True)
+                elif child.is_file() and not child.is_symlink() and child.name != harness:
+                    shutil.copy2(child, dest, follow_symlinks=False)
+                else:
+                    continue
                 if owner is not None:
                     _own(dest, owner, None)
         if not (self.state / harness).is_dir():
@@ -331,10 +337,12 @@ class Layer:
         be running). ``Refused`` (a GitError) when it cannot be read within bounds."""
         limits = limits or Limits()
         if self.kind == "overlay":
-            changes = changeset.read_upper(self.root / "upper", limits)
-        else:
-            changes = changeset.read_copy(self.tree, self._base, self._since, limits)
-        return changeset.to_change(repo, self.base_sha, changes)
+            with Tree(self.root / "upper") as tree:
+                scan = changeset.scan_upper(tree, limits)
+                return changeset.to_change(repo, self.base_sha, tree, scan, limits)
+        with Tree(self.tree) as tree, Tree(self._base) as before:
+            scan = changeset.scan_copy(tree, before, self._since, limits)
+            return changeset.to_change(repo, self.base_sha, tree, scan, limits)
 
     def drop(self) -> None:
         """Forget the run: unmount, remove its folder and what it kept. The owner's tree
@@ -368,6 +376,8 @@ def _own(root: Path, owner: Owner, paths: list[str] | None) -> None:
     Only for folders Fetch made itself, before any kennel saw them."""
     if paths is None:
         os.chown(root, owner.uid, owner.gid, follow_symlinks=False)
+        if not root.is_dir() or root.is_symlink():
+            return
         with Tree(root) as tree:
             for found in tree.walk(Limits(depth=4096, entries=10_000_000)):
                 if (found.st.st_uid, found.st.st_gid) != (owner.uid, owner.gid):

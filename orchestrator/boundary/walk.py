@@ -20,7 +20,9 @@ from core.errors import GitError
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
+# Only the trusted namespace: the host mounts overlays as root, where a ``user.`` xattr
+# (which the kennel's own uid may set) means nothing to the kernel and nothing here.
+OPAQUE = ("trusted.overlay.opaque",)
 
 
 class Refused(GitError):

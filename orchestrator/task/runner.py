@@ -397,6 +397,9 @@ class TaskRunner:
                 )
             except (HarnessFailed, FetchError) as err:
                 failure = str(err)
+            except Exception as err:  # a broken layer or state: the owner must hear back
+                log.exception("task %s could not run", handle.task_id)
+                failure = f"the run could not go on ({type(err).__name__}: {err})"
             async with session.lock:
                 try:
                     if failure is None:
