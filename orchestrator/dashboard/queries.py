@@ -239,13 +239,15 @@ class DashboardQueries:
         )
         return (rows[0][0], rows[0][1]) if rows else None
 
-    async def task_approval(self, task_id: int) -> tuple[str, float] | None:
-        """(status, expires_at) of the task's latest approval."""
+    async def task_approval(self, task_id: int) -> tuple[str, float, str, str] | None:
+        """(status, expires_at, base commit, tree) of the task's latest approval: the
+        diff it waits on is read from git objects (tree "" for a row from before)."""
         rows = await self._rows(
-            "SELECT status, expires_at FROM approvals WHERE task_id = ? ORDER BY id DESC LIMIT 1",
+            "SELECT status, expires_at, base_sha, tree_sha FROM approvals WHERE task_id = ?"
+            " ORDER BY id DESC LIMIT 1",
             (task_id,),
         )
-        return (rows[0][0], float(rows[0][1])) if rows else None
+        return (rows[0][0], float(rows[0][1]), rows[0][2], rows[0][3]) if rows else None
 
     async def task_calls(
         self, task_id: int, before: int | None = None, limit: int = 200

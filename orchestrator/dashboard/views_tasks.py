@@ -49,7 +49,9 @@ async def tasks(dash: Dash, request: web.Request) -> web.Response:
     )
 
 
-def _diff(workspace: Workspace, repo: str, sha: str | None) -> tuple[str, bool, str]:
+def _diff(
+    workspace: Workspace, repo: str, sha: str | None, trees: tuple[str, str] = ("", "")
+) -> tuple[str, bool, str]:
     """(patch, cut, where it came from); ('', False, why) when there is none to show."""
     try:
         git = workspace.repo(repo)
@@ -64,11 +66,12 @@ def _diff(workspace: Workspace, repo: str, sha: str | None) -> tuple[str, bool, 
                 limit=DIFF_CAP,
             )
             return patch, cut, f"commit {sha[:12]}"
-        change = git.change()
+        base, tree = trees
+        change = git.change_between(base, tree) if tree else git.change()
     except (FetchError, OSError) as err:
         return "", False, f"the diff cannot be read: {err}"
     if change.empty:
-        return "", False, "the working tree has no change now"
+        return "", False, "the change is empty"
     return (
         change.patch[:DIFF_CAP],
         change.truncated or len(change.patch) > DIFF_CAP,
@@ -120,10 +123,12 @@ async def _task_diff(
     dash: Dash,
     item: TaskItem,
     commit: tuple[str, str] | None,
-    approval: tuple[str, float] | None,
+    approval: tuple[str, float, str, str] | None,
 ) -> tuple[str, bool, str]:
     if commit is not None:
         return await asyncio.to_thread(_diff, dash.services.workspace, commit[0], commit[1])
     if item.status == "proposed" and approval is not None and approval[0] == "pending":
-        return await asyncio.to_thread(_diff, dash.services.workspace, item.repo, None)
+        return await asyncio.to_thread(
+            _diff, dash.services.workspace, item.repo, None, (approval[2], approval[3])
+        )
     return "", False, f"no diff kept for a task that is {item.status}"
