@@ -125,6 +125,10 @@ class DockerKennel:
         self._lock = asyncio.Lock()
         # The kennel's one task, its own: started with the first container, ended by close.
         self._reaper: asyncio.Task[None] | None = None
+        # This install's own mark: two Fetches on one engine (every Compose deployment
+        # has the same FETCH_HOME path) never name, reuse or remove each other's kennels.
+        self._install = install_id(home)
+        self._swept = False
 
     # -- the port -----------------------------------------------------------------------
     def isolation(self) -> str:
@@ -214,11 +218,26 @@ class DockerKennel:
         return path
 
     def _container_name(self, repo: Path) -> str:
-        digest = hashlib.sha256(f"{self._home}\0{repo}".encode()).hexdigest()[:10]
+        digest = hashlib.sha256(f"{self._install}\0{self._home}\0{repo}".encode()).hexdigest()[:10]
         safe = re.sub(r"[^a-zA-Z0-9_.-]", "-", repo.name)[:40]
         return f"fetch-kennel-{safe}-{digest}"
 
+    def _sweep_leftovers(self) -> None:
+        """Before this process's first kennel: remove every container of this install
+        (a killed Fetch left it running, its runs folder mounted)."""
+        if self._swept:
+            return
+        self._swept = True
+        found = self._docker().containers.list(
+            all=True, filters={"label": f"{LABEL}.install={self._install}"}
+        )
+        for container in found:
+            log.info("removing kennel %s a stopped Fetch left", container.name)
+            with suppress(docker.errors.NotFound, docker.errors.APIError):
+                container.remove(force=True)
+
     async def _ensure(self, repo: Path) -> _Warm:
+        await asyncio.to_thread(self._sweep_leftovers)
         warm = self._warm.get(repo)
         if warm is not None:
             alive = await asyncio.to_thread(self._running, warm)
@@ -291,6 +310,7 @@ class DockerKennel:
                 labels={
                     LABEL: "1",
                     f"{LABEL}.home": str(self._home),
+                    f"{LABEL}.install": self._install,
                     f"{LABEL}.repo": repo.name,
                     f"{LABEL}.user": user,
                 },
@@ -434,6 +454,21 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
         elif SECRET_NAME.search(name):
             problems.append(f"secret-looking variable {name} in the environment")
     return problems
+
+
+def install_id(home: Path) -> str:
+    """A random id kept in FETCH_HOME: which kennels are this install's."""
+    path = home / "kennel" / "install-id"
+    try:
+        found = path.read_text().strip()
+    except OSError:
+        found = ""
+    if len(found) == 16 and all(c in "0123456789abcdef" for c in found):
+        return found
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = os.urandom(8).hex()
+    path.write_text(fresh + "\n")
+    return fresh
 
 
 class DockerProcess:

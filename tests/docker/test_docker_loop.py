@@ -57,3 +57,31 @@ async def test_stop_ends_everything_in_the_container(
     assert not any("claude" in p for p in left), left
     assert all("forwarder.js" in p or "docker-init" in p or "init" in p for p in left), left
     assert tree_snapshot(repo) == before
+
+
+async def test_retry_after_no_and_undo_works_without_a_restart(
+    docker_fetch: Driver, model: ScriptedModelServer
+) -> None:
+    """Each run gets its own copy owned by the kennel's uid: "no" and /undo leave nothing
+    the next run cannot write (it used to fail until a restart)."""
+    repo = docker_fetch.services.workspace.path("demo")
+    base = git(repo, "rev-parse", "HEAD")
+    before = tree_snapshot(repo)
+    for _ in range(2):
+        model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Fixed it."))
+        diff = await docker_fetch.ask("fix the typo in README.md of demo", "Apply?", 120)
+        assert "+The quick" in diff
+        assert tree_snapshot(repo) == before  # the owner's tree: untouched until yes
+        await docker_fetch.ask("no", "Discarded")
+        assert tree_snapshot(repo) == before
+    model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Fixed it."))
+    await docker_fetch.ask("fix the typo in README.md of demo", "Apply?", 120)
+    await docker_fetch.ask("yes", "Committed")
+    await docker_fetch.ask("/undo", "Reverted")
+    assert tree_snapshot(repo) == before
+    model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Fixed it."))
+    await docker_fetch.ask("fix the typo in README.md of demo", "Apply?", 120)
+    await docker_fetch.ask("yes", "Committed")
+    assert git(repo, "rev-parse", "HEAD~3") == base  # commit, its revert, commit
+    assert "The quick" in (repo / "README.md").read_text()
+    assert git(repo, "status", "--porcelain") == ""
