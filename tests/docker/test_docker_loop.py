@@ -85,3 +85,18 @@ async def test_retry_after_no_and_undo_works_without_a_restart(
     assert git(repo, "rev-parse", "HEAD~3") == base  # commit, its revert, commit
     assert "The quick" in (repo / "README.md").read_text()
     assert git(repo, "status", "--porcelain") == ""
+
+
+async def test_a_kennel_that_vanishes_mid_task_is_told_and_replaced(
+    docker_fetch: Driver, model: ScriptedModelServer
+) -> None:
+    repo, before = await hang_a_task(docker_fetch, model, timeout=90)
+    _kennel_container(docker_fetch).remove(force=True)
+    failed = await docker_fetch.expect("failed", 60)
+    assert "Task #1 failed" in failed, failed
+    assert "ALERT" in await docker_fetch.ask("/status", "Fetch ·")
+    assert tree_snapshot(repo) == before
+    model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Fixed it."))
+    diff = await docker_fetch.ask("fix the typo in README.md of demo", "Apply?", 120)
+    assert "+The quick" in diff
+    await docker_fetch.ask("no", "Discarded")
