@@ -77,6 +77,20 @@ ISOLATION = (
 )
 
 
+# What projects are built and tested with: the sandbox sees the host's (in /usr, read-only).
+TOOLCHAINS = ("git", "python3", "pip3", "node", "npm", "gcc", "make", "cargo", "go")
+
+
+def toolchains(path_env: str) -> tuple[list[str], list[str]]:
+    """(found, missing) of the common toolchains on ``path_env`` (``fetch doctor``)."""
+    def seen(tool: str) -> bool:  # only /usr is bound: a tool elsewhere is not inside
+        exe = shutil.which(tool, path=path_env)
+        return exe is not None and _under(Path(os.path.realpath(exe)), Path("/usr"))
+
+    found = [t for t in TOOLCHAINS if seen(t)]
+    return found, [t for t in TOOLCHAINS if t not in found]
+
+
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 

@@ -193,6 +193,15 @@ def _doctor(settings: Settings) -> int:
 
         for line in doctor_lines(settings.kennel, choice.backend):
             print(line)  # which uid the CLI runs as and why; which limits apply
+        from orchestrator.boundary.layer import describe_kind
+
+        print(f"layers:    {describe_kind(settings.home_dir / 'runs', kennel.host_mounts)}")
+        if choice.backend == "bwrap":
+            from kennel.bwrap import toolchains
+
+            found, missing = toolchains(os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
+            gone = f"; missing: {', '.join(missing)}" if missing else ""
+            print(f"tools:     the host's, read-only: {', '.join(found) or 'none'}{gone}")
     except FetchError as err:
         print(f"kennel:    ERROR {err}")
     for harness in build_harnesses().all():

@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -436,6 +437,21 @@ def _overlay_ok(base: Path, root: Path) -> bool:
         _rm(probe)
     _PROBED[str(base)] = ok
     return ok
+
+
+def describe_kind(home: Path, host_mounts: bool) -> str:
+    """``fetch doctor``'s line: how a run's tree is made here, and why."""
+    if not host_mounts:
+        return "copy of a base checkout per run (the backend binds its folders once)"
+    if os.geteuid() != 0:
+        return "copy of a base checkout per run (an overlay needs Fetch to be root)"
+    home.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=home, prefix=".layer-probe-") as scratch:
+        lower = Path(scratch) / "lower"
+        lower.mkdir()
+        if _overlay_ok(lower, Path(scratch)):
+            return "overlay over a base checkout per run (kernel overlayfs)"
+    return "copy of a base checkout per run (no overlayfs here)"
 
 
 class _HasOwner(Protocol):
