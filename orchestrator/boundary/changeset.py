@@ -52,9 +52,8 @@ def scan_upper(tree: Tree, limits: Limits) -> Scan:
     for found in tree.walk(limits):
         path = found.path
         if path == ".git" or any(path.startswith(h + "/") for h in hidden):
-            # The top .git is the read-only view of the owner's (its mount point).
-            if path == ".git":
-                hidden.append(path)
+            # The top .git is the mount point of the owner's, read-only (bwrap): nothing
+            # is written below it; what a backend without it put there is named below.
             continue
         why = _skip(path)
         kind = found.kind

@@ -17,7 +17,8 @@ writing anywhere but the registered repository:
 * the diff is read through a private index file, so the owner's index is untouched, and
   read with a size cap: big files are stated, never loaded;
 * ``guard_repo_config`` snapshots ``.git/config``, ``.git/hooks`` and the other files
-  that could steer git before a run and puts them back after it.
+  that could steer git before an unsafe-local run (the one backend that hides no host
+  file) and puts them back after it; ``discard`` puts its working tree back.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 import time
-from contextlib import AsyncExitStack, suppress
+from contextlib import AbstractContextManager, AsyncExitStack, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from harnesses.base import (
 from identity.pack import Agent, Pack, Route
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
 from kennel.relay import PLACEHOLDER_KEY
-from orchestrator.boundary.gitops import Change, Repo
+from orchestrator.boundary.gitops import Change, Repo, guard_repo_config
 from orchestrator.boundary.layer import Layer, Layers
 from orchestrator.config import Settings
 from orchestrator.costs.ledger import CostLedger
@@ -383,7 +383,25 @@ class TaskRunner:
             failure: str | None = None
             try:
                 await self._open_layer(handle, repo)
-                await self._execute(session, handle, harness, repo)
+                # unsafe-local hides no host file: its CLI could write the owner's .git
+                # or tree by absolute path. Put back what it touched there, and say so.
+                unsafe = self._kennel.name == "unsafe-local"
+                nothing: list[str] = []
+                guard: AbstractContextManager[list[str]] = (
+                    guard_repo_config(repo.path) if unsafe else nullcontext(nothing)
+                )
+                with guard as restored:
+                    await self._execute(session, handle, harness, repo)
+                if unsafe and not await asyncio.to_thread(repo.is_clean):
+                    await asyncio.to_thread(repo.discard)
+                    restored.append("files in your working tree")
+                if restored:
+                    await self._messenger.send(
+                        key,
+                        "⚠️ The harness changed "
+                        + ", ".join(restored)
+                        + " outside its own copy; I put it back.",
+                    )
                 assert handle.layer is not None
                 if _question(handle) is None:
                     # Read before the tests run: what they write is never part of it.
