@@ -83,6 +83,7 @@ TOOLCHAINS = ("git", "python3", "pip3", "node", "npm", "gcc", "make", "cargo", "
 
 def toolchains(path_env: str) -> tuple[list[str], list[str]]:
     """(found, missing) of the common toolchains on ``path_env`` (``fetch doctor``)."""
+
     def seen(tool: str) -> bool:  # only /usr is bound: a tool elsewhere is not inside
         exe = shutil.which(tool, path=path_env)
         return exe is not None and _under(Path(os.path.realpath(exe)), Path("/usr"))
