@@ -1,4 +1,6 @@
-"""Sandbox escape attempts from inside the real kennel, asserting effects (0 successes)."""
+"""Sandbox escape attempts from inside the real kennel, asserting effects (0 successes).
+Every container here is a repository's warm kennel over its runs folder, and every task
+works on a real run of its own (tests/kennel/runs.py)."""
 
 from __future__ import annotations
 
@@ -6,34 +8,50 @@ import asyncio
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.errors import KennelError
-from kennel.base import ExecSpec
-from kennel.docker_backend import DockerKennel, hardening_problems
+from kennel.docker_backend import RUNS, DockerKennel, hardening_problems
 from kennel.settings import DockerKennelSettings
-from tests.conftest import make_repo
+from tests.conftest import tree_snapshot
 from tests.docker.conftest import CANARY
+from tests.kennel.runs import Run, Runs
+from tests.kennel.runs import runs as runs  # the fixture
+
+
+@dataclass
+class Warm:
+    kennel: DockerKennel
+    container: Any
+    run: Run  # the run a task in it works on
+
+    @property
+    def tree(self) -> str:
+        """The run's tree as the task sees it."""
+        return str(self.run.layout.workdir)
 
 
 @pytest.fixture
-async def warm(kennel_image: str, tmp_path: Path) -> Any:
-    repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
+async def warm(kennel_image: str, runs: Runs) -> AsyncIterator[Warm]:
     kennel = DockerKennel(
-        tmp_path / "home",
+        runs.home,
         DockerKennelSettings(memory="256m", pids=64),
         kennel_image,
         secrets=(CANARY,),
     )
-    async with kennel._lock:
-        w = await kennel._ensure(repo)
-    kennel._verify(w)
-    yield w.container, repo
-    await kennel.close()
+    run = runs.open(kennel, runs.repo("app", {"a.txt": "a\n"}))
+    try:
+        async with kennel._lock:
+            w = await kennel._ensure(run.runs)
+        kennel._verify(w)
+        yield Warm(kennel, w.container, run)
+    finally:
+        await kennel.close()
 
 
 @pytest.fixture
@@ -75,8 +93,8 @@ def host_ips() -> list[str]:
     return [*out, "172.17.0.1", "127.0.0.1", "10.255.255.53"]
 
 
-async def test_no_network_out(warm: tuple[Any, Path], host_listener: int) -> None:
-    container, _repo = warm
+async def test_no_network_out(warm: Warm, host_listener: int) -> None:
+    container = warm.container
     attempts = 0
     successes = 0
     for ip in host_ips():
@@ -99,8 +117,8 @@ async def test_no_network_out(warm: tuple[Any, Path], host_listener: int) -> Non
     assert attempts >= 20 and successes == 0
 
 
-async def test_no_credential_anywhere_inside(warm: tuple[Any, Path]) -> None:
-    container, _ = warm
+async def test_no_credential_anywhere_inside(warm: Warm) -> None:
+    container = warm.container
     code, out = run(container, "cat /proc/1/environ | tr '\\0' '\\n'; env")
     assert code == 0 and CANARY not in out
     code, out = run(
@@ -111,34 +129,49 @@ async def test_no_credential_anywhere_inside(warm: tuple[Any, Path]) -> None:
     assert out.strip() == ""
 
 
-async def test_writes_outside_the_workspace_fail(warm: tuple[Any, Path]) -> None:
-    container, repo = warm
+async def test_writes_outside_the_run_fail(warm: Warm, runs: Runs) -> None:
+    container, repo = warm.container, warm.run.repo
+    before = tree_snapshot(repo)
+    git_config = (repo / ".git" / "config").read_bytes()
+    run_root = warm.run.layout.workdir.parent
     for target in (
         "/etc/evil",
         "/usr/bin/evil",
         "/opt/evil",
         "/relay/evil",
         "/evil",
-        "/workspace/.git/config",
-        "/workspace/.git/hooks/pre-commit",
+        f"{RUNS}/evil",  # the runs folder is Fetch's
+        f"{run_root}/evil",  # so is the run's own folder (only its tree and state are not)
+        f"{run_root}/meta.json",
     ):
         code, _ = run(container, f"echo x > {target}")
         assert code != 0, target
-    assert run(container, "echo ok > /workspace/new.txt")[0] == 0
-    assert (repo / "new.txt").read_text() == "ok\n"
+    # The owner's .git is shown nowhere in the kennel, nor is the owner's working tree;
+    # the runs folder cannot be listed (no other run's name, its own is not guessable).
+    other = runs.open(warm.kennel, repo)
+    code, out = run(container, f"ls -A {warm.tree}; ls {RUNS}")
+    assert code != 0 and ".git" not in out.split() and "a.txt" in out.split(), out
+    assert other.layer.name not in out and warm.run.layer.name not in out
+    code, out = run(container, f"cat /proc/self/mountinfo | grep -c -- '{repo}'; true")
+    assert out.strip() == "0", out
+    # The run's tree is writable, and what is written lands there, not in the owner's repo.
+    # A .git the CLI makes in its tree is the run's own (the boundary reads it as data).
+    hook = "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit"
+    assert run(container, f"cd {warm.tree} && echo ok > new.txt && {hook}")[0] == 0
+    assert (warm.run.writes / "new.txt").read_text() == "ok\n"
+    assert (warm.run.writes / ".git" / "hooks" / "pre-commit").is_file()
+    assert tree_snapshot(repo) == before and not (repo / "new.txt").exists()
+    assert (repo / ".git" / "config").read_bytes() == git_config
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
 
 
-async def test_fork_bomb_and_memory_hog_are_contained(kennel_image: str, tmp_path: Path) -> None:
+async def test_fork_bomb_and_memory_hog_are_contained(kennel_image: str, runs: Runs) -> None:
     """Run through the product's exec path (as a CLI would be), not a bare docker exec."""
-    repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
-    kennel = DockerKennel(
-        tmp_path / "home", DockerKennelSettings(memory="256m", pids=64), kennel_image
-    )
+    repo = runs.repo("app", {"a.txt": "a\n"})
+    kennel = DockerKennel(runs.home, DockerKennelSettings(memory="256m", pids=64), kennel_image)
 
     async def task(script: str) -> tuple[int, list[str]]:
-        layout = kennel.layout(repo, "probe")
-        proc = await kennel.exec(ExecSpec(("bash", "-c", script), {}, repo, layout))
+        proc = await kennel.exec(runs.open(kennel, repo).spec(("bash", "-c", script), {}))
         lines = [line async for line in proc.lines()]
         return await proc.wait(), lines
 
@@ -174,10 +207,21 @@ def test_weak_container_is_refused() -> None:
                 "Source": "/var/run/docker.sock",
                 "Destination": "/var/run/docker.sock",
                 "RW": True,
-            }
+            },
+            # The owner's repository writable in the kennel (the old design), and /runs
+            # bound from another folder than the repository's runs.
+            {"Type": "bind", "Source": "/ws/app", "Destination": "/workspace", "RW": True},
+            {
+                "Type": "bind",
+                "Source": "/ws/app/.git",
+                "Destination": "/workspace/.git",
+                "RW": True,
+            },
+            {"Type": "bind", "Source": "/elsewhere", "Destination": "/runs", "RW": True},
         ],
     }
-    problems = hardening_problems(attrs, Path("/ws/app"), (CANARY,))
+    runs = Path("/home/fetch/runs/app-0a1b2c3d")
+    problems = hardening_problems(attrs, runs, (CANARY,))
     text = "; ".join(problems)
     for expected in (
         "network is 'bridge'",
@@ -189,21 +233,42 @@ def test_weak_container_is_refused() -> None:
         "runs as root",
         "Docker socket",
         "real credential",
-        ".git is not hidden",
+        "/workspace is writable",
+        "/workspace/.git is writable",
+        f"/runs is /elsewhere, not {runs}",
     ):
-        assert expected in text
+        assert expected in text, text
+    # The kennel as it is made: the runs folder writable at /runs, the relay read-only.
+    good = {
+        "HostConfig": {
+            "NetworkMode": "none",
+            "CapDrop": ["ALL"],
+            "SecurityOpt": ["no-new-privileges"],
+            "ReadonlyRootfs": True,
+            "PidsLimit": 64,
+            "Memory": 1 << 28,
+            "NanoCpus": 10**9,
+            "Ulimits": [{"Name": n, "Soft": 9, "Hard": 9} for n in ("nproc", "cpu", "fsize")],
+        },
+        "Config": {"User": "65533:65533", "Labels": {"fetch.kennel.user": "65520:65520"}},
+        "Mounts": [
+            {"Type": "bind", "Source": str(runs), "Destination": "/runs", "RW": True},
+            {"Type": "bind", "Source": "/tmp/fetch-x/docker-app", "Destination": "/relay"},
+        ],
+    }
+    assert hardening_problems(good, runs, (CANARY,)) == []
 
 
 async def test_tampered_container_refuses_to_run(
-    kennel_image: str, docker_client: Any, tmp_path: Path
+    kennel_image: str, docker_client: Any, runs: Runs
 ) -> None:
     """A kennel container that someone recreated with a network is never used."""
-    repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
-    kennel = DockerKennel(tmp_path / "home", DockerKennelSettings(), kennel_image)
-    name = kennel._container_name(repo)
+    kennel = DockerKennel(runs.home, DockerKennelSettings(), kennel_image)
+    folder = runs.open(kennel, runs.repo("app", {"a.txt": "a\n"})).runs
+    name = kennel._container_name(folder)
     try:
         async with kennel._lock:
-            w = await kennel._ensure(repo)
+            w = await kennel._ensure(folder)
         w.container.remove(force=True)
         w.container = docker_client.containers.run(
             kennel_image, ["sleep", "300"], name=name, detach=True, user="1000:1000"
@@ -214,14 +279,14 @@ async def test_tampered_container_refuses_to_run(
         await kennel.close()
 
 
-async def test_idle_kennel_is_reaped(kennel_image: str, docker_client: Any, tmp_path: Path) -> None:
+async def test_idle_kennel_is_reaped(kennel_image: str, docker_client: Any, runs: Runs) -> None:
     import docker.errors
 
-    repo = make_repo(tmp_path / "ws", "idle", {"a.txt": "a\n"})
-    kennel = DockerKennel(tmp_path / "home", DockerKennelSettings(idle_seconds=5), kennel_image)
+    kennel = DockerKennel(runs.home, DockerKennelSettings(idle_seconds=5), kennel_image)
+    folder = runs.open(kennel, runs.repo("idle", {"a.txt": "a\n"})).runs
     try:
         async with kennel._lock:
-            warm = await kennel._ensure(repo)
+            warm = await kennel._ensure(folder)
         name = warm.name
         assert docker_client.containers.get(name).status == "running"
         await asyncio.sleep(9)

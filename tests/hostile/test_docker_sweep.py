@@ -1,7 +1,8 @@
 """A hostile CLI in the real Docker kennel, task after task (issue 10.5): whatever task 1
 leaves running or lying around is gone before task 2 starts, whatever it calls itself,
 and the real key is nowhere a task can look. Every task runs through the product's exec
-path (``DockerKennel.exec``), the way the runner starts a CLI."""
+path (``DockerKennel.exec``), the way the runner starts a CLI: each on a run of its own
+(its layer and fresh state, tests/kennel/runs.py) in the repository's warm container."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from kennel.base import ExecSpec, RelaySpec
+from kennel.base import RelaySpec
 from kennel.docker_backend import DockerKennel
 from kennel.settings import DockerKennelSettings
-from tests.conftest import make_repo
 from tests.docker.conftest import docker_client as docker_client  # the fixtures
 from tests.docker.conftest import kennel_image as kennel_image
 from tests.fakes.relay_servers import KEY, servers
 from tests.fakes.relay_servers import SECRET as RUN_SECRET
+from tests.kennel.runs import Run, Runs
+from tests.kennel.runs import runs as runs
 
 pytestmark = pytest.mark.real
 SECRET = "task-two-secret-prompt-5d81c0"
@@ -32,9 +34,10 @@ LIST = (
 
 
 class Kennel:
-    def __init__(self, kennel: DockerKennel, repo: Path) -> None:
+    def __init__(self, kennel: DockerKennel, runs: Runs) -> None:
         self.kennel = kennel
-        self.repo = repo
+        self.runs = runs
+        self.last: Run | None = None  # the run of the last task
 
     async def task(
         self,
@@ -44,14 +47,13 @@ class Kennel:
         argv_extra: tuple[str, ...] = (),
         state: dict[str, str] | None = None,
     ) -> tuple[int, list[str]]:
-        layout = self.kennel.layout(self.repo, "probe")
-        for name, text in (state or {}).items():
-            (layout.state_host / name).parent.mkdir(parents=True, exist_ok=True)
-            (layout.state_host / name).write_text(text)
+        """``script`` as a task's CLI, on a new run of the repository (``$PWD`` is its
+        tree, ``$STATE`` its state folder as the task sees them)."""
+        run = self.last = self.runs.open(self.kennel, self.runs.repo("app", {"a.txt": "a\n"}))
+        run.put_state(state or {})
+        env = {"STATE": str(run.layout.state_seen), **(env or {})}
         proc = await self.kennel.exec(
-            ExecSpec(
-                ("bash", "-c", script, "cli", *argv_extra), env or {}, self.repo, layout, relay
-            )
+            run.spec(("bash", "-c", script, "cli", *argv_extra), env, relay)
         )
         lines = [line async for line in proc.lines()]
         return await proc.wait(), lines
@@ -72,16 +74,15 @@ class Kennel:
 
 
 @pytest.fixture
-async def kennel(kennel_image: str, tmp_path: Path) -> AsyncIterator[Kennel]:
-    repo = make_repo(tmp_path / "ws", "app", {"a.txt": "a\n"})
+async def kennel(kennel_image: str, runs: Runs) -> AsyncIterator[Kennel]:
     k = DockerKennel(
-        tmp_path / "home",
+        runs.home,
         DockerKennelSettings(memory="256m", pids=128),
         kennel_image,
         secrets=(KEY,),
     )
     try:
-        yield Kennel(k, repo)
+        yield Kennel(k, runs)
     finally:
         await k.close()
 
@@ -112,29 +113,35 @@ async def test_nothing_a_task_leaves_running_survives_the_sweep(kennel: Kennel) 
 
 
 async def test_a_leftover_cannot_read_the_next_tasks_prompt(kennel: Kennel) -> None:
-    # The spy copies every process's argv and environment and every file in /tmp, as
-    # fast as it can, into the workspace (which outlives tasks by design).
+    # The spy copies every process's argv and environment, every file in /tmp, every
+    # state folder it can name (its own run's, the runs folder's, and any task's through
+    # its working folder), as fast as it can, into its own run's tree (which outlives the
+    # task: the host reads it).
     spy = r"""
 setsid bash -c 'exec -a forwarder.js bash -c "
-  echo spy-alive >> /workspace/.spy
+  out=\$PWD/.spy
+  echo spy-alive >> \$out
   while :; do
     for p in /proc/[0-9]*; do
-      tr \"\\0\" \" \" < \$p/cmdline >> /workspace/.spy 2>/dev/null
-      tr \"\\0\" \" \" < \$p/environ >> /workspace/.spy 2>/dev/null
+      tr \"\\0\" \" \" < \$p/cmdline >> \$out 2>/dev/null
+      tr \"\\0\" \" \" < \$p/environ >> \$out 2>/dev/null
+      cat \$p/cwd/../state/*/* >> \$out 2>/dev/null
     done
-    cat /tmp/state/*/* /tmp/state/*/*/* >> /workspace/.spy 2>/dev/null
+    cat /tmp/*/* /tmp/*/*/* /runs/*/state/*/* \$STATE/../../../*/state/*/* >> \$out 2>/dev/null
   done"' < /dev/null > /dev/null 2>&1 &
 sleep 0.5
 """
     await kennel.task(spy)
+    first = kennel.last
+    assert first is not None
     code, out = await kennel.task(
-        'sleep 1; cat /tmp/state/probe/prompt.txt; echo "$FETCH_PROMPT" "$1"',
+        'sleep 1; cat "$STATE/prompt.txt"; echo "$FETCH_PROMPT" "$1"',
         env={"FETCH_PROMPT": SECRET},
         argv_extra=(SECRET,),
         state={"prompt.txt": SECRET + "\n"},
     )
     assert code == 0 and out == [SECRET, f"{SECRET} {SECRET}"]  # task 2 had its prompt
-    seen = (kennel.repo / ".spy").read_text(errors="replace")
+    seen = (first.tree / ".spy").read_text(errors="replace")
     assert seen.startswith("spy-alive")  # the spy did run during task 1
     assert SECRET not in seen
 
@@ -143,13 +150,13 @@ async def test_temporary_files_do_not_outlive_a_task(kennel: Kennel) -> None:
     code, out = await kennel.task(
         "echo one > /tmp/leak; echo two > /tmp/.hidden; mkdir -p /tmp/d/e; "
         "echo three > /dev/shm/leak; mkfifo /tmp/fifo; ipcmk -M 4096 >/dev/null; "
-        "ln -s /workspace /tmp/link; mkdir -p /tmp/locked/in; echo x > /tmp/locked/in/f; "
+        "ln -s /runs /tmp/link; mkdir -p /tmp/locked/in; echo x > /tmp/locked/in/f; "
         "chmod 000 /tmp/locked/in /tmp/locked; echo planted"
     )
     assert code == 0 and out == ["planted"]
     container = kennel.warm().container.id
     code, out = await kennel.task(
-        "ls -A /tmp | grep -v '^fetch-task-.*\\.pid$' | grep -v '^state$'; ls -A /dev/shm; "
+        "ls -A /tmp | grep -v '^fetch-task-.*\\.pid$'; ls -A /dev/shm; "
         "ipcs -m | grep -c '^0x' ; true"
     )
     assert code == 0 and out == ["0"], out  # nothing of task 1 in /tmp, /dev/shm, SysV IPC

@@ -2,9 +2,13 @@
 to reach the host. Every vector runs as the CLI itself and, whenever it gets anywhere,
 leaves a canary in a host folder it should not even see, and says ``ESCAPED``.
 
-Each test asserts the same four things afterwards: no canary, the scratch victim folder
-and the scratch FETCH_HOME byte-identical, the real key nowhere the CLI could look, and
-no process of the task alive after it ended (by the pids the test itself saw)."""
+The CLI works on a real run (tests/kennel/runs.py): its layer's tree shown at the
+repository's path, the owner's ``.git`` read-only over it, as the runner starts it.
+
+Each test asserts the same things afterwards: no canary, the scratch victim folder, the
+scratch FETCH_HOME and the owner's repository byte-identical, the real key nowhere the
+CLI could look, and no process of the task alive after it ended (by the pids the test
+itself saw)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ from kennel.bwrap import BwrapKennel, probe
 from tests.fakes.require import missing
 from tests.hostile.conftest import Scene, exercise, snapshot
 from tests.kennel.procs import running
+from tests.kennel.runs import Run, Runs
+from tests.kennel.runs import runs as runs  # the fixture
 
 pytestmark = pytest.mark.real
 REAL_KEY = "sk-ant-real-key-never-inside-5b1e"
@@ -245,6 +251,7 @@ class Box:
     scene: Scene
     home: Path
     kennel: BwrapKennel
+    runs: Runs
     facts: dict[str, object]
     docker_hits: list[int]
     tcp_hits: list[int]
@@ -277,11 +284,12 @@ def _accept(s: socket.socket, hits: list[int]) -> None:
 
 
 @pytest.fixture
-def box(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
+def box(scene: Scene, runs: Runs, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     why = probe()
     if why is not None:
         missing(f"the bwrap sandbox cannot run: {why}")
-    home = scene.tmp / "home"
+    home = runs.home
+    assert home == scene.tmp / "home"
     home.mkdir()
     (home / "config.yaml").write_text(f"providers:\n  anthropic:\n    api_key: {REAL_KEY}\n")
     (home / "fetch.db").write_bytes(b"SQLite format 3\0" + REAL_KEY.encode())
@@ -302,14 +310,13 @@ def box(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
         "test_pid": os.getpid(),
     }
     try:
-        yield Box(scene, home, BwrapKennel(home), facts, docker_hits, tcp_hits)
+        yield Box(scene, home, BwrapKennel(home), runs, facts, docker_hits, tcp_hits)
     finally:
         docker.close()
         tcp.close()
 
 
-def spec_for(box: Box, vector: str) -> ExecSpec:
-    layout = box.kennel.layout(box.scene.repo, "hostile")
+def spec_for(box: Box, run: Run, vector: str) -> ExecSpec:
     relay = RelaySpec(
         upstream="http://127.0.0.1:9",
         provider="anthropic",
@@ -320,26 +327,25 @@ def spec_for(box: Box, vector: str) -> ExecSpec:
     )
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(layout.state_seen / "home"),
-        "ANTHROPIC_API_KEY": "placeholder",
+        "HOME": str(run.layout.state_seen / "home"),
+        "ANTHROPIC_API_KEY": relay.secret,  # the run's own secret, as the runner gives it
         "LANG": "C.UTF-8",
     }
-    return ExecSpec(
-        (sys.executable, "-c", HOSTILE, vector, json.dumps(box.facts)),
-        env,
-        box.scene.repo,
-        layout,
-        relay=relay,
+    # The run's tree is shown at the repository's path (facts["repo"]), the owner's
+    # .git read-only over it.
+    return run.spec(
+        (sys.executable, "-c", HOSTILE, vector, json.dumps(box.facts)), env, relay=relay
     )
 
 
 async def run_vector(box: Box, vector: str, stop: bool = False) -> list[str]:
     """Run it, note every pid the task has while it runs, end it (or /stop it), wait for
     anything delayed, and check what must hold."""
-    spec = spec_for(box, vector)
-    spec.layout.state_host.mkdir(parents=True, exist_ok=True)
+    run = box.runs.open(box.kennel, box.scene.repo, "hostile")
+    spec = spec_for(box, run, vector)
     home_before = _fetch_owned(box)
     victim_before = snapshot(box.scene.victim)
+    repo_before = snapshot(box.scene.repo)
     proc = await box.kennel.exec(spec)
     lines: list[str] = []
     seen: set[int] = set()
@@ -360,18 +366,21 @@ async def run_vector(box: Box, vector: str, stop: bool = False) -> list[str]:
         assert path.is_symlink() or not path.is_file() or REAL_KEY.encode() not in path.read_bytes()
     assert [pid for pid in seen if running(pid)] == []
     assert box.docker_hits == [] and box.tcp_hits == []
-    assert "late" not in (box.scene.repo / "README.md").read_text()
+    # Nothing reached the owner's repository (.git included); nothing late reached the
+    # run's tree either.
+    assert snapshot(box.scene.repo) == repo_before
+    assert "late" not in (run.tree / "README.md").read_text()
     assert "ready" in lines, proc.stderr_tail()
     return lines
 
 
 def _fetch_owned(box: Box) -> dict[str, tuple[str, ...]]:
-    """FETCH_HOME but the relay's log (Fetch writes it) and the CLI's own state folder
-    (the one place there it may write)."""
+    """FETCH_HOME but the relay's log (Fetch writes it), the runs (the run's tree and
+    state: the places there it may write) and the kennel folder (bases, the shared cache)."""
     return {
         k: v
         for k, v in snapshot(box.home).items()
-        if k != "relay.jsonl" and not k.startswith("kennel")
+        if k != "relay.jsonl" and not k.startswith(("kennel", "runs"))
     }
 
 
@@ -417,6 +426,7 @@ async def test_the_key_is_nowhere_inside_during_a_real_relay_run(box: Box) -> No
 
 async def test_a_fetch_crash_takes_the_sandbox_down(box: Box, tmp_path: Path) -> None:
     """SIGKILL on Fetch mid-task: bwrap and everything inside go with it."""
+    run = box.runs.open(box.kennel, box.scene.repo, "crash")  # made by this "Fetch"
     script = tmp_path / "crash.py"
     script.write_text(
         "import asyncio, json, sys\n"
@@ -425,11 +435,11 @@ async def test_a_fetch_crash_takes_the_sandbox_down(box: Box, tmp_path: Path) ->
         "from kennel.bwrap import BwrapKennel\n"
         "async def main():\n"
         "    k = BwrapKennel(Path(sys.argv[1]))\n"
-        "    repo = Path(sys.argv[2])\n"
+        "    repo, tree = Path(sys.argv[2]), Path(sys.argv[3])\n"
         '    code = \'import subprocess,time; subprocess.Popen(["setsid","sleep","60"]);'
         ' print("ready", flush=True); time.sleep(60)\'\n'
-        "    spec = ExecSpec((sys.executable, '-c', code), {'PATH': '/usr/bin'}, repo,"
-        " k.layout(repo, 'crash'))\n"
+        "    spec = ExecSpec((sys.executable, '-c', code), {'PATH': '/usr/bin'}, tree,"
+        " k.layout(tree, 'crash', repo), git=repo / '.git')\n"
         "    p = await k.exec(spec)\n"
         "    async for line in p.lines():\n"
         "        if line == 'ready':\n"
@@ -439,7 +449,7 @@ async def test_a_fetch_crash_takes_the_sandbox_down(box: Box, tmp_path: Path) ->
         "asyncio.run(main())\n"
     )
     child = subprocess.Popen(  # noqa: ASYNC220 - a stand-in for Fetch, killed below
-        [sys.executable, str(script), str(box.home), str(box.scene.repo)],
+        [sys.executable, str(script), str(box.home), str(box.scene.repo), str(run.tree)],
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,

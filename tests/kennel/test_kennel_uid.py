@@ -20,6 +20,8 @@ from kennel.bwrap import BwrapKennel, probe
 from kennel.owner import DEDICATED_USER, check_user, describe_user, parse_user, user_for
 from tests.fakes.require import missing
 from tests.kennel.procs import running
+from tests.kennel.runs import Run, Runs
+from tests.kennel.runs import runs as runs  # the fixture
 
 FETCH_ROOT = Path(launcher.__file__).resolve().parents[1]
 DEDICATED_UID = parse_user(DEDICATED_USER)[0]
@@ -33,14 +35,9 @@ def require_root_bwrap() -> None:
         missing("the kennel uid is chosen only when Fetch is root", ci_must="run the tests as root")
 
 
-def run_spec(kennel: BwrapKennel, tmp_path: Path, code: str, *args: str) -> ExecSpec:
-    """A run's folders as the host makes them (``<runs>/<repo>/<run>/tree`` and the
-    state beside it), and a Python one-liner as the CLI."""
-    tree = tmp_path / "runs" / "demo-0a1b2c" / "r1" / "tree"
-    tree.mkdir(parents=True, exist_ok=True)
-    layout = kennel.layout(tree, "probe")
-    layout.state_host.mkdir(parents=True, exist_ok=True)
-    return ExecSpec((sys.executable, "-c", code, *args), {"PATH": "/usr/bin"}, tree, layout)
+def run_spec(run: Run, code: str, *args: str) -> ExecSpec:
+    """A Python one-liner as the CLI of a real run (tests/kennel/runs.py)."""
+    return run.spec((sys.executable, "-c", code, *args))
 
 
 def _argv(pid: int) -> list[bytes]:
@@ -119,14 +116,20 @@ HOLD = (
 
 
 async def test_the_cli_runs_as_the_dedicated_uid_in_its_own_user_namespace(
-    tmp_path: Path,
+    runs: Runs,
 ) -> None:
     require_root_bwrap()
-    kennel = BwrapKennel(tmp_path / "home")
-    spec = run_spec(kennel, tmp_path, HOLD)
-    # The tree belongs to someone else than the kennel uid (once, it ran as the owner).
-    os.chown(spec.repo, 1234, 1234)
-    proc = await kennel.exec(spec)
+    kennel = BwrapKennel(runs.home)
+    # The owner's repository belongs to a person (uid 1234): the kennel uid is not theirs.
+    repo = runs.repo()
+    os.chown(repo, 1234, 1234)
+    assert kennel.owner() == (DEDICATED_UID, DEDICATED_UID)
+    run = runs.open(kennel, repo)
+    # The run's folders, not the owner's, are handed to the kennel uid.
+    for folder in (run.tree, run.writes, run.state):
+        assert (folder.stat().st_uid, folder.stat().st_gid) == (DEDICATED_UID, DEDICATED_UID)
+    assert repo.stat().st_uid == 1234
+    proc = await kennel.exec(run_spec(run, HOLD))
     try:
         first = await anext(aiter(proc.lines()))
         inside_uid, inside_gid, inside_ns = first.split()
@@ -146,17 +149,21 @@ async def test_the_cli_runs_as_the_dedicated_uid_in_its_own_user_namespace(
 
 
 async def test_a_login_uid_configured_starts_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, runs: Runs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_root_bwrap()
+    code = "open('ran', 'w')"  # in the run's tree, were it to start
+    # A run made while the uid was still fine, then the uid became a login account's.
+    kennel = BwrapKennel(runs.home, user="4646:4646")
+    run = runs.open(kennel)
     passwd = tmp_path / "passwd"
     passwd.write_text("dave:x:4646:4646:Dave:/home/dave:/bin/zsh\n")
     monkeypatch.setattr(owner, "PASSWD", passwd)
-    kennel = BwrapKennel(tmp_path / "home", user="4646:4646")
-    marker = tmp_path / "ran"
-    with pytest.raises(KennelError, match="login account 'dave'"):  # at layout, or exec
-        await kennel.exec(run_spec(kennel, tmp_path, f"open({str(marker)!r}, 'w')"))
-    assert not marker.exists()
+    with pytest.raises(KennelError, match="login account 'dave'"):  # at exec
+        await kennel.exec(run_spec(run, code))
+    with pytest.raises(KennelError, match="login account 'dave'"):  # or at the layer
+        runs.open(BwrapKennel(runs.home, user="4646:4646"))
+    assert not (run.tree / "ran").exists()
     assert "refusing to run" in kennel.isolation()
 
 
@@ -186,13 +193,12 @@ print(json.dumps({"found": found, "errno": err, "session": libc.syscall(NR, 0, -
 '''
 
 async def main():
-    tmp = Path(sys.argv[2])
-    kennel = BwrapKennel(tmp / "home")
-    tree = tmp / "runs" / "demo-0a1b2c" / "r1" / "tree"
-    tree.mkdir(parents=True)
-    layout = kennel.layout(tree, "probe")
-    layout.state_host.mkdir(parents=True)
-    spec = ExecSpec((sys.executable, "-c", PROBE, str(NR)), {"PATH": "/usr/bin"}, tree, layout)
+    # A run the test made (its layer and fresh state): tree, owner's repository.
+    home, tree, repo = (Path(p) for p in sys.argv[2:5])
+    kennel = BwrapKennel(home)
+    layout = kennel.layout(tree, "probe", repo)
+    spec = ExecSpec((sys.executable, "-c", PROBE, str(NR)), {"PATH": "/usr/bin"}, tree, layout,
+                    git=repo / ".git")
     proc = await kennel.exec(spec)
     lines = [line async for line in proc.lines()]
     code = await proc.wait()
@@ -203,13 +209,15 @@ asyncio.run(main())
 """
 
 
-def test_the_cli_cannot_reach_fetchs_session_keyring(tmp_path: Path) -> None:
+def test_the_cli_cannot_reach_fetchs_session_keyring(runs: Runs) -> None:
     """A key in the session keyring Fetch runs with (a login's, a container's) stays
     reachable through possession even from another user namespace; the launcher's own
     session keyring cuts that. Run in a child process: joining a keyring is for life."""
     require_root_bwrap()
+    run = runs.open(BwrapKennel(runs.home))
+    folders = (str(runs.home), str(run.tree), str(run.repo))
     done = subprocess.run(
-        [sys.executable, "-c", KEYRING_DRIVER, str(FETCH_ROOT), str(tmp_path)],
+        [sys.executable, "-c", KEYRING_DRIVER, str(FETCH_ROOT), *folders],
         capture_output=True,
         text=True,
         timeout=60,

@@ -37,6 +37,8 @@ from kennel.settings import DockerKennelSettings, KennelSettings
 from tests.docker.conftest import docker_client, kennel_image  # noqa: F401 - fixtures
 from tests.fakes.require import missing
 from tests.kennel.procs import running
+from tests.kennel.runs import Runs
+from tests.kennel.runs import runs as runs  # the fixture
 
 LAUNCHER = str(Path(launcher.__file__).resolve())
 KENNEL_UID = parse_user(DEDICATED_USER)[0]
@@ -181,20 +183,14 @@ def require_cgroups() -> None:
         )
 
 
-def kennel_for(tmp_path: Path, **limits: Any) -> BwrapKennel:
-    return BwrapKennel(tmp_path / "home", limits=Limits(**limits))
+def kennel_for(runs: Runs, **limits: Any) -> BwrapKennel:
+    return BwrapKennel(runs.home, limits=Limits(**limits))
 
 
-def run_spec(kennel: BwrapKennel, tmp_path: Path, code: str, run: str = "r1") -> ExecSpec:
-    """A run's folders as the host makes them (``<runs>/<repo>/<run>/tree`` and its
-    state), the tree the kennel uid's, and a Python script as the CLI."""
-    tree = tmp_path / "runs" / "demo-0a1b2c" / run / "tree"
-    tree.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        os.chown(tree, KENNEL_UID, KENNEL_UID)
-    layout = kennel.layout(tree, "probe")
-    layout.state_host.mkdir(parents=True, exist_ok=True)
-    return ExecSpec((sys.executable, "-c", code), {"PATH": "/usr/bin"}, tree, layout)
+def run_spec(kennel: BwrapKennel, runs: Runs, code: str) -> ExecSpec:
+    """A new real run (its own layer and fresh state, tests/kennel/runs.py) with a
+    Python script as the CLI."""
+    return runs.open(kennel).spec((sys.executable, "-c", code))
 
 
 def is_root() -> bool:
@@ -248,14 +244,14 @@ time.sleep(60)
 
 @pytest.mark.real
 @pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup", "rlimits-only"])
-async def test_a_fork_bomb_is_capped_and_cleaned_up(tmp_path: Path, cgroups: bool) -> None:
+async def test_a_fork_bomb_is_capped_and_cleaned_up(runs: Runs, cgroups: bool) -> None:
     if cgroups:
         require_cgroups()
     else:
         require_bwrap()
     limit = 64
-    kennel = kennel_for(tmp_path, processes=limit, cgroups=cgroups)
-    proc = await kennel.exec(run_spec(kennel, tmp_path, BOMB))
+    kennel = kennel_for(runs, processes=limit, cgroups=cgroups)
+    proc = await kennel.exec(run_spec(kennel, runs, BOMB))
     try:
         report = json.loads(await anext(aiter(proc.lines())))
         tree = proc.alive_pids()
@@ -268,7 +264,9 @@ async def test_a_fork_bomb_is_capped_and_cleaned_up(tmp_path: Path, cgroups: boo
     # From the host: the sandbox's tree, bwrap and its init (root, outside the
     # kennel's uid) aside, never went past the limit.
     assert len([p for p in tree if uids[p] != 0]) <= limit, uids
-    assert list(uids.values()).count(KENNEL_UID) >= report["forked"] if is_root() else True
+    if is_root():  # the sandbox's processes are the kennel uid's (kennel.owner())
+        assert kennel.owner() == (KENNEL_UID, KENNEL_UID)
+        assert list(uids.values()).count(KENNEL_UID) >= report["forked"]
     assert len(tree) <= limit + 2
     assert took < 5 and [p for p in tree if running(p)] == []
     assert _our_groups() == []
@@ -293,16 +291,16 @@ for pid in kids:
 
 
 @pytest.mark.real
-async def test_the_process_limit_is_per_run_not_per_uid(tmp_path: Path) -> None:
+async def test_the_process_limit_is_per_run_not_per_uid(runs: Runs) -> None:
     """Every run has its own user namespace (as root) or bwrap's (not root): a full run
     leaves the next run of the same uid its own processes."""
     require_bwrap()
-    kennel = kennel_for(tmp_path, processes=48, cgroups=False)
-    bomb = await kennel.exec(run_spec(kennel, tmp_path, BOMB, "bomb"))
+    kennel = kennel_for(runs, processes=48, cgroups=False)
+    bomb = await kennel.exec(run_spec(kennel, runs, BOMB))
     try:
         report = json.loads(await anext(aiter(bomb.lines())))
         assert report["error"] and report["forked"] > 30
-        other = await kennel.exec(run_spec(kennel, tmp_path, SMALL_FORKS, "other"))
+        other = await kennel.exec(run_spec(kennel, runs, SMALL_FORKS))
         lines = [line async for line in other.lines()]
         assert (lines, await other.wait()) == (["forked 20"], 0), other.stderr_tail()
     finally:
@@ -330,10 +328,10 @@ print(json.dumps(codes), flush=True)
 
 
 @pytest.mark.real
-async def test_a_memory_hog_is_stopped_by_the_runs_cgroup(tmp_path: Path) -> None:
+async def test_a_memory_hog_is_stopped_by_the_runs_cgroup(runs: Runs) -> None:
     require_cgroups()
-    kennel = kennel_for(tmp_path, memory=256 << 20)
-    proc = await kennel.exec(run_spec(kennel, tmp_path, HOG))
+    kennel = kennel_for(runs, memory=256 << 20)
+    proc = await kennel.exec(run_spec(kennel, runs, HOG))
     lines = [line async for line in proc.lines()]
     code = await proc.wait()
     assert code == 0 and lines, proc.stderr_tail()
@@ -343,14 +341,14 @@ async def test_a_memory_hog_is_stopped_by_the_runs_cgroup(tmp_path: Path) -> Non
 
 
 @pytest.mark.real
-async def test_a_memory_hog_fails_to_allocate_under_rlimits_only(tmp_path: Path) -> None:
+async def test_a_memory_hog_fails_to_allocate_under_rlimits_only(runs: Runs) -> None:
     require_bwrap()
-    kennel = kennel_for(tmp_path, memory=256 << 20, cgroups=False)
+    kennel = kennel_for(runs, memory=256 << 20, cgroups=False)
     code = (
         "try:\n    data = b'x' * (1 << 30)\n    print('allocated')\n"
         "except MemoryError:\n    print('MemoryError')\n"
     )
-    proc = await kennel.exec(run_spec(kennel, tmp_path, code))
+    proc = await kennel.exec(run_spec(kennel, runs, code))
     lines = [line async for line in proc.lines()]
     assert (lines, await proc.wait()) == (["MemoryError"], 0), proc.stderr_tail()
 
@@ -368,21 +366,23 @@ with open("big.bin", "wb", buffering=0) as f:
 
 
 @pytest.mark.real
-async def test_a_file_past_the_size_limit_fails_with_efbig(tmp_path: Path) -> None:
+async def test_a_file_past_the_size_limit_fails_with_efbig(runs: Runs) -> None:
     require_bwrap()
-    kennel = kennel_for(tmp_path, file_size=1 << 20)
-    spec = run_spec(kennel, tmp_path, WRITE)
-    proc = await kennel.exec(spec)
+    kennel = kennel_for(runs, file_size=1 << 20)
+    run = runs.open(kennel)
+    proc = await kennel.exec(run.spec((sys.executable, "-c", WRITE)))
     lines = [line async for line in proc.lines()]
     assert (lines, await proc.wait()) == (["EFBIG"], 0), proc.stderr_tail()
-    assert (spec.repo / "big.bin").stat().st_size == 1 << 20
+    # Written in the run's layer (its upper folder, for an overlay), not the owner's repo.
+    assert (run.writes / "big.bin").stat().st_size == 1 << 20
+    assert not (run.repo / "big.bin").exists()
 
 
 @pytest.mark.real
-async def test_a_busy_loop_is_ended_by_the_cpu_limit(tmp_path: Path) -> None:
+async def test_a_busy_loop_is_ended_by_the_cpu_limit(runs: Runs) -> None:
     require_bwrap()
-    kennel = kennel_for(tmp_path, cpu_seconds=1)
-    proc = await kennel.exec(run_spec(kennel, tmp_path, "while True:\n    pass\n"))
+    kennel = kennel_for(runs, cpu_seconds=1)
+    proc = await kennel.exec(run_spec(kennel, runs, "while True:\n    pass\n"))
     lines = [line async for line in proc.lines()]
     code = await asyncio.wait_for(proc.wait(), 30)
     # The launcher reports the CLI's death by signal as 128 + the signal.
@@ -426,16 +426,15 @@ async def test_a_group_that_cannot_be_joined_starts_nothing(tmp_path: Path) -> N
 
 
 @pytest.mark.real
-async def test_the_docker_kennel_has_the_ulimits(kennel_image: str, tmp_path: Path) -> None:  # noqa: F811
-    runs = tmp_path / "runs" / "app-0a1b2c"
-    runs.mkdir(parents=True)
+async def test_the_docker_kennel_has_the_ulimits(kennel_image: str, runs: Runs) -> None:  # noqa: F811
     settings = DockerKennelSettings(
         memory="256m", pids=64, cpu_seconds=100, file_size="1m", nproc=96
     )
-    kennel = DockerKennel(tmp_path / "home", settings, kennel_image)
+    kennel = DockerKennel(runs.home, settings, kennel_image)
+    run = runs.open(kennel)
     try:
         async with kennel._lock:
-            warm = await kennel._ensure(runs)
+            warm = await kennel._ensure(run.runs)
         kennel._verify(warm)  # hardening_problems, ulimits included, found nothing
         ulimits = {
             u["Name"]: (u["Soft"], u["Hard"]) for u in warm.container.attrs["HostConfig"]["Ulimits"]
@@ -445,6 +444,7 @@ async def test_the_docker_kennel_has_the_ulimits(kennel_image: str, tmp_path: Pa
             warm.container.exec_run, ["sh", "-c", "id -u; cat /proc/self/limits"], user=warm.user
         )
         out = result.output.decode()
+        assert kennel.owner() == (KENNEL_UID, KENNEL_UID)
         assert out.splitlines()[0] == str(KENNEL_UID)
         rows = {line[:26].strip(): line[26:].split()[:2] for line in out.splitlines()[2:]}
         assert rows["Max processes"] == ["96", "96"]

@@ -1,5 +1,5 @@
 """The local kennel: own process group, private network namespace, the relay socket as
-the only way out."""
+the only way out. Every CLI here works on a real run's tree (tests/kennel/runs.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ import pytest
 from aiohttp import web
 
 from core.errors import KennelError
-from kennel.base import ExecSpec, Layout, RelaySpec
+from kennel.base import ExecSpec, RelaySpec
 from kennel.local import LocalKennel, netns_available
 from tests.fakes.require import missing
 from tests.kennel.procs import running
+from tests.kennel.runs import Runs
+from tests.kennel.runs import runs as runs  # the fixture
 
 PROBE = """
 import socket, sys
@@ -41,24 +43,6 @@ try:
 except OSError:
     print("dns closed")
 """
-
-
-def spec_for(
-    tmp_path: Path,
-    argv: tuple[str, ...],
-    env: dict[str, str],
-    relay: RelaySpec | None = None,
-    port: int = 0,
-) -> ExecSpec:
-    layout = Layout(
-        workdir=tmp_path,
-        state_host=tmp_path / "state",
-        state_seen=tmp_path / "state",
-        relay_socket=tmp_path / "relay.sock",
-        relay_port=port,
-        path_env="/usr/bin",
-    )
-    return ExecSpec(argv, env, tmp_path, layout, relay=relay)
 
 
 @asynccontextmanager
@@ -105,7 +89,7 @@ async def _collect(kennel: LocalKennel, spec: ExecSpec) -> list[str]:
     return lines
 
 
-async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
+async def test_no_network_but_the_relay_socket(tmp_path: Path, runs: Runs) -> None:
     # The kennel starts the model relay for the process: the only way out.
     _require_netns()
     host = socket.socket()
@@ -113,16 +97,17 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
     host.listen()
     host_port = host.getsockname()[1]
     log = tmp_path / "relay.jsonl"
+    kennel = LocalKennel(runs.home, "required")
+    run = runs.open(kennel)
     try:
         async with upstream() as url:
-            spec = spec_for(
-                tmp_path,
-                (sys.executable, "-c", PROBE, str(host_port), "4100"),
+            port = str(run.layout.relay_port)
+            spec = run.spec(
+                (sys.executable, "-c", PROBE, str(host_port), port),
                 {"PATH": "/usr/bin"},
                 relay_to(url, log),
-                4100,
             )
-            lines = await _collect(LocalKennel(tmp_path, "required"), spec)
+            lines = await _collect(kennel, spec)
     finally:
         host.close()
     assert lines == ["host closed", "relay pong:/v1/models", "dns closed"]
@@ -133,16 +118,16 @@ async def test_no_network_but_the_relay_socket(tmp_path: Path) -> None:
     assert not spec.layout.relay_socket.exists()  # the relay ended with the process
 
 
-async def test_the_relay_lives_until_the_process_is_terminated(tmp_path: Path) -> None:
+async def test_the_relay_lives_until_the_process_is_terminated(tmp_path: Path, runs: Runs) -> None:
     code = "print('ready', flush=True); import time; time.sleep(60)"
+    kennel = LocalKennel(runs.home, "auto")
     async with upstream() as url:
-        spec = spec_for(
-            tmp_path,
+        spec = runs.open(kennel).spec(
             (sys.executable, "-c", code),
             {"PATH": "/usr/bin"},
             relay_to(url, tmp_path / "relay.jsonl"),
         )
-        proc = await LocalKennel(tmp_path, "auto").exec(spec)
+        proc = await kennel.exec(spec)
         async for line in proc.lines():
             if line == "ready":
                 break
@@ -152,29 +137,32 @@ async def test_the_relay_lives_until_the_process_is_terminated(tmp_path: Path) -
     assert proc.relay_tokens() == (0, 0)
 
 
-async def test_a_process_that_cannot_start_leaves_no_relay(tmp_path: Path) -> None:
+async def test_a_process_that_cannot_start_leaves_no_relay(tmp_path: Path, runs: Runs) -> None:
+    kennel = LocalKennel(runs.home, "auto")
     async with upstream() as url:
-        spec = spec_for(
-            tmp_path, ("true",), {"PATH": "/usr/bin"}, relay_to(url, tmp_path / "relay.jsonl")
+        spec = runs.open(kennel).spec(
+            ("true",), {"PATH": "/usr/bin"}, relay_to(url, tmp_path / "relay.jsonl")
         )
         missing = dataclasses.replace(spec, repo=tmp_path / "no-such-folder")
         with pytest.raises(KennelError):
-            await LocalKennel(tmp_path, "auto").exec(missing)
+            await kennel.exec(missing)
     assert not spec.layout.relay_socket.exists()
 
 
-async def test_host_env_does_not_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_host_env_does_not_leak(runs: Runs, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-canary-in-host-env")
-    spec = spec_for(
-        tmp_path,
-        (sys.executable, "-c", "import os; print(sorted(os.environ))"),
+    kennel = LocalKennel(runs.home, "auto")
+    run = runs.open(kennel)
+    spec = run.spec(
+        (sys.executable, "-c", "import os; print(sorted(os.environ)); print(os.getcwd())"),
         {"PATH": "/usr/bin", "ONLY": "1"},
     )
-    lines = await _collect(LocalKennel(tmp_path, "auto"), spec)
+    lines = await _collect(kennel, spec)
     assert "ANTHROPIC_API_KEY" not in lines[0] and "ONLY" in lines[0]
+    assert lines[1] == str(run.tree)  # it works in the run's tree, not the owner's repo
 
 
-async def test_terminate_kills_the_whole_tree(tmp_path: Path) -> None:
+async def test_terminate_kills_the_whole_tree(runs: Runs) -> None:
     # A child that starts its own session escapes the process group; it must die too.
     code = (
         "import subprocess, time, sys\n"
@@ -183,8 +171,8 @@ async def test_terminate_kills_the_whole_tree(tmp_path: Path) -> None:
         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
         "print('ready', flush=True); time.sleep(60)\n"
     )
-    spec = spec_for(tmp_path, (sys.executable, "-c", code), {"PATH": "/usr/bin"})
-    proc = await LocalKennel(tmp_path, "auto").exec(spec)
+    kennel = LocalKennel(runs.home, "auto")
+    proc = await kennel.exec(runs.open(kennel).spec((sys.executable, "-c", code)))
     async for line in proc.lines():
         if line == "ready":
             break
