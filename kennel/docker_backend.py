@@ -135,7 +135,8 @@ class DockerKennel:
         s = self._settings
         return (
             f"docker: no network but the model relay, all capabilities dropped, "
-            f"read-only root, non-root user, only the repo writable (.git hidden); "
+            "read-only root, non-root user, only the run's own copy of the repo writable "
+            "(no .git); "
             f"limits {s.memory} RAM, {s.cpus:g} CPUs, {s.pids} processes"
         )
 
@@ -443,9 +444,14 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
         source, dest = str(mount.get("Source", "")), str(mount.get("Destination", ""))
         if "docker.sock" in source or "docker.sock" in dest:
             problems.append("the Docker socket is mounted")
-        if mount.get("Type") == "bind" and mount.get("RW") and dest != str(RUNS):
+        # Exactly two mounts: the runs folder (the one writable place) and the relay's
+        # folder, read-only. Anything else (a volume, the owner's repo or .git, even
+        # read-only) is not what the kennel promises.
+        if dest not in (str(RUNS), "/relay"):
+            problems.append(f"{dest} is mounted ({mount.get('Type')})")
+        elif mount.get("RW") and dest != str(RUNS):
             problems.append(f"{dest} is writable")
-        if dest == str(RUNS) and Path(source) != repo:
+        if dest == str(RUNS) and (Path(source) != repo or mount.get("Type") != "bind"):
             problems.append(f"{dest} is {source}, not {repo}")
     for item in config.get("Env") or []:
         name, _, value = str(item).partition("=")

@@ -21,7 +21,7 @@ from pathlib import Path
 from core.errors import KennelError
 from kennel import launcher
 from kennel.base import ExecSpec, Layout
-from kennel.paths import run_dir
+from kennel.paths import relay_dir
 from kennel.process import GroupProcess, start_group
 from kennel.relayed import RelayedProcess, start_relayed
 
@@ -76,7 +76,6 @@ class LocalKennel:
         return None  # the CLI runs as Fetch's own user: the unsafe part of this mode
 
     def layout(self, tree: Path, harness: str, repo: Path | None = None) -> Layout:
-        runs = tree.parent.parent  # <runs>/<repo>/<run>/tree
         state = tree.parent / "state" / harness
         if self.uses_netns():
             port = NETNS_RELAY_PORT
@@ -89,7 +88,7 @@ class LocalKennel:
             workdir=tree,
             state_host=state,
             state_seen=state,
-            relay_socket=run_dir(self._home) / f"relay-{runs.name}.sock",
+            relay_socket=relay_dir(self._home, self.owner()) / "relay.sock",
             relay_port=port,
             path_env=self._path_env,
         )

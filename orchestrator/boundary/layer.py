@@ -143,10 +143,10 @@ class Layers:
     # -- runs ----------------------------------------------------------------------------
     def open(self, repo: Repo, task_id: int, *, host_mounts: bool) -> Layer:
         """A new run's layer at ``repo``'s HEAD."""
+        owner = self._owner()  # first: a refused uid leaves no folder behind
         base, head = self.base(repo)
         root = self.runs(repo.path) / f"{task_id}-{token_hex(8)}"
         os.mkdir(root, 0o711)
-        owner = self._owner()
         kind = "overlay" if self._overlay and host_mounts and _overlay_ok(base, root) else "copy"
         since = 0
         if kind == "overlay":

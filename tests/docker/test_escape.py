@@ -218,6 +218,8 @@ def test_weak_container_is_refused() -> None:
                 "RW": True,
             },
             {"Type": "bind", "Source": "/elsewhere", "Destination": "/runs", "RW": True},
+            {"Type": "bind", "Source": "/ws/app/.git", "Destination": "/owner-git", "RW": False},
+            {"Type": "volume", "Source": "vol", "Destination": "/data", "RW": True},
         ],
     }
     runs = Path("/home/fetch/runs/app-0a1b2c3d")
@@ -233,8 +235,10 @@ def test_weak_container_is_refused() -> None:
         "runs as root",
         "Docker socket",
         "real credential",
-        "/workspace is writable",
-        "/workspace/.git is writable",
+        "/workspace is mounted (bind)",
+        "/workspace/.git is mounted (bind)",
+        "/owner-git is mounted (bind)",
+        "/data is mounted (volume)",
         f"/runs is /elsewhere, not {runs}",
     ):
         assert expected in text, text
