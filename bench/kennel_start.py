@@ -26,6 +26,8 @@ from kennel.bwrap import BwrapKennel
 from kennel.bwrap import probe as bwrap_probe
 from kennel.local import LocalKennel
 from kennel.relay import PLACEHOLDER_KEY
+from orchestrator.boundary.gitops import Repo
+from orchestrator.boundary.layer import Layer, build_layers
 from tests.fakes.model_server import ScriptedModelServer, Text
 
 TARGET_MS = 300.0  # docker warm, over the bare CLI (p50)
@@ -35,7 +37,10 @@ START_REPEAT = 5  # `true` samples per claude sample: it is cheap and the figure
 
 async def _first_request(srv: ScriptedModelServer, before: int, started: float) -> float:
     # The fake records requests in a list; a 2 ms poll is finer than what is measured.
-    while len(srv.model_requests) <= before:  # noqa: ASYNC110
+    # A CLI that never asks (refused by the relay, crashed) fails the run, not hangs it.
+    while len(srv.model_requests) <= before:
+        if time.perf_counter() - started > 120:
+            raise RuntimeError("no model request within 120 s (see the relay log)")
         await asyncio.sleep(0.002)
     return (time.perf_counter() - started) * 1000
 
@@ -67,8 +72,23 @@ async def _bare(srv: ScriptedModelServer, repo: Path, state: Path) -> float:
     return took
 
 
-async def _kennel(srv: ScriptedModelServer, kennel: Kennel, repo: Path, log: Path) -> float:
-    layout = kennel.layout(repo, "claude-code")
+def open_run(kennel: Kennel, home: Path, repo: Path, harness: str) -> Layer:
+    """A run's own layer over ``repo`` for ``kennel``, as the runner opens one: its tree
+    (``<runs>/<repo>/<run>/tree``) and a fresh ``state/<harness>`` owned by the kennel's
+    uid. Made before the clock starts; ``drop()`` it after. Each kennel has its own base
+    (one Fetch runs one kennel: its base belongs to that kennel's uid)."""
+    layers = build_layers(home / "layers" / kennel.name, kennel)
+    layer = layers.open(Repo(repo), 0, host_mounts=kennel.host_mounts)
+    layer.fresh_state(harness)
+    layer.prepared()
+    return layer
+
+
+async def _kennel(
+    srv: ScriptedModelServer, kennel: Kennel, run: Layer, repo: Path, log: Path
+) -> float:
+    run.fresh_state("claude-code")
+    layout = kennel.layout(run.tree, "claude-code", repo)
     started = time.perf_counter()
     before = len(srv.model_requests)
     relay = RelaySpec(
@@ -85,15 +105,17 @@ async def _kennel(srv: ScriptedModelServer, kennel: Kennel, repo: Path, log: Pat
         workdir=layout.workdir,
         state_dir=layout.state_seen,
         model_url=f"http://127.0.0.1:{layout.relay_port}",
-        placeholder_key=PLACEHOLDER_KEY,
+        placeholder_key=relay.secret,  # the run's own: the relay refuses any other
         path_env=layout.path_env,
         confined=layout.confined,
     )
-    layout.state_host.mkdir(parents=True, exist_ok=True)
     harness.prepare(req, layout.state_host)
+    run.prepared()
     argv, env = harness.command(req)
     # The kennel starts the relay with the process and stops it when the process ends.
-    proc: KennelProcess = await kennel.exec(ExecSpec(tuple(argv), env, repo, layout, relay=relay))
+    proc: KennelProcess = await kennel.exec(
+        ExecSpec(tuple(argv), env, run.tree, layout, relay=relay, git=repo / ".git")
+    )
     took = await _first_request(srv, before, started)
     async for _line in proc.lines():
         pass
@@ -114,9 +136,10 @@ async def _bare_true() -> float:
     return (time.perf_counter() - started) * 1000
 
 
-async def _kennel_true(kennel: Kennel, repo: Path, url: str, log: Path) -> float:
-    """exec -> exit of `true`, with the relay the kennel starts and stops around it."""
-    layout = kennel.layout(repo, "bench")
+async def _kennel_true(kennel: Kennel, run: Layer, repo: Path, url: str, log: Path) -> float:
+    """exec -> exit of `true` on the run's layer (``open_run``), with the relay the kennel
+    starts and stops around it."""
+    layout = kennel.layout(run.tree, "bench", repo)
     relay = RelaySpec(
         upstream=url,
         provider="anthropic",
@@ -126,9 +149,10 @@ async def _kennel_true(kennel: Kennel, repo: Path, url: str, log: Path) -> float
         log_path=log,
     )
     started = time.perf_counter()
-    layout.state_host.mkdir(parents=True, exist_ok=True)
     proc = await kennel.exec(
-        ExecSpec(("true",), {"PATH": "/usr/bin:/bin"}, repo, layout, relay=relay)
+        ExecSpec(
+            ("true",), {"PATH": "/usr/bin:/bin"}, run.tree, layout, relay=relay, git=repo / ".git"
+        )
     )
     async for _line in proc.lines():
         pass
@@ -148,6 +172,7 @@ async def _run_start(n: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="fetch-bench-kstart-"))
     results: dict[str, list[float]] = {"bare `true`": [], "bwrap sandbox": [], "docker warm": []}
     notes: list[str] = []
+    runs: list[Layer] = []
     try:
         repo = make_repo(root / "ws")
         home = root / "home"
@@ -155,22 +180,32 @@ async def _run_start(n: int) -> dict[str, Any]:
         sandbox = BwrapKennel(home) if bwrap_probe() is None else None
         if sandbox is None:
             notes.append(f"bwrap: {bwrap_probe()}; skipped")
+        else:
+            runs.append(bwrap_run := open_run(sandbox, home, repo, "bench"))
         docker_kennel = _docker(home)
         if docker_kennel is None:
             notes.append("docker: no engine or no kennel image; skipped")
+        else:
+            runs.append(docker_run := open_run(docker_kennel, home, repo, "bench"))
         async with ScriptedModelServer() as srv:
             for i in range(n + 1):  # the first round warms caches and the container
                 row = {"bare `true`": await _bare_true()}
                 if sandbox is not None:
-                    row["bwrap sandbox"] = await _kennel_true(sandbox, repo, srv.url, log)
+                    row["bwrap sandbox"] = await _kennel_true(
+                        sandbox, bwrap_run, repo, srv.url, log
+                    )
                 if docker_kennel is not None:
-                    row["docker warm"] = await _kennel_true(docker_kennel, repo, srv.url, log)
+                    row["docker warm"] = await _kennel_true(
+                        docker_kennel, docker_run, repo, srv.url, log
+                    )
                 if i:
                     for name, ms in row.items():
                         results[name].append(ms)
             if docker_kennel is not None:
                 await docker_kennel.close()
     finally:
+        for run in runs:
+            run.drop()
         shutil.rmtree(root, ignore_errors=True)
     stats = {k: summary(v) for k, v in results.items() if v}
     bare = stats["bare `true`"]["p50"]
@@ -194,9 +229,11 @@ async def _run_first_request(n: int) -> dict[str, Any]:
         "docker cold": [],
     }
     notes: list[str] = []
+    runs: dict[str, Layer] = {}
     try:
         repo = make_repo(root / "ws")
         home = root / "home"
+        log = home / "relay.jsonl"
         async with ScriptedModelServer() as srv:
             srv.default = Text("ok")
             local = LocalKennel(home, "auto", os.environ.get("PATH", ""))
@@ -208,27 +245,32 @@ async def _run_first_request(n: int) -> dict[str, Any]:
             docker_kennel = _docker(home)
             if docker_kennel is None:
                 notes.append("docker: no engine or no kennel image; skipped")
+            for kennel in (local, sandbox, docker_kennel):
+                if kennel is not None:
+                    runs[kennel.name] = open_run(kennel, home, repo, "claude-code")
             for i in range(n):
                 results["bare CLI on host"].append(await _bare(srv, repo, root / f"bare{i}"))
                 if sandbox is not None:
                     results["bwrap sandbox"].append(
-                        await _kennel(srv, sandbox, repo, home / "relay.jsonl")
+                        await _kennel(srv, sandbox, runs[sandbox.name], repo, log)
                     )
                 results["unsafe-local"].append(
-                    await _kennel(srv, local, repo, home / "relay.jsonl")
+                    await _kennel(srv, local, runs[local.name], repo, log)
                 )
                 if docker_kennel is not None:
                     results["docker warm" if i else "docker cold"].append(
-                        await _kennel(srv, docker_kennel, repo, home / "relay.jsonl")
+                        await _kennel(srv, docker_kennel, runs[docker_kennel.name], repo, log)
                     )
             if docker_kennel is not None:
                 for _ in range(max(1, n // 3)):
                     await docker_kennel.close()  # the next exec creates the container
                     results["docker cold"].append(
-                        await _kennel(srv, docker_kennel, repo, home / "relay.jsonl")
+                        await _kennel(srv, docker_kennel, runs[docker_kennel.name], repo, log)
                     )
                 await docker_kennel.close()
     finally:
+        for run in runs.values():
+            run.drop()
         shutil.rmtree(root, ignore_errors=True)
     stats = {k: summary(v) for k, v in results.items() if v}
     bare = stats["bare CLI on host"]["p50"]
