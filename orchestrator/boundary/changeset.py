@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from orchestrator.boundary.gitops import Change, Repo
@@ -44,24 +45,30 @@ def _skip(path: str) -> str | None:
     return None
 
 
+def _entries(tree: Tree, limits: Limits, out: Scan, mount_point: bool) -> Iterator[Found]:
+    """The tree's entries that may be part of a change; a nested ``.git`` (and all below
+    it) is named in ``out.left_out`` instead. ``mount_point``: the top ``.git`` is where
+    the owner's is shown read-only (an overlay's upper): nothing below it to name."""
+    hidden: list[str] = []  # folders below which nothing is read
+    for found in tree.walk(limits):
+        path = found.path
+        if (mount_point and path == ".git") or any(path.startswith(h + "/") for h in hidden):
+            continue
+        why = _skip(path)
+        if why is not None:
+            out.left_out.append(f"{shown(path)} ({why})")
+            if found.kind == "dir":
+                hidden.append(path)
+            continue
+        yield found
+
+
 def scan_upper(tree: Tree, limits: Limits) -> Scan:
     """An overlay's upper folder, as a scan. Only ``trusted.`` xattrs mark an opaque
     folder: the host mounts as root, and a kennel cannot set those."""
     out = Scan()
-    hidden: list[str] = []  # folders below which nothing is read (a nested .git)
-    for found in tree.walk(limits):
-        path = found.path
-        if path == ".git" or any(path.startswith(h + "/") for h in hidden):
-            # The top .git is the mount point of the owner's, read-only (bwrap): nothing
-            # is written below it; what a backend without it put there is named below.
-            continue
-        why = _skip(path)
-        kind = found.kind
-        if why is not None:
-            out.left_out.append(f"{shown(path)} ({why})")
-            if kind == "dir":
-                hidden.append(path)
-            continue
+    for found in _entries(tree, limits, out, mount_point=True):
+        path, kind = found.path, found.kind
         if kind == "dir":
             if found.opaque:
                 out.gone.add(path)
@@ -78,19 +85,9 @@ def scan_copy(tree: Tree, before: Tree, since_ns: int, limits: Limits) -> Scan:
     """A full copy compared with the base it was made from at ``since_ns``."""
     out = Scan()
     seen: set[str] = set()
-    hidden: list[str] = []
-    for found in tree.walk(limits):
-        path = found.path
-        if any(path.startswith(h + "/") for h in hidden):
-            continue
+    for found in _entries(tree, limits, out, mount_point=False):
+        path, kind = found.path, found.kind
         seen.add(path)
-        why = _skip(path)
-        kind = found.kind
-        if why is not None:
-            out.left_out.append(f"{shown(path)} ({why})")
-            if kind == "dir":
-                hidden.append(path)
-            continue
         old = before.lstat(path)
         if kind == "dir":
             if old is not None and not stat.S_ISDIR(old.st_mode):
@@ -104,9 +101,15 @@ def scan_copy(tree: Tree, before: Tree, since_ns: int, limits: Limits) -> Scan:
             out.found.append(found)
         else:
             out.left_out.append(f"{shown(path)} ({kind})")
+    # What the base has and the copy lost. The walk is depth-first, parents first: a
+    # lost folder is one deletion, and its entries (which follow it) are skipped.
+    lost = ""
     for found in before.walk(limits):
-        if found.path not in seen and not any(found.path.startswith(g + "/") for g in out.gone):
+        if lost and found.path.startswith(lost):
+            continue
+        if found.path not in seen:
             out.gone.add(found.path)
+            lost = found.path + "/" if found.kind == "dir" else ""
     return out
 
 
