@@ -387,6 +387,11 @@ class Repo:
             self._run("checkout-index", "-a", "-f", env=env)
             return []
         names = self._run_bytes("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
+        # Handing the base to the kennel's uid changed every file's owner and ctime: the
+        # index's stat data must be refreshed (contents are unchanged) or git refuses the
+        # path-by-path update ("not uptodate") and the whole base is made anew.
+        with suppress(GitError):  # a real difference: read-tree refuses, the base is remade
+            self._run("update-index", "-q", "--refresh", env=env)
         self._run("read-tree", "-m", "-u", old, new, env=env)
         return [n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n]
 
