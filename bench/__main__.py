@@ -29,6 +29,7 @@ from bench import (
     dashboard,
     flood,
     kennel_start,
+    layer,
     memory,
     memory_bench,
     roundtrip,
@@ -47,6 +48,13 @@ BENCHMARKS: dict[str, Benchmark] = {
     "memory": (memory.run, memory.render, 1, 1),
     "memory_search": (memory_bench.run, memory_bench.render, 300, 50),
     "kennel_start": (kennel_start.run, kennel_start.render, 6, 2),
+    # The run's layer against the old direct mount; the quick N runs the small repos only.
+    "layer": (
+        lambda n: layer.run(n, layer.SIZES if n > layer.QUICK_ROUNDS else layer.QUICK_SIZES),
+        layer.render,
+        layer.ROUNDS,
+        layer.QUICK_ROUNDS,
+    ),
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
     "flood": (flood.run, flood.render, 1_000, 200),
     "agent": (agent.run, agent.render, 10, 10),
