@@ -4,6 +4,7 @@ the next turn's fresh state folder (orchestrator/boundary/layer.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 
@@ -55,6 +56,12 @@ async def test_the_answer_resumes_the_real_cli_session(
     asked = await claude.ask("fix the typo in README.md of demo", "asks", 120)
     assert QUESTION in asked
     assert tree_snapshot(repo) == before
+    # The CLI may still send a late side request of its first turn: let it land first,
+    # so it cannot take the answer turn's scripted steps.
+    seen = -1
+    while seen != len(model.requests):
+        seen = len(model.requests)
+        await asyncio.sleep(1.0)
     first = len(model.model_requests)
     model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Used your word."))
     await claude.ask("The", "Passed your answer")
