@@ -113,10 +113,11 @@ class KennelProcess(Protocol):
 
 class Kennel(Protocol):
     name: str
-    # True when a mount the host makes below a run's folder is what the CLI sees (so the
-    # run's tree may be an overlay); False when the backend binds its folders once
-    # (a warm Docker container), and the tree is a copy.
-    host_mounts: bool
+
+    @property
+    def host_mounts(self) -> bool:
+        """True when a mount the host makes below a run's folder is what the CLI sees
+        (so the run's tree may be an overlay); False: the tree must be a copy."""
 
     def isolation(self) -> str:
         """One line a person can read: what this backend protects against."""

@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import socket
+import subprocess
 import threading
 import time
 from collections import deque
@@ -33,6 +34,7 @@ from typing import Any
 
 import docker
 import docker.errors
+from docker.types import Mount
 from docker.utils.socket import frames_iter
 
 from core.errors import KennelError
@@ -129,6 +131,7 @@ class DockerKennel:
         # has the same FETCH_HOME path) never name, reuse or remove each other's kennels.
         self._install = install_id(home)
         self._swept = False
+        self._shared: bool | None = None  # FETCH_HOME/runs made a shared mount point
 
     # -- the port -----------------------------------------------------------------------
     def isolation(self) -> str:
@@ -140,9 +143,19 @@ class DockerKennel:
             f"limits {s.memory} RAM, {s.cpus:g} CPUs, {s.pids} processes"
         )
 
-    # A warm container binds its folders once: a host mount made later below them is
-    # not seen, so a run's tree is a copy here, not an overlay.
-    host_mounts = False
+    @property
+    def host_mounts(self) -> bool:
+        """A warm container binds its folders once. A run's overlay, mounted by the host
+        later, reaches it only through mount propagation: FETCH_HOME/runs made a shared
+        mount point (Fetch root on the host), each container's /runs its slave. Else
+        (Compose, not root) the run's tree is a copy."""
+        if self._shared is None:
+            runs = self._home / "runs"
+            # A path the engine sees under another name (Fetch in a container of that
+            # engine: Compose) lives in another mount namespace: nothing would propagate.
+            same = self._paths.to_host(runs) == str(runs)
+            self._shared = same and _share(runs)
+        return self._shared
 
     def owner(self) -> tuple[int, int] | None:
         return parse_user(user_for(self._home, self._settings.user))
@@ -200,6 +213,15 @@ class DockerKennel:
             if self._client is not None:
                 await asyncio.to_thread(self._client.close)
                 self._client = None
+            if self._shared:
+                # Ours: made by host_mounts. Lazily, should a run's mount still hold it.
+                await asyncio.to_thread(
+                    subprocess.run,
+                    ["umount", "-l", str(self._home / "runs")],
+                    capture_output=True,
+                    check=False,
+                )
+                self._shared = None
 
     # -- containers ---------------------------------------------------------------------
     def _docker(self) -> Any:
@@ -304,10 +326,17 @@ class DockerKennel:
                 user=KEEPER_USER,
                 environment={},
                 working_dir=str(RUNS),
-                volumes={
-                    self._paths.to_host(repo): {"bind": str(RUNS), "mode": "rw"},
-                    self._paths.to_host(relay_dir): {"bind": "/relay", "mode": "ro"},
-                },
+                mounts=[
+                    Mount(
+                        str(RUNS),
+                        self._paths.to_host(repo),
+                        type="bind",
+                        # A run's overlay, mounted by the host after this container
+                        # started, reaches it (host_mounts); never the other way round.
+                        propagation="rslave" if self.host_mounts else None,
+                    )
+                ],
+                volumes={self._paths.to_host(relay_dir): {"bind": "/relay", "mode": "ro"}},
                 labels={
                     LABEL: "1",
                     f"{LABEL}.home": str(self._home),
@@ -460,6 +489,22 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
         elif SECRET_NAME.search(name):
             problems.append(f"secret-looking variable {name} in the environment")
     return problems
+
+
+def _share(runs: Path) -> bool:
+    """Make ``runs`` a shared mount point (a bind onto itself), so mounts made below it
+    later propagate to containers that bind a folder of it as slaves. Root only."""
+    if os.geteuid() != 0:
+        return False
+    runs.mkdir(parents=True, exist_ok=True, mode=0o711)
+    steps = [] if os.path.ismount(runs) else [["mount", "--bind", str(runs), str(runs)]]
+    steps.append(["mount", "--make-rshared", str(runs)])
+    for argv in steps:
+        done = subprocess.run(argv, capture_output=True, check=False)
+        if done.returncode != 0:
+            log.info("runs are copies in Docker: %s", done.stderr.decode(errors="replace"))
+            return False
+    return True
 
 
 def install_id(home: Path) -> str:
