@@ -6,7 +6,8 @@ kennel's uid so the CLI may change what it sees, and never shown to a kennel wri
 run (``FETCH_HOME/runs/<repo>/<task>-<random>``) then gets:
 
 * ``tree/``: what the kennel mounts as the repository. Where the host can mount one
-  (Fetch is root, the kernel has overlayfs, the kennel sees host mounts), an overlay:
+  (Fetch is root, the kernel has overlayfs, the kennel sees host mounts: bwrap, or Docker
+  through mount propagation), an overlay:
   the base read-only underneath, the run's writes in ``upper/``. Otherwise a copy of the
   base (``cp -a``; never hard links, which would write through).
 * ``state/``: the CLI's home, made fresh for every turn from a host-owned template (the
