@@ -1,15 +1,20 @@
 """``pip install .`` (a wheel, not editable) and ``pipx install .`` give a ``fetch`` that
 starts: the installed copy carries its shipped identity and skills (package data), and a
 short real session answers. (``pip install -e .`` is the install every other CLI test
-runs.) Dependencies come from this interpreter's site-packages (``--system-site-packages``);
-only the build backend is fetched, as for any ``pip install .``. Fetch itself must come
-from the install, which is checked."""
+runs.) Dependencies come from the environment running the tests (the README's venv, or
+whatever interpreter runs pytest), never from the system Python: a one-line ``.pth``
+package (:func:`_deps_wheel`) puts this interpreter's site-packages after the new
+environment's own. Only the build backend is fetched, as for any ``pip install .``.
+Fetch itself must come from the install, which is checked."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -51,6 +56,43 @@ def _source(tmp: Path) -> Path:
     return src
 
 
+def _deps_dirs() -> list[str]:
+    """Where this interpreter imports its third-party packages from: its site-packages
+    (a venv's own, and the base's only when this interpreter sees them too)."""
+    return [p for p in sys.path if p and Path(p).name in {"site-packages", "dist-packages"}]
+
+
+def _deps_wheel(tmp: Path) -> Path:
+    """A wheel holding one ``.pth`` file that lists :func:`_deps_dirs`. Installed first
+    into the new environment, it appends them to ``sys.path`` after the environment's own
+    site-packages, so Fetch's dependencies are found (by pip's resolver too, which then
+    fetches nothing) while ``orchestrator`` and the other packages still come from the
+    install. Hand-built (a wheel is a zip): no build backend, nothing downloaded."""
+    name, version = "fetch_test_deps", "0"
+    files = {
+        f"{name}.pth": "".join(f"{d}\n" for d in _deps_dirs()),
+        f"{name}-{version}.dist-info/METADATA": (
+            f"Metadata-Version: 2.1\nName: fetch-test-deps\nVersion: {version}\n"
+        ),
+        f"{name}-{version}.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+    }
+    record = []
+    for path, text in files.items():
+        digest = hashlib.sha256(text.encode()).digest()
+        hashed = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+        record.append(f"{path},sha256={hashed},{len(text.encode())}\n")
+    files[f"{name}-{version}.dist-info/RECORD"] = (
+        "".join(record) + f"{name}-{version}.dist-info/RECORD,,\n"
+    )
+    wheel = tmp / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return wheel
+
+
 def _run(
     argv: list[str],
     cwd: Path,
@@ -88,11 +130,12 @@ def test_pip_install_dot_gives_a_working_fetch(tmp_path: Path) -> None:
     )
     wheel = next(wheels.glob("fetch_assistant-*.whl"))
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], tmp_path)
-    _run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
-        tmp_path,
-    )
+    _run([sys.executable, "-m", "venv", str(venv)], tmp_path)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps"]
+    # Fetch first: with the dependencies visible, a Fetch of the same version installed in
+    # them (a non-editable `pip install .`) would count as "already installed".
+    _run([*pip, str(wheel)], tmp_path)
+    _run([*pip, str(_deps_wheel(tmp_path))], tmp_path)
     _works(venv / "bin" / "fetch", venv / "bin" / "python", venv, tmp_path)
 
 
@@ -107,6 +150,10 @@ def test_pipx_install_dot_gives_a_working_fetch(tmp_path: Path) -> None:
         "PIPX_BIN_DIR": str(tmp_path / "bin"),
         "PIPX_MAN_DIR": str(tmp_path / "man"),
     }
-    _run([pipx, "install", "--system-site-packages", str(src)], tmp_path, env=env)
+    # This interpreter (an extension module built for it loads), Fetch's dependencies
+    # through the .pth package installed before Fetch.
+    deps = str(_deps_wheel(tmp_path))
+    argv = [pipx, "install", "--python", sys.executable, "--preinstall", deps, str(src)]
+    _run(argv, tmp_path, env=env)
     venv = tmp_path / "pipx" / "venvs" / "fetch-assistant"
     _works(tmp_path / "bin" / "fetch", venv / "bin" / "python", venv, tmp_path)
