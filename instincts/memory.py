@@ -62,4 +62,7 @@ async def forget(ctx: InstinctContext, args: str) -> None:
     if not word.isdigit():
         await ctx.reply("Which one? /forget <id> — /memory lists them with their ids.")
         return
+    if len(word) > 18:  # past any id SQLite can hold: none is that memory
+        await ctx.reply(f"There is no memory #{word[:24]}. /memory lists them with their ids.")
+        return
     await ctx.reply(await ctx.memory.forget(int(word)))

@@ -25,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 
 from core.errors import KennelError
@@ -96,9 +95,21 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-@cache
+_STARTS: list[bool] = []  # a sandbox started once: it will again (asked once a process)
+
+
 def probe() -> str | None:
-    """None if a sandbox can start here, else why not (for ``auto`` and ``fetch doctor``)."""
+    """None if a sandbox can start here, else why not (for ``auto`` and ``fetch doctor``).
+    Only success is remembered: bubblewrap installed later works without a restart."""
+    if _STARTS:
+        return None
+    why = _probe()
+    if why is None:
+        _STARTS.append(True)
+    return why
+
+
+def _probe() -> str | None:
     bwrap = bwrap_path()
     if bwrap is None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap)"

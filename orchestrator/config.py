@@ -26,6 +26,7 @@ from channels.terminal_settings import TerminalSettings
 from channels.webchat_settings import WebChatSettings
 from channels.webhook_settings import WebhookSettings
 from channels.whatsapp_settings import WhatsAppSettings
+from core import yamlload
 from core.errors import ConfigError
 from core.settings import StrictSettings
 from harnesses.settings import HarnessSettings
@@ -338,7 +339,7 @@ def _env_overrides(env: Mapping[str, str]) -> list[tuple[str, str, Any]]:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlload.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""

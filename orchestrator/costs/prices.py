@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from core import yamlload
 from orchestrator.costs.settings import Price
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ BOUNDARY = "-.:@"
 def load_defaults(path: Path) -> dict[str, Price]:
     """The shipped table; a broken file is a bug of ours, said clearly."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yamlload.safe_load(path.read_text(encoding="utf-8")) or {}
         return {str(k).lower(): Price.model_validate(v) for k, v in raw.items()}
     except (OSError, ValueError, AttributeError, yaml.YAMLError) as err:
         log.error("price table %s cannot be read (%s): every model is unpriced", path, err)

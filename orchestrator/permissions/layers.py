@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
+from core import yamlload
 
 if TYPE_CHECKING:
     from orchestrator.config import Settings
@@ -161,7 +161,7 @@ def resolve(key: str, layers: list[Layer]) -> Resolved:
 
 
 def read_yaml_layer(text: str, where: str) -> dict[str, Any]:
-    data = yaml.safe_load(text) if text.strip() else {}
+    data = yamlload.safe_load(text) if text.strip() else {}
     if data is None:
         return {}
     if not isinstance(data, dict):

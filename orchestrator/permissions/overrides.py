@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from core import yamlload
 from orchestrator.permissions.layers import Layer, flatten
 
 
@@ -18,7 +19,7 @@ class ChatOverrides:
         self._path = path
         self._values: dict[str, dict[str, Any]] = {}
         if path.is_file():
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            raw = yamlload.safe_load(path.read_text(encoding="utf-8")) or {}
             if isinstance(raw, dict):
                 for chat, tree in raw.items():
                     if isinstance(tree, dict):

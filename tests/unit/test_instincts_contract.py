@@ -361,6 +361,10 @@ async def test_harness_memory_workspace_status_help() -> None:
         "remembered preference tabs ('style',)"
     ]
     assert (await run("/forget #4")).said == ["forgot 4"]
+    huge = "99999999999999999999"  # past any id SQLite holds: one line, no crash
+    assert (await run(f"/forget {huge}")).said == [
+        f"There is no memory #{huge}. /memory lists them with their ids."
+    ]
     assert (await run("/memory tabs")).said == ["found tabs"]
     assert (await run("/workspace demo", session)).said == ["using demo"]
     assert (await run("/repos", session)).said == ["repos, active demo"]
