@@ -73,6 +73,10 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # the allowlist's webhook:<name> 
 _NAMES = {"chat": _NAME, "sender": _NAME, "message_id": re.compile(r"^[\x21-\x7e]{1,128}$")}
 
 
+# The example secret in fetch.env.example says this; a real one never does.
+PLACEHOLDER = "change-me"
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     id: str
@@ -113,6 +117,13 @@ class WebhookChannel:
         if not settings.secret or len(settings.secret) < 16:
             # The secret is the owner's password here: anyone holding it is the owner.
             raise ConfigError("webhook.secret", "", "a random secret of 16+ characters")
+        if PLACEHOLDER in settings.secret.lower():
+            # fetch.env.example's own value: public, so anyone would be the owner.
+            raise ConfigError(
+                "webhook.secret",
+                "",
+                "your own random secret (openssl rand -hex 24), not the example's",
+            )
         self._secret = settings.secret
         self._max_body = settings.max_body_bytes
         self._mailbox_size = mailbox_size

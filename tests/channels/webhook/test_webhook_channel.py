@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -157,6 +158,14 @@ def test_a_weak_secret_refuses_to_start() -> None:
     for secret in (None, "", "short"):
         with pytest.raises(ConfigError, match="16"):
             WebhookChannel(WebhookSettings(secret=secret), http)
+    # fetch.env.example's own value is public: it would make anyone the owner.
+    example = next(
+        line.split("=", 1)[1].strip()
+        for line in (Path(__file__).parents[3] / "fetch.env.example").read_text().splitlines()
+        if line.startswith("FETCH_WEBHOOK_SECRET=")
+    )
+    with pytest.raises(ConfigError, match="not the example's"):
+        WebhookChannel(WebhookSettings(secret=example), http)
 
 
 async def test_stopping_answers_pending_long_polls_at_once() -> None:
