@@ -43,15 +43,17 @@ class RelayedProcess:
         return self._proc.lines()
 
     async def wait(self) -> int:
-        code = await self._proc.wait()
-        await self._stop_relay()
-        return code
+        try:
+            return await self._proc.wait()
+        finally:  # a kennel that vanished (its engine, its container) frees the relay too
+            await self._stop_relay()
 
     async def terminate(self, grace: float) -> float:
         # Only the process is timed: that is what /stop reports.
-        took = await self._proc.terminate(grace)
-        await self._stop_relay()
-        return took
+        try:
+            return await self._proc.terminate(grace)
+        finally:
+            await self._stop_relay()
 
     def stderr_tail(self) -> str:
         return self._proc.stderr_tail()

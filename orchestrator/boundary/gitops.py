@@ -491,10 +491,12 @@ class Repo:
         head = self._run("rev-parse", "--verify", "HEAD")
         if head != change.base_sha:
             raise GitError("the branch moved since the diff was made; nothing committed")
-        # The files are at the base (a task's change, made from its layer), or already
-        # exactly the change (a checkout Fetch wrote itself); anything else is the
-        # owner's own work, which a commit must neither take nor overwrite.
-        placed = bool(self.status_lines())
+        # The paths the change writes are at the base (a task's change, made from its
+        # layer), or already exactly the change (a checkout Fetch wrote itself);
+        # anything else there is the owner's own work, which a commit must neither take
+        # nor overwrite. Only those paths are looked at: the work is the change's size,
+        # and the owner's edits elsewhere stay theirs, uncommitted.
+        placed = self._own_work(self._touched(change))
         if placed and self.change().tree_sha != change.tree_sha:
             raise GitError(
                 f"{self._anchor.root.name} has changes of its own since the diff was made; "
@@ -510,6 +512,21 @@ class Repo:
         else:
             self.follow(change.base_sha, sha)
         return sha
+
+    def _touched(self, change: Change) -> list[str] | None:
+        """The paths ``change`` writes or removes (None: too many to name one by one)."""
+        out = self._run_bytes(
+            "diff-tree", "-r", "-z", "--name-only", "--no-renames", change.base_sha, change.tree_sha
+        )
+        paths = [raw.decode("utf-8", "surrogateescape") for raw in out.split(b"\0") if raw]
+        return paths if len(paths) <= 2000 else None
+
+    def _own_work(self, paths: list[str] | None) -> bool:
+        """Whether the working tree differs from HEAD at ``paths`` (None: anywhere),
+        untracked files included."""
+        args = ["status", "--porcelain=v1", "-z", "--untracked-files=all"]
+        args += ["--ignore-submodules=all", "--", *(paths if paths is not None else ["."])]
+        return bool(self._run_bytes(*args).strip(b"\0"))
 
     def follow(self, old: str, new: str) -> None:
         """Make the owner's index and files go from commit ``old`` to ``new`` (nothing

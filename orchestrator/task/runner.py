@@ -681,6 +681,13 @@ class TaskRunner:
         run's layer keeps what the CLI did so far, and the answer resumes the same CLI
         session on it (``answer``). Caller holds the lock."""
         handle.keep_layer = True
+        layer = handle.layer
+        if handle.layer is not None:
+            # Unmounted before the question goes out: the answer may come at once, and
+            # its turn mounts the layer again (a later unmount would pull it away).
+            layer, handle.layer = handle.layer, None
+            with suppress(FetchError, OSError):
+                await asyncio.to_thread(layer.release)
         await self._store.work.set_task_status(handle.task_id, "question")
         session.data.question = f"{handle.harness} asks: {_short(question, 200)}"
         session.data.question_context = {
@@ -691,7 +698,7 @@ class TaskRunner:
             "resume": resume,
             "prompt": handle.prompt,
             "requester": handle.requester,
-            "layer": handle.layer.name if handle.layer is not None else "",
+            "layer": layer.name if layer is not None else "",
         }
         await session.settle(session.ask)
         await self._messenger.send(

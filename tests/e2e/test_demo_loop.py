@@ -84,13 +84,26 @@ async def test_changed_files_after_diff_are_not_committed(fetch: Driver) -> None
     head = git(repo, "rev-parse", "HEAD")
     await fetch.ask("fix the typo in README.md of demo", "Apply?")
     (repo / "sneaky.txt").write_text("not shown to the owner\n")
+    await fetch.ask("yes", "Committed")
+    # The yes covered the diff only: the commit is its tree, and the file that appeared
+    # in the owner's tree meanwhile is theirs, left alone and uncommitted.
+    assert git(repo, "rev-parse", "HEAD^") == head
+    assert git(repo, "show", "--name-only", "--format=", "HEAD") == "README.md"
+    assert (repo / "sneaky.txt").read_text() == "not shown to the owner\n"
+    assert git(repo, "status", "--porcelain") == "?? sneaky.txt"
+
+
+async def test_an_owner_edit_of_a_path_the_diff_writes_refuses_the_yes(fetch: Driver) -> None:
+    repo = fetch.services.workspace.path("demo")
+    head = git(repo, "rev-parse", "HEAD")
+    await fetch.ask("fix the typo in README.md of demo", "Apply?")
+    (repo / "README.md").write_text("the owner's own words\n")
     refused = await fetch.ask("yes", "Not committed")
     assert "changes of its own" in refused
     assert git(repo, "rev-parse", "HEAD") == head
+    assert (repo / "README.md").read_text() == "the owner's own words\n"
     await fetch.ask("no", "Discarded")
-    # The yes covered the diff only; the file in the owner's tree is theirs, left alone.
-    assert (repo / "sneaky.txt").read_text() == "not shown to the owner\n"
-    assert git(repo, "rev-parse", "HEAD") == head
+    assert (repo / "README.md").read_text() == "the owner's own words\n"
 
 
 async def test_duplicate_message_runs_once(fetch: Driver) -> None:
