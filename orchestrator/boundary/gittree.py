@@ -79,7 +79,16 @@ def check_gitdir(gitdir: Path) -> None:
     while pending:
         folder = pending.pop()
         in_objects = folder == objects or folder.startswith(objects + os.sep)
-        with os.scandir(folder) as entries:
+        if in_objects and _loose_fanout(folder, objects):
+            # objects/xx/ holds loose objects only, written once through a new file and
+            # a rename: a link there is never written through. Its folder was checked
+            # (not a link) when listed; its thousands of entries need no look.
+            continue
+        try:
+            entries = os.scandir(folder)
+        except FileNotFoundError:  # the owner's own git (a gc) removed it meanwhile
+            continue
+        with entries:
             for entry in entries:
                 where = os.path.relpath(entry.path, gitdir)
                 if entry.is_symlink():
@@ -90,6 +99,15 @@ def check_gitdir(gitdir: Path) -> None:
                 # outside. Objects are written once, never in place.
                 elif not in_objects and entry.stat(follow_symlinks=False).st_nlink > 1:
                     raise GitError(f"refusing to run git: .git/{where} is hard-linked elsewhere")
+
+
+def _loose_fanout(folder: str, objects: str) -> bool:
+    name = os.path.basename(folder)
+    return (
+        os.path.dirname(folder) == objects
+        and len(name) == 2
+        and all(c in "0123456789abcdef" for c in name)
+    )
 
 
 def nested_repos(root: Path) -> list[str]:
