@@ -86,6 +86,25 @@ class ExecSpec:
     git: Path | None = None
 
 
+class BackendProcess(Protocol):
+    """What a backend's own process offers (GroupProcess, DockerProcess); the relay and
+    the run's cgroups wrap it into a ``KennelProcess``."""
+
+    def lines(self) -> AsyncIterator[str]: ...
+
+    async def wait(self) -> int: ...
+
+    async def terminate(self, grace: float) -> float: ...
+
+    def stderr_tail(self) -> str: ...
+
+    def alive_pids(self) -> list[int]: ...
+
+    async def pause(self) -> int: ...
+
+    async def resume(self) -> None: ...
+
+
 class KennelProcess(Protocol):
     def lines(self) -> AsyncIterator[str]:
         """stdout, one decoded line at a time (overlong lines are cut, not fatal)."""

@@ -36,9 +36,10 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 from core.errors import KennelError
+from kennel.base import BackendProcess
 
 if TYPE_CHECKING:
     from kennel.settings import BwrapKennelSettings, KennelSettings
@@ -338,26 +339,10 @@ def open_run(limits: Limits, support: CgroupSupport, root: Path = CGROUP_ROOT) -
     return RunGroup(made)
 
 
-class _Process(Protocol):
-    def lines(self) -> AsyncIterator[str]: ...
-
-    async def wait(self) -> int: ...
-
-    async def terminate(self, grace: float) -> float: ...
-
-    def stderr_tail(self) -> str: ...
-
-    def alive_pids(self) -> list[int]: ...
-
-    async def pause(self) -> int: ...
-
-    async def resume(self) -> None: ...
-
-
 class Limited:
     """A kennel process whose run's cgroups are removed once it has ended."""
 
-    def __init__(self, proc: _Process, group: RunGroup) -> None:
+    def __init__(self, proc: BackendProcess, group: RunGroup) -> None:
         self._proc = proc
         self._group = group
 

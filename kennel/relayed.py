@@ -6,36 +6,17 @@ folder goes with it (kennel/paths.py)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol
 
 from core.errors import KennelError
-from kennel.base import ExecSpec
+from kennel.base import BackendProcess, ExecSpec
 from kennel.paths import admitted, open_room, release
 from kennel.relay import ModelRelay
-
-
-class _Process(Protocol):
-    """What a backend's own process offers (GroupProcess, DockerProcess)."""
-
-    def lines(self) -> AsyncIterator[str]: ...
-
-    async def wait(self) -> int: ...
-
-    async def terminate(self, grace: float) -> float: ...
-
-    def stderr_tail(self) -> str: ...
-
-    def alive_pids(self) -> list[int]: ...
-
-    async def pause(self) -> int: ...
-
-    async def resume(self) -> None: ...
 
 
 class RelayedProcess:
     """The ``KennelProcess`` every backend hands back."""
 
-    def __init__(self, proc: _Process, relay: ModelRelay | None) -> None:
+    def __init__(self, proc: BackendProcess, relay: ModelRelay | None) -> None:
         self._proc = proc
         self._relay = relay
 
@@ -78,7 +59,9 @@ class RelayedProcess:
             release(self._relay.socket_path)
 
 
-async def start_relayed(spec: ExecSpec, start: Callable[[], Awaitable[_Process]]) -> RelayedProcess:
+async def start_relayed(
+    spec: ExecSpec, start: Callable[[], Awaitable[BackendProcess]]
+) -> RelayedProcess:
     """Start ``spec.relay`` (if any) on the layout's socket, then the process."""
     relay: ModelRelay | None = None
     socket = spec.layout.relay_socket
