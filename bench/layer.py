@@ -305,7 +305,7 @@ def run_layers(n: int, sizes: tuple[int, ...]) -> dict[str, Any]:
                 print(f"   round {r}/{n} done", file=sys.stderr)
     finally:
         for subject in subjects.values():
-            subject.layers.sweep(subject.path)
+            subject.layers.sweep_all()
         shutil.rmtree(root, ignore_errors=True)
     return _layer_result(samples, spawns, first, notes, sizes, flows)
 

@@ -20,6 +20,7 @@ The owner's working tree is never mounted anywhere. What the run changed is read
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -97,8 +98,6 @@ class Layers:
     # -- places --------------------------------------------------------------------------
     @staticmethod
     def key(repo: Path) -> str:
-        import hashlib
-
         digest = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:8]
         return f"{repo.name[:40]}-{digest}"
 
@@ -180,17 +179,12 @@ class Layers:
         base = self._base(repo) / "tree"
         return Layer(self, root, str(meta["kind"]), str(meta["base"]), int(meta["since"]), base)
 
-    def sweep(self, repo: Path, keep: frozenset[str] = frozenset()) -> list[str]:
-        """Drop every run of ``repo`` but ``keep`` (left by a kill, or finished)."""
-        dropped = []
-        folder = self._home / "runs" / self.key(repo)
-        if not folder.is_dir():
-            return []
-        for entry in sorted(os.listdir(folder)):
-            if entry not in keep:
-                Layer(self, folder / entry, "?", "", 0, folder).drop()
-                dropped.append(entry)
-        return dropped
+    def drop_task(self, repo: Path, task_id: int) -> None:
+        """Drop what a killed run of ``task_id`` left (its layer, its kept state)."""
+        folder = self.runs(repo)
+        for name in os.listdir(folder):
+            if name.startswith(f"{task_id}-"):
+                Layer(self, folder / name, "?", "", 0, folder).drop()
 
     def sweep_all(self, keep: frozenset[str] = frozenset()) -> list[str]:
         """At start: every run of every repository but ``keep`` is dropped (a kill left

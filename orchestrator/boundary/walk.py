@@ -105,13 +105,13 @@ class Tree:
                     continue
                 if len(stack) > limits.depth:
                     raise Refused(
-                        f"{_shown(path)} is more than {limits.depth} folders deep; I won't read it"
+                        f"{shown(path)} is more than {limits.depth} folders deep; I won't read it"
                     )
                 child = os.open(entry.name, DIR_FLAGS, dir_fd=fd)
                 seen = os.fstat(child)
                 if (seen.st_dev, seen.st_ino) != (st.st_dev, st.st_ino):
                     os.close(child)
-                    raise Refused(f"{_shown(path)} changed while I read it")
+                    raise Refused(f"{shown(path)} changed while I read it")
                 yield Found(path, st, opaque=_opaque(child))
                 stack.append((child, path + "/", os.scandir(child)))
         finally:
@@ -137,7 +137,7 @@ class Tree:
     def read(self, path: str, expect: os.stat_result, limit: int) -> bytes:
         """The bytes of the regular file at ``path``, the one ``expect`` describes."""
         if expect.st_size > limit:
-            raise Refused(f"{_shown(path)} is {expect.st_size:,} bytes, over the limit")
+            raise Refused(f"{shown(path)} is {expect.st_size:,} bytes, over the limit")
         fd, name = self._parent(path)
         try:
             file_fd = os.open(name, FILE_FLAGS, dir_fd=fd)
@@ -149,7 +149,7 @@ class Tree:
                 expect.st_dev,
                 expect.st_ino,
             ):
-                raise Refused(f"{_shown(path)} changed while I read it")
+                raise Refused(f"{shown(path)} changed while I read it")
             chunks: list[bytes] = []
             left = min(st.st_size, limit) + 1
             while left > 0:
@@ -160,7 +160,7 @@ class Tree:
                 left -= len(chunk)
             data = b"".join(chunks)
             if len(data) > limit:
-                raise Refused(f"{_shown(path)} grew over the limit while I read it")
+                raise Refused(f"{shown(path)} grew over the limit while I read it")
             return data
         finally:
             os.close(file_fd)
@@ -195,15 +195,11 @@ def _opaque(fd: int) -> bool:
     return False
 
 
-def _shown(path: str) -> str:
+def shown(path: str) -> str:
     """A path fit for a phone: cut, control characters escaped."""
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
     return text if len(text) <= 120 else text[:60] + "…" + text[-50:]
-
-
-def shown(path: str) -> str:
-    return _shown(path)
 
 
 __all__ = ["Found", "Limits", "Refused", "Tree", "shown"]

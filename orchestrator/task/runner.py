@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from contextlib import AbstractContextManager, AsyncExitStack, nullcontext, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from core.errors import FetchError, GitError, HarnessFailed
 from core.events import SessionKey
@@ -794,7 +792,7 @@ class TaskRunner:
             if repo_name and task_id is not None:
                 with suppress(FetchError, OSError):
                     path = self._workspace.path(repo_name)
-                    await asyncio.to_thread(self._drop_runs, path, task_id)
+                    await asyncio.to_thread(self.layers.drop_task, path, task_id)
             if task_id is not None:
                 await self._store.work.finish_task(task_id, "interrupted", "Fetch restarted")
             await self._end(session)
@@ -803,15 +801,6 @@ class TaskRunner:
             f"⚠️ Fetch restarted while task #{task_id} was running; it was stopped and "
             f"{repo_name or 'the repo'} is unchanged. Send it again to retry.",
         )
-
-    def _drop_runs(self, repo: Path, task_id: int) -> None:
-        """Drop what a killed run of ``task_id`` left (its layer, kept state)."""
-        folder = self.layers.runs(repo)
-        for name in os.listdir(folder):
-            if name.startswith(f"{task_id}-"):
-                layer = self.layers.find(repo, name)
-                if layer is not None:
-                    layer.drop()
 
 
 TASK_QUESTION = "task"  # question_context kind: a CLI's question mid-task
