@@ -77,7 +77,10 @@ def open_run(kennel: Kennel, home: Path, repo: Path, harness: str) -> Layer:
     (``<runs>/<repo>/<run>/tree``) and a fresh ``state/<harness>`` owned by the kennel's
     uid. Made before the clock starts; ``drop()`` it after. Each kennel has its own base
     (one Fetch runs one kennel: its base belongs to that kennel's uid)."""
-    layers = build_layers(home / "layers" / kennel.name, kennel)
+    # Its own base per kennel (the uids differ); Docker's runs must live in its own
+    # home, whose runs folder it shares with its containers.
+    own = home if kennel.name == "docker" else home / "layers" / kennel.name
+    layers = build_layers(own, kennel)
     layer = layers.open(Repo(repo), 0, host_mounts=kennel.host_mounts)
     layer.fresh_state(harness)
     layer.prepared()

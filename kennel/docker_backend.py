@@ -172,6 +172,10 @@ class DockerKennel:
             confined=True,
         )
 
+    def _propagates(self, runs: Path) -> bool:
+        """Whether ``runs`` (a repository's runs folder) is below the shared one."""
+        return self.host_mounts and (self._home / "runs") in runs.parents
+
     @staticmethod
     def _runs(spec: ExecSpec) -> Path:
         """The folder of the repository's runs: what one warm container binds."""
@@ -333,7 +337,7 @@ class DockerKennel:
                         type="bind",
                         # A run's overlay, mounted by the host after this container
                         # started, reaches it (host_mounts); never the other way round.
-                        propagation="rslave" if self.host_mounts else None,
+                        propagation="rslave" if self._propagates(repo) else None,
                     )
                 ],
                 volumes={self._paths.to_host(relay_dir): {"bind": "/relay", "mode": "ro"}},
