@@ -256,4 +256,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE approvals ADD COLUMN tree_sha TEXT NOT NULL DEFAULT '';
     """,
+    # 12: who asked. A job runs with its creator's authority (``owner``, or the sender's
+    # id on the job's channel, e.g. a member's number), and the message log keeps who
+    # said each line (a subject id: ``owner``, a member's name, an allowlist entry).
+    """
+    ALTER TABLE jobs ADD COLUMN creator TEXT NOT NULL DEFAULT 'owner';
+    ALTER TABLE messages ADD COLUMN sender TEXT NOT NULL DEFAULT '';
+    """,
 )
