@@ -263,4 +263,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE jobs ADD COLUMN creator TEXT NOT NULL DEFAULT 'owner';
     ALTER TABLE messages ADD COLUMN sender TEXT NOT NULL DEFAULT '';
     """,
+    # 13: exactly once (orchestrator/store/once.py): the message whose command opened
+    # an intent (a /undo; empty for a yes or a task's own commit), so settling the
+    # intent, live or at the next start, closes that message's inbound row with it and
+    # a replay can never revert a second commit for one message.
+    """
+    ALTER TABLE intents ADD COLUMN in_channel TEXT NOT NULL DEFAULT '';
+    ALTER TABLE intents ADD COLUMN in_message TEXT NOT NULL DEFAULT '';
+    """,
 )
