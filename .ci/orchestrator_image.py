@@ -17,7 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = [
     "pyproject.toml",
+    "setup.py",
     "README.md",
+    "data",
     "core",
     "channels",
     "orchestrator",

@@ -8,7 +8,6 @@ import logging
 import os
 from contextlib import AsyncExitStack
 from functools import partial
-from importlib import resources
 from pathlib import Path
 
 from channels.base import Channel
@@ -45,6 +44,7 @@ from orchestrator.planner import Planner
 from orchestrator.scheduler import Scheduler
 from orchestrator.services import Services
 from orchestrator.session import Sessions
+from orchestrator.shipped import SHIPPED_DATA
 from orchestrator.skills.book import SkillBook
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
@@ -57,9 +57,6 @@ from orchestrator.workspace import Workspace
 from skills import discover
 
 log = logging.getLogger(__name__)
-# The identity and skills Fetch ships, installed as package data of ``orchestrator`` (a
-# wheel carries them; a checkout has them in place). Installs are unpacked, so a Path.
-SHIPPED_DATA = Path(str(resources.files("orchestrator").joinpath("data")))
 
 
 def identity_dir(settings: Settings) -> Path:

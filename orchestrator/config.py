@@ -154,7 +154,7 @@ class Settings(StrictSettings):
     # The owner's timezone (IANA name): reminders and cron run in it, DST-correct.
     timezone: str = "UTC"
     # What model calls cost (orchestrator/costs/): USD per 1M tokens over the shipped
-    # defaults (orchestrator/data/prices.yaml), and spend limits.
+    # defaults (data/prices.yaml), and spend limits.
     prices: dict[str, Price] = Field(default_factory=dict)
     budgets: BudgetSettings = BudgetSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"

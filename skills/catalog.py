@@ -1,6 +1,6 @@
 """The skills Fetch knows, in precedence order, and the files it skipped.
 
-Precedence: the owner's ``FETCH_HOME/skills`` over the shipped ``orchestrator/data/skills``
+Precedence: the owner's ``FETCH_HOME/skills`` over the shipped ``data/skills``
 (an owner's skill of the same name replaces the shipped one: that is how the owner edits
 a shipped skill). A repository's committed skills come last and can never shadow either:
 a repo skill named like an owner or shipped skill is skipped with a problem, so a

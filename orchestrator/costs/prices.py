@@ -1,4 +1,4 @@
-"""The price table: the shipped defaults (orchestrator/data/prices.yaml) under the
+"""The price table: the shipped defaults (data/prices.yaml) under the
 owner's ``prices:``, and what a call cost.
 
 A model is found by its exact name, else by the longest known name it starts with at a

@@ -1,6 +1,7 @@
-"""The dashboard's own files: templates and the static CSS/JS, shipped as package data of
-``orchestrator`` (``orchestrator/data/web/``). Nothing is loaded from anywhere else (no
-CDN, no web fonts): the pages work offline and the CSP can say ``'self'`` only.
+"""The dashboard's own files: templates and the static CSS/JS, shipped in the top-level
+``data/web/`` (the package ``fetch_data``: ``orchestrator/shipped.py``). Nothing is loaded
+from anywhere else (no CDN, no web fonts): the pages work offline and the CSP can say
+``'self'`` only.
 
 ``GET /static/dash/{name}`` serves exactly the files found in the folder when Fetch
 starts, by name (no paths, no dot files), with a content type from a fixed table.
@@ -8,14 +9,13 @@ starts, by name (no paths, no dot files), with a content type from a fixed table
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 from aiohttp import web
 
 from channels.http.server import Handler
+from orchestrator.shipped import WEB_DATA
 
-WEB_DATA = Path(str(resources.files("orchestrator").joinpath("data", "web")))
 STATIC = WEB_DATA / "static" / "dash"
 STATIC_PREFIX = "/static/dash"
 _TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}

@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # the working tree (build/ and *.egg-info of the editable install stay out of it).
 SOURCES = (
     "pyproject.toml",
+    "setup.py",
     "README.md",
+    "data",
     "core",
     "channels",
     "orchestrator",
@@ -39,6 +41,28 @@ SOURCES = (
 WHERE = (
     "import orchestrator, orchestrator.app as a; "
     "print(orchestrator.__file__); print(a.SHIPPED_DATA)"
+)
+# What the installed code must find in the shipped data (the top-level data/ folder,
+# installed as the package fetch_data): one file of each kind.
+SHIPPED = (
+    "identity/COLLAR.md",
+    "agents/ROUTING.md",
+    "skills/commit-style/SKILL.md",
+    "prices.yaml",
+    "web/templates/dash/base.html",
+    "web/static/dash/dash.css",
+)
+# The installed code reading them as Fetch does: the pack, the skills, the prices, the
+# dashboard's templates and static files. Prints what it found, one count per line.
+READS = (
+    "from orchestrator.shipped import SHIPPED_DATA as d; "
+    "from identity import load_pack; from skills import discover; "
+    "from orchestrator.costs.prices import load_defaults; "
+    "from orchestrator.dashboard.assets import static_files; "
+    "from orchestrator.dashboard.render import Renderer; "
+    "print(len(load_pack(d / 'agents').agents)); print(len(discover(None, d / 'skills'))); "
+    "print(len(load_defaults(d / 'prices.yaml'))); print(len(static_files())); "
+    "print(len(Renderer().env.list_templates()))"
 )
 
 
@@ -111,8 +135,14 @@ def _works(fetch: Path, python: Path, prefix: Path, tmp: Path) -> None:
     """The installed ``fetch``: its own code and data, --version, a /help session."""
     module, data = _run([str(python), "-c", WHERE], tmp).stdout.split()
     assert Path(module).is_relative_to(prefix), f"fetch imported from {module}, not {prefix}"
-    assert Path(data).is_relative_to(prefix) and (Path(data) / "identity" / "COLLAR.md").is_file()
-    assert list((Path(data) / "skills").glob("*/SKILL.md"))
+    assert Path(data).is_relative_to(prefix), f"shipped data from {data}, not {prefix}"
+    assert Path(data).name == "fetch_data", data
+    assert [name for name in SHIPPED if not (Path(data) / name).is_file()] == []
+    assert len(list((Path(data) / "skills").glob("*/SKILL.md"))) == len(
+        list((ROOT / "data" / "skills").glob("*/SKILL.md"))
+    )
+    counts = [int(n) for n in _run([str(python), "-c", READS], tmp).stdout.split()]
+    assert len(counts) == 5 and all(counts), f"pack, skills, prices, static, templates: {counts}"
     version = _run([str(fetch), "--version"], tmp, env=_env(tmp / "home")).stdout
     assert version.startswith("fetch 0.") and "unknown" not in version
     session = _run([str(fetch)], tmp, env=_env(tmp / "home"), stdin="/help\n", timeout=90)
