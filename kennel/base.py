@@ -73,6 +73,15 @@ class RelaySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class EgressSpec:
+    """A setup run's way out (kennel/egress.py): instead of the model relay, the run's
+    socket serves an HTTP proxy that reaches only these registries."""
+
+    allow: tuple[str, ...]  # host, host:port or a registry's URL
+    log_path: Path | None = None  # one JSON line per request, allowed or refused
+
+
+@dataclass(frozen=True, slots=True)
 class ExecSpec:
     argv: tuple[str, ...]
     env: dict[str, str]
@@ -84,6 +93,13 @@ class ExecSpec:
     # The owner's ``.git``, shown read-only at ``<workdir>/.git`` where the backend can
     # (bwrap); None: the CLI sees no repository metadata.
     git: Path | None = None
+    # A setup run only (never with ``relay``): package registries through the proxy.
+    egress: EgressSpec | None = None
+
+    @property
+    def forwarded(self) -> bool:
+        """Whether the kennel's loopback port leads to the run's socket."""
+        return self.relay is not None or self.egress is not None
 
 
 class BackendProcess(Protocol):

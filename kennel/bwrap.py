@@ -349,7 +349,7 @@ class BwrapKennel:
         cache = _shared_cache(self._home, spec)
         if cache is not None:
             m.add("--bind", *cache)
-        if spec.relay is not None:
+        if spec.forwarded:
             m.add("--ro-bind", spec.layout.relay_socket, RELAY_SEEN)
         m.raw("--chdir", str(work))
         argv = [bwrap, *m.argv, "--"]
@@ -367,7 +367,7 @@ class BwrapKennel:
                 argv += userns_argv(uid, gid)
         argv += [sys.executable, "-I", "-S", str(Path(launcher.__file__).resolve())]
         argv += self._limits.launcher_args()
-        if spec.relay is not None:
+        if spec.forwarded:
             argv += ["--port", str(spec.layout.relay_port), "--socket", str(RELAY_SEEN)]
         return [*argv, "--", *spec.argv]
 

@@ -133,7 +133,7 @@ class LocalKennel:
         argv += [sys.executable, "-I", "-S", launcher.__file__]
         if netns:
             argv.append("--netns")
-        if spec.relay is not None:
+        if spec.forwarded:
             argv += [
                 "--port",
                 str(spec.layout.relay_port),

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from core.errors import KennelError
 from kennel.base import BackendProcess, ExecSpec
+from kennel.egress import EgressProxy, Refusal, parse_allow
 from kennel.paths import admitted, open_room, release
 from kennel.relay import ModelRelay
 
@@ -16,9 +17,12 @@ from kennel.relay import ModelRelay
 class RelayedProcess:
     """The ``KennelProcess`` every backend hands back."""
 
-    def __init__(self, proc: BackendProcess, relay: ModelRelay | None) -> None:
+    def __init__(
+        self, proc: BackendProcess, relay: ModelRelay | None, egress: EgressProxy | None = None
+    ) -> None:
         self._proc = proc
         self._relay = relay
+        self.egress = egress  # a setup run's proxy: what it let through and refused
 
     def lines(self) -> AsyncIterator[str]:
         return self._proc.lines()
@@ -57,6 +61,9 @@ class RelayedProcess:
         if self._relay is not None:
             await self._relay.stop()  # idempotent: wait() then terminate() is the norm
             release(self._relay.socket_path)
+        if self.egress is not None:
+            await self.egress.stop()
+            release(self.egress.socket_path)
 
 
 async def start_relayed(
@@ -64,8 +71,28 @@ async def start_relayed(
 ) -> RelayedProcess:
     """Start ``spec.relay`` (if any) on the layout's socket, then the process."""
     relay: ModelRelay | None = None
+    egress: EgressProxy | None = None
     socket = spec.layout.relay_socket
-    if spec.relay is None:
+    if spec.egress is not None:
+        if spec.relay is not None:
+            raise KennelError("a setup run has no model relay")
+        try:
+            egress = EgressProxy(
+                socket,
+                parse_allow(spec.egress.allow),
+                peer_uids=admitted(socket),
+                log_path=spec.egress.log_path,
+            )
+        except Refusal as err:
+            release(socket)
+            raise KennelError(f"kennel.setup.registries: {err}") from err
+        try:
+            open_room(socket)
+            await egress.start()
+        except BaseException:
+            release(socket)
+            raise
+    elif spec.relay is None:
         release(socket)  # a run without a model: its socket folder is not needed
     else:
         r = spec.relay
@@ -100,9 +127,11 @@ async def start_relayed(
     except BaseException:
         if relay is not None:
             await relay.stop()
+        if egress is not None:
+            await egress.stop()
         release(socket)
         raise
-    return RelayedProcess(proc, relay)
+    return RelayedProcess(proc, relay, egress)
 
 
 __all__ = ["RelayedProcess", "start_relayed"]
