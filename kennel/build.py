@@ -176,19 +176,53 @@ def build_image(
                 cmd += ["--build-arg", f"{key}={value}"]
             cmd.append(str(ctx))
             start = time.monotonic()
-            proc = subprocess.run(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if quiet else sys.stderr,
-                stderr=subprocess.STDOUT,
-                check=False,
-            )
-            if proc.returncode != 0:
-                if quiet and proc.stdout:
-                    sys.stderr.write(proc.stdout.decode(errors="replace")[-20000:])
-                raise BuildError(f"docker build of {tag} failed (exit {proc.returncode})")
+            returncode, output = _run_build(cmd, quiet=quiet)
+            if returncode != 0:
+                if quiet and output:
+                    sys.stderr.write(output[-20000:])
+                raise BuildError(
+                    f"docker build of {tag} failed (exit {returncode})" + failure_reason(output)
+                )
             _log(f"built {tag} in {time.monotonic() - start:.1f} s")
     return tag
+
+
+def _run_build(cmd: Sequence[str], *, quiet: bool) -> tuple[int, str]:
+    """Run ``docker build``; stream its output to stderr unless ``quiet``; return the exit
+    code and the whole output (the reason a failed build gives is read from it)."""
+    proc = subprocess.Popen(
+        list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    assert proc.stdout is not None
+    chunks: list[str] = []
+    for raw in proc.stdout:
+        line = raw.decode(errors="replace")
+        chunks.append(line)
+        if not quiet:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+    return proc.wait(), "".join(chunks)
+
+
+_REASON_PREFIX: Final = "kennel build: "
+
+
+def failure_reason(output: str) -> str:
+    """The Dockerfile's own ``kennel build: ...`` lines (why the registry is unreachable and
+    how to fix it), as a suffix for the error; else a hint for the common apt case."""
+    said = [
+        line.strip()[len(_REASON_PREFIX) :]
+        for line in output.splitlines()
+        if line.strip().startswith(_REASON_PREFIX)
+    ]
+    if said:
+        return ": " + " ".join(said)
+    if "Unable to locate package" in output or "Could not resolve" in output:
+        return (
+            ": apt could not reach the Debian mirror (no network in the build, or a proxy is "
+            "needed: --build-arg HTTP_PROXY=http://proxy:port)"
+        )
+    return ""
 
 
 def _parse_build_args(items: Sequence[str]) -> dict[str, str]:
