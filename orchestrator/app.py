@@ -44,7 +44,7 @@ from orchestrator.planner import Planner
 from orchestrator.scheduler import Scheduler
 from orchestrator.services import Services
 from orchestrator.session import Sessions
-from orchestrator.shipped import SHIPPED_DATA
+from orchestrator.shipped import SHIPPED_DATA as SHIPPED_DATA  # re-exported: tests, doctor
 from orchestrator.skills.book import SkillBook
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor

@@ -122,7 +122,7 @@ async def _run(settings: Settings, *, interactive: bool = True) -> int:
                 print(f"   ⚠️ web pages off: {app.web_off}", flush=True)
             elif app.web_auth is not None and app.http is not None and app.http.routes:
                 # The real bound address (port 0 picks one): the owner's key to the pages.
-                login = app.web_auth.login_url(app.http.url)
+                login = app.web_auth.login_url(settings.http.link_base(app.http.port))
                 print(f"   🔑 web (dashboard, chat): {login}", flush=True)
             if s.kennel.name == "unsafe-local":
                 print(f"   ⚠️ sandbox: {s.kennel.isolation()}", flush=True)
@@ -217,6 +217,20 @@ def _doctor(settings: Settings) -> int:
     return 0
 
 
+def _login(settings: Settings) -> int:
+    """A fresh one-time login link, minted from the home's web token: the running Fetch
+    accepts it without being asked (``channels/http/sessions.py``)."""
+    from channels.http.auth import WebAuth
+
+    try:
+        auth = WebAuth.from_home(settings.home_dir)
+    except OSError as err:
+        print(f"fetch: cannot read the web token in {settings.home_dir}: {err}", file=sys.stderr)
+        return 2
+    print(auth.login_url(settings.http.link_base()))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="fetch", description="Fetch, from your phone.")
     parser.add_argument("--version", action="version", version=f"fetch {_version()}")
@@ -224,6 +238,7 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("run", help="run Fetch with the terminal channel (default)")
     sub.add_parser("serve", help="run Fetch without a terminal (Docker, services)")
     sub.add_parser("doctor", help="check configuration, sandbox and harnesses")
+    sub.add_parser("login", help="print a new login link for the web pages (works once)")
     whatsapp = sub.add_parser("whatsapp", help="WhatsApp: link your phone")
     wa_sub = whatsapp.add_subparsers(dest="whatsapp_command", required=True)
     pair = wa_sub.add_parser("pair", help="link by QR code, or by pairing code with --phone")
@@ -242,6 +257,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(_config_explain(settings, args.key, args.repo, args.chat))
     if args.command == "doctor":
         raise SystemExit(_doctor(settings))
+    if args.command == "login":
+        raise SystemExit(_login(settings))
     if args.command == "whatsapp":
         from channels.whatsapp.pairing import run_pair
 

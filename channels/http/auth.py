@@ -1,13 +1,15 @@
 """Who may use the web pages (dashboard, web chat): whoever holds the web token.
 
 * The token lives in ``FETCH_HOME/web-token`` (mode 0600), made with
-  ``secrets.token_urlsafe(32)`` on first start and reused after, so the login link stays
-  the same across restarts. Delete the file to change it (every open browser is logged
-  out: the session cookie is derived from the token).
-* ``GET /login?token=...`` compares in constant time, sets the session cookie (HttpOnly,
-  SameSite=Strict, Path=/) and redirects to ``/`` (or a local ``next=`` path). The
-  cookie is an HMAC of the token, never the token itself, so a cookie read off a disk
-  does not give the login link away. Failed logins are limited per client address.
+  ``secrets.token_urlsafe(32)`` on first start and reused after. Delete the file to change
+  it (every browser is logged out). The token itself never goes into a link.
+* A login link carries a one-time ticket (``channels/http/sessions.py``): the start banner
+  and ``fetch login`` print a fresh one, good once within a day. ``GET /login?token=...``
+  redeems it, starts a server-side session (a random id in a cookie: HttpOnly,
+  SameSite=Strict, Path=/) and redirects to ``/`` (or a local ``next=`` path), so the
+  ticket leaves the address bar at once, and what stays in the history opens nothing.
+  Sessions end after a day unused or a week in all; ``POST /logout`` ends one on the
+  server. Failed logins are limited per client address.
 * ``Authorization: Bearer <token>`` is accepted for scripts (no cookie, no CSRF: a
   browser never sends that header cross-site on its own).
 * ``require_auth`` wraps an aiohttp handler: no valid cookie or bearer -> 401 page that
@@ -33,6 +35,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from channels.http.server import Handler, HttpServer
+from channels.http.sessions import SESSIONS_FILE, WebSessions
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,13 @@ _MIN_TOKEN_CHARS = 32
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
-LOGIN_HINT = "Not logged in: open the login link Fetch printed at start."
+LOGGED_OUT_PATH = "/logged-out"
+
+LOGIN_HINT = (
+    "Not logged in: open the login link Fetch printed at start "
+    "(each link works once; `fetch login` prints a new one)."
+)
+LINK_SPENT = "That login link is not valid, was used already or is over a day old. " + LOGIN_HINT
 
 
 def load_token(home: Path) -> str:
@@ -121,24 +130,33 @@ class LoginLimiter:
 class WebAuth:
     """The web token, the session cookie and CSRF for every authenticated page."""
 
-    def __init__(self, token: str, *, limiter: LoginLimiter | None = None) -> None:
+    def __init__(
+        self,
+        token: str,
+        *,
+        limiter: LoginLimiter | None = None,
+        sessions: WebSessions | None = None,
+    ) -> None:
         if len(token) < _MIN_TOKEN_CHARS:
             raise ValueError("web token too short")
         self._token = token
-        key = token.encode()
-        # Derived, not stored: a restart keeps everyone logged in, a new token logs all out.
-        self._session = hmac.new(key, b"fetch web session v1", hashlib.sha256).hexdigest()
-        self._csrf = hmac.new(key, b"fetch csrf v1:" + self._session.encode(), hashlib.sha256)
+        # Proves a form came from one of our pages; the cookie is what logs in.
+        self._csrf = hmac.new(token.encode(), b"fetch csrf v2", hashlib.sha256)
         self.limiter = limiter or LoginLimiter()
+        # `is None`, not `or`: an empty WebSessions is falsy (it has a length).
+        self.sessions = WebSessions(token) if sessions is None else sessions
 
     @classmethod
     def from_home(cls, home: Path) -> WebAuth:
-        return cls(load_token(home))
+        token = load_token(home)
+        return cls(token, sessions=WebSessions(token, home / SESSIONS_FILE))
 
-    # -- what the start banner prints -----------------------------------------------
+    # -- what the start banner and `fetch login` print ------------------------------
 
     def login_url(self, base_url: str) -> str:
-        return f"{base_url.rstrip('/')}{LOGIN_PATH}?token={quote(self._token, safe='')}"
+        """A fresh login link: its ticket opens one session, once, within a day."""
+        ticket = quote(self.sessions.ticket(), safe="")
+        return f"{base_url.rstrip('/')}{LOGIN_PATH}?token={ticket}"
 
     # -- checks ---------------------------------------------------------------------
 
@@ -150,8 +168,7 @@ class WebAuth:
         return hmac.compare_digest(given.strip().encode(), self._token.encode())
 
     def _cookie_ok(self, request: web.Request) -> bool:
-        given = request.cookies.get(COOKIE, "")
-        return bool(given) and hmac.compare_digest(given.encode(), self._session.encode())
+        return self.sessions.alive(request.cookies.get(COOKIE, ""))
 
     def authenticated(self, request: web.Request) -> bool:
         return self._cookie_ok(request) or self._bearer_ok(request)
@@ -194,33 +211,38 @@ class WebAuth:
     def install(self, http: HttpServer) -> None:
         http.add_route("GET", LOGIN_PATH, self._login)
         http.add_route("POST", "/logout", self.require_auth(self._logout))
+        http.add_route("GET", LOGGED_OUT_PATH, self._logged_out)
 
     async def _login(self, request: web.Request) -> web.StreamResponse:
         client = request.remote or "?"
         if self.limiter.blocked(client):
             log.warning("web login: too many failed attempts from %s", client)
             return _page(429, "Too many tries", "Too many failed logins; wait a minute.")
-        given = request.query.get("token", "")
-        if not given or not hmac.compare_digest(given.encode(), self._token.encode()):
+        if not self.sessions.redeem(request.query.get("token", "")):
             self.limiter.failed(client)
-            log.warning("web login: wrong token from %s", client)
-            return _page(401, "Wrong link", "That login link is not valid. " + LOGIN_HINT)
+            log.warning("web login: a wrong, used or expired link from %s", client)
+            return _page(401, "Wrong link", LINK_SPENT)
+        # 303 to a path without the ticket: it leaves the address bar at once.
         response = _see_other(_local_path(request.query.get("next", "/")))
         response.set_cookie(
             COOKIE,
-            self._session,
+            self.sessions.begin(),
             httponly=True,
             samesite="Strict",
             path="/",
             secure=request.secure,
-            max_age=30 * 24 * 3600,
+            max_age=int(self.sessions.lifetime),
         )
         return response
 
     async def _logout(self, request: web.Request) -> web.StreamResponse:
-        response = _see_other("/")
+        self.sessions.end(request.cookies.get(COOKIE, ""))
+        response = _see_other(LOGGED_OUT_PATH)
         response.del_cookie(COOKIE, path="/")
         return response
+
+    async def _logged_out(self, request: web.Request) -> web.StreamResponse:
+        return _page(200, "Logged out", "Logged out. " + LOGIN_HINT)
 
 
 def _see_other(location: str) -> web.Response:
@@ -271,6 +293,7 @@ __all__ = [
     "COOKIE",
     "CSRF_FIELD",
     "CSRF_HEADER",
+    "LINK_SPENT",
     "LOGIN_HINT",
     "LoginLimiter",
     "WebAuth",
