@@ -131,6 +131,15 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     # /healthz: no secret, nothing said but ok; Compose's health check sees the same.
     with urllib.request.urlopen(f"http://127.0.0.1:{compose['port']}/healthz", timeout=10) as resp:
         assert resp.status == 200 and json.loads(resp.read()) == {"ok": True}
+    # The login link in the logs names the published address (not the container's
+    # 0.0.0.0:8787), and it logs a browser in.
+    logs = _run(compose, "logs", "fetch")
+    link = re.search(r"🔑 web \(dashboard, chat\): (\S+)", logs)
+    assert link, logs[-2000:]
+    assert link.group(1).startswith(f"http://127.0.0.1:{compose['port']}/login?token="), link
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+    with browser.open(link.group(1) + "&next=/chat", timeout=10) as page:
+        assert page.status == 200 and page.url.endswith("/chat")
     container = _run(compose, "ps", "-q", "fetch").strip()
     health = ""
     deadline = time.monotonic() + 90
