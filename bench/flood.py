@@ -72,7 +72,7 @@ async def _variant(home: Path, workspace: Path, n: int, rate: str | None) -> dic
         "FETCH_HARNESS": "demo",
         "FETCH_KENNEL": "unsafe-local",
         "FETCH__WHATSAPP__ENABLED": "true",
-        "FETCH_WHATSAPP_OWNER": OWNER,
+        "FETCH_WHATSAPP_OWNER": f"+{OWNER}",  # a fictional number: written with its +
         "FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS": "0",
         "FETCH__WHATSAPP__SENDS_PER_MINUTE": "1000000",
         "FETCH__ALLOWLIST": f'["whatsapp:{FRIEND}"]',

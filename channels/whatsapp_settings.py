@@ -23,10 +23,14 @@ class WhatsAppSettings(StrictSettings):
     sends_per_minute: int = Field(12, ge=1)
     max_media_bytes: int = Field(16 * 1024 * 1024, ge=1024)
 
-    @field_validator("owner")
+    @field_validator("owner", mode="before")
     @classmethod
-    def _owner_number(cls, value: str | None) -> str | None:
-        return normalise_number(value) if value is not None and value.strip() else None
+    def _owner_number(cls, value: object) -> str | None:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # YAML reads `owner: 4915112345678` as a number
+        if not isinstance(value, str):
+            return value  # type: ignore[return-value]  # pydantic says "a valid string"
+        return normalise_number(value) if value.strip() else None
 
 
 __all__ = ["WhatsAppSettings"]

@@ -225,8 +225,8 @@ class Settings(StrictSettings):
         wa, tg, hook = self.whatsapp, self.telegram, self.webhook
         if wa.enabled and not (wa.owner and re.fullmatch(r"\d{6,15}", wa.owner)):
             raise ValueError(
-                "whatsapp.owner must be the owner's number in digits with country"
-                " code (e.g. 4915112345678) when WhatsApp is enabled"
+                "whatsapp.owner must be the owner's number with + and the country"
+                " code (e.g. +49 151 12345678) when WhatsApp is enabled"
             )
         if tg.enabled and not (
             tg.token and tg.owner_id and re.fullmatch(r"-?\d{1,20}", tg.owner_id)

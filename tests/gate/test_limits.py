@@ -108,3 +108,21 @@ def test_owner_numbers_are_normalised(written: str, digits: str) -> None:
 def test_impossible_numbers_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match=r"real number|not a phone number"):
         normalise_number(bad)
+
+
+@pytest.mark.parametrize("bare", ["5551234567", "15551234567", "2025550123"])
+def test_bare_digits_that_are_no_assigned_number_ask_for_the_country_code(bare: str) -> None:
+    """Without + or 00 the country code is a guess: 5551234567 (a US number missing its 1)
+    must not become a Brazilian +55 number that locks the owner out."""
+    with pytest.raises(ValueError, match=r"write it with \+ and the country code"):
+        normalise_number(bare)
+
+
+@pytest.mark.parametrize(
+    ("bare", "digits"),
+    [("491701234567", "491701234567"), ("12025550123", "12025550123"), ("+15551234567", None)],
+)
+def test_bare_digits_of_an_assigned_number_and_marked_fictional_ones_are_taken(
+    bare: str, digits: str | None
+) -> None:
+    assert normalise_number(bare) == (digits or bare.lstrip("+"))

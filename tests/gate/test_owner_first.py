@@ -42,7 +42,7 @@ async def flooded(
     async def make(rate: str) -> tuple[App, FakeWhatsAppClient]:
         settings = make_settings(
             FETCH__WHATSAPP__ENABLED="true",
-            FETCH_WHATSAPP_OWNER=OWNER,
+            FETCH_WHATSAPP_OWNER=f"+{OWNER}",  # a fictional number: written with its +
             FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS="0",
             FETCH__WHATSAPP__SENDS_PER_MINUTE="100000",
             FETCH__ALLOWLIST=f'["whatsapp:{FRIEND}"]',

@@ -311,3 +311,14 @@ async def test_the_owners_message_overtakes_a_members_flood_in_the_adapter(tmp_p
         assert member == sorted(member)  # each sender's own order is kept
     finally:
         await wa.channel.stop()
+
+
+def test_a_number_without_its_country_code_refuses_the_start_in_one_line(tmp_path: Path) -> None:
+    """``whatsapp.owner: 5551234567`` used to start and lock the owner out (read as +55)."""
+    path = tmp_path / "config.yaml"
+    path.write_text("whatsapp:\n  enabled: true\n  owner: 5551234567\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, {"FETCH_HOME": str(tmp_path)})
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and "whatsapp.owner" in message
+    assert "+ and the country code" in message

@@ -18,7 +18,7 @@ from .fake_client import FakeWhatsAppClient
 # The owner on WhatsApp, sends unpaced, and the owner's direct chat needs no trigger.
 OWNER_DIRECT: dict[str, str] = {
     "FETCH__WHATSAPP__ENABLED": "true",
-    "FETCH_WHATSAPP_OWNER": OWNER,
+    "FETCH_WHATSAPP_OWNER": f"+{OWNER}",  # a fictional number: written with its +
     "FETCH__WHATSAPP__MIN_SEND_INTERVAL_SECONDS": "0",
     "FETCH__WHATSAPP__TRIGGER_IN_DIRECT_CHAT": "false",
 }
