@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from core.settings import StrictSettings
+from kennel.egress import parse_allow
 from kennel.relay_tools import FEATURES
 
 
@@ -69,6 +70,25 @@ class BwrapKennelSettings(StrictSettings):
     cgroups: Literal["auto", "off"] = "auto"
 
 
+class SetupSettings(StrictSettings):
+    """A repository's committed setup script (``.fetch/setup.sh``), run once per commit
+    of it and of its lock files, with package registries only (kennel/egress.py)."""
+
+    enabled: bool = True
+    # What the setup run may reach: host, host:port or a registry URL. Unset: the
+    # registries this host's pip and npm use (their configured index, else their own
+    # default), asked of the tools at start.
+    registries: tuple[str, ...] | None = None
+    timeout_seconds: float = Field(900.0, ge=10)
+
+    @field_validator("registries")
+    @classmethod
+    def _hosts(cls, entries: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if entries is not None:
+            parse_allow(entries)  # a Refusal (a ValueError) names the bad entry
+        return entries
+
+
 # "auto": docker when its engine answers and the kennel image is there, else bwrap.
 # "local" is the old name of the local backend, now the bwrap sandbox. "unsafe-local" is
 # the namespace-only mode that hides nothing on the host (kennel/local.py).
@@ -87,6 +107,7 @@ class KennelSettings(StrictSettings):
     # kennel/relay_tools.py: web_search, web_fetch, code_execution, mcp, files,
     # image_generation). Empty: none, since each is a way out of a kennel with no network.
     relay_server_tools: tuple[str, ...] = ()
+    setup: SetupSettings = SetupSettings()
 
     @field_validator("relay_server_tools")
     @classmethod
@@ -103,5 +124,6 @@ __all__ = [
     "DockerKennelSettings",
     "KennelSettings",
     "ProviderSettings",
+    "SetupSettings",
     "default_providers",
 ]

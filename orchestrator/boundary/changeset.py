@@ -81,14 +81,19 @@ def scan_upper(tree: Tree, limits: Limits) -> Scan:
     return out
 
 
-def scan_copy(tree: Tree, before: Tree, since_ns: int, limits: Limits) -> Scan:
-    """A full copy compared with the base it was made from at ``since_ns``."""
+def scan_copy(
+    tree: Tree, before: Tree, since_ns: int, limits: Limits, setup: Tree | None = None
+) -> Scan:
+    """A full copy compared with the base it was made from at ``since_ns`` (and with the
+    repository's setup layer, copied in beside it: what setup installed is no change)."""
     out = Scan()
     seen: set[str] = set()
     for found in _entries(tree, limits, out, mount_point=False):
         path, kind = found.path, found.kind
         seen.add(path)
         old = before.lstat(path)
+        if old is None and setup is not None:
+            old = setup.lstat(path)
         if kind == "dir":
             if old is not None and not stat.S_ISDIR(old.st_mode):
                 out.gone.add(path)  # a file became a folder

@@ -38,7 +38,7 @@ from typing import Protocol
 from core.errors import GitError
 from orchestrator.boundary import changeset
 from orchestrator.boundary.gitops import Change, Repo
-from orchestrator.boundary.walk import Limits, Refused, Tree
+from orchestrator.boundary.walk import Found, Limits, Refused, Tree, shown
 
 log = logging.getLogger(__name__)
 OVERLAY_OPTS = "metacopy=off,redirect_dir=off,index=off"
@@ -109,6 +109,53 @@ class Layers:
         os.chmod(path, 0o711)  # the kennel's uid may pass, not list: no other run's name
         return path
 
+    def setups(self, repo: Path) -> Path:
+        """Where ``repo``'s setup layers are kept (``runs/.setup/<repo>``): beside the
+        runs, so a setup run's result is renamed there, never copied; outside every
+        repository's runs folder, so no kennel is shown it but through an overlay."""
+        path = self._home / "runs" / ".setup" / self.key(repo)
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path.parent, 0o700)
+        return path
+
+    def setup_ready(self, repo: Path, digest: str) -> Path | None:
+        """The kept setup layer ``digest`` of ``repo`` (None: not made yet)."""
+        folder = self.setups(repo) / digest
+        return folder if (folder / "done").is_file() else None
+
+    def keep_setup(self, layer: Layer, digest: str, keep: int = 2) -> Path:
+        """Make a finished setup run's additions the repository's setup layer
+        ``digest`` (``Layer.keep_new``); only the ``keep`` newest stay."""
+        root = self.setups(Path(layer.repo))
+        fresh = root / f".{digest}-{token_hex(4)}"
+        os.mkdir(fresh, 0o700)
+        kept = layer.keep_new(fresh)
+        (fresh / "done").write_text(json.dumps({"at": time.time(), "paths": len(kept)}))
+        final = root / digest
+        if os.path.lexists(final):
+            _rm(fresh)
+        else:
+            os.rename(fresh, final)
+        done = sorted(
+            (p for p in root.iterdir() if not p.name.startswith(".") and (p / "done").is_file()),
+            key=lambda p: (p / "done").stat().st_mtime,
+            reverse=True,
+        )
+        stale = [p for p in done[keep:] if p != final]
+        stale += [p for p in root.iterdir() if p.name.startswith(".") and p.is_dir()]
+        for path in stale:
+            _rm(path)
+        return final
+
+    def first_proposal(self, repo: Path) -> bool:
+        """True once per repository: a setup script is proposed to its owner only once."""
+        mark = self.setups(repo) / "proposed"
+        try:
+            os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return False
+        return True
+
     def _base(self, repo: Path) -> Path:
         path = self._home / "kennel" / "base" / self.key(repo)
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -141,8 +188,11 @@ class Layers:
         return tree, head
 
     # -- runs ----------------------------------------------------------------------------
-    def open(self, repo: Repo, task_id: int, *, host_mounts: bool) -> Layer:
-        """A new run's layer at ``repo``'s HEAD."""
+    def open(
+        self, repo: Repo, task_id: int | str, *, host_mounts: bool, setup: Path | None = None
+    ) -> Layer:
+        """A new run's layer at ``repo``'s HEAD, over ``setup`` (a kept setup layer,
+        ``keep_setup``) when given."""
         owner = self._owner()  # first: a refused uid leaves no folder behind
         base, head = self.base(repo)
         root = self.runs(repo.path) / f"{task_id}-{token_hex(8)}"
@@ -160,10 +210,19 @@ class Layers:
                 capture_output=True,
                 timeout=1800,
             )
+            if setup is not None:
+                _merge(setup, root / "tree")
             since = time.time_ns()
-        meta = {"kind": kind, "base": head, "since": since, "repo": str(repo.path)}
+        meta = {
+            "kind": kind,
+            "base": head,
+            "since": since,
+            "repo": str(repo.path),
+            "setup": str(setup or ""),
+        }
         (root / "meta.json").write_text(json.dumps(meta))
-        layer = Layer(self, root, kind, head, since, base)
+        layer = Layer(self, root, kind, head, since, base, setup)
+        layer.repo = str(repo.path)
         layer.mount()
         return layer
 
@@ -177,7 +236,12 @@ class Layers:
         except (OSError, ValueError):
             return None
         base = self._base(repo) / "tree"
-        return Layer(self, root, str(meta["kind"]), str(meta["base"]), int(meta["since"]), base)
+        setup = Path(str(meta.get("setup") or "")) if meta.get("setup") else None
+        if setup is not None and not (setup / "layer").is_dir():
+            return None  # its setup layer was replaced meanwhile: the run cannot go on
+        return Layer(
+            self, root, str(meta["kind"]), str(meta["base"]), int(meta["since"]), base, setup
+        )
 
     def drop_task(self, repo: Path, task_id: int) -> None:
         """Drop what a killed run of ``task_id`` left (its layer, its kept state)."""
@@ -196,7 +260,7 @@ class Layers:
         dropped: list[str] = []
         if runs.is_dir():
             for repo in sorted(runs.iterdir()):
-                if repo.is_dir() and not repo.is_symlink():
+                if repo.is_dir() and not repo.is_symlink() and not repo.name.startswith("."):
                     for entry in sorted(os.listdir(repo)):
                         if entry not in keep:
                             Layer(self, repo / entry, "?", "", 0, repo).drop()
@@ -214,7 +278,14 @@ class Layer:
     """One run's tree and state; see the module's text."""
 
     def __init__(
-        self, layers: Layers, root: Path, kind: str, base_sha: str, since: int, base: Path
+        self,
+        layers: Layers,
+        root: Path,
+        kind: str,
+        base_sha: str,
+        since: int,
+        base: Path,
+        setup: Path | None = None,
     ) -> None:
         self._layers = layers
         self.root = root
@@ -222,6 +293,8 @@ class Layer:
         self.base_sha = base_sha
         self._since = since
         self._base = base
+        self.setup = setup  # the setup layer below (its folder: layer/, paths.json)
+        self.repo = ""  # the owner's repository's path, when opened here
 
     @property
     def name(self) -> str:
@@ -239,8 +312,9 @@ class Layer:
     def mount(self) -> None:
         if self.kind != "overlay" or os.path.ismount(self.tree):
             return
+        lower = f"{self.setup / 'layer'}:{self._base}" if self.setup else str(self._base)
         opts = (
-            f"lowerdir={self._base},upperdir={self.root / 'upper'},"
+            f"lowerdir={lower},upperdir={self.root / 'upper'},"
             f"workdir={self.root / 'work'},{OVERLAY_OPTS}"
         )
         done = subprocess.run(
@@ -337,8 +411,42 @@ class Layer:
                 scan = changeset.scan_upper(tree, limits)
                 return changeset.to_change(repo, self.base_sha, tree, scan, limits)
         with Tree(self.tree) as tree, Tree(self._base) as before:
-            scan = changeset.scan_copy(tree, before, self._since, limits)
+            if self.setup is None:
+                scan = changeset.scan_copy(tree, before, self._since, limits)
+            else:
+                with Tree(self.setup / "layer") as setup:
+                    scan = changeset.scan_copy(tree, before, self._since, limits, setup)
             return changeset.to_change(repo, self.base_sha, tree, scan, limits)
+
+    def keep_new(self, dest: Path, limits: Limits | None = None) -> list[str]:
+        """A setup run's result: every entry it added that the base does not have
+        (a virtual environment, ``node_modules``, a build), moved, never read or copied,
+        into ``dest/layer`` (made here), and listed in ``dest/paths.json``. What it
+        changed of the base's own files and what it deleted are not kept. No kennel
+        process may be running."""
+        limits = limits or Limits()
+        self.release()
+        source = self.root / ("upper" if self.kind == "overlay" else "tree")
+        layer = dest / "layer"
+        os.makedirs(layer, 0o755)
+        kept: list[str] = []
+        with Tree(source) as tree, Tree(self._base) as before, Tree(layer) as out:
+
+            def inside_base(found: Found) -> bool:  # only the base's folders are entered
+                return before.lstat(found.path) is not None
+
+            for found in tree.walk(limits, inside_base):
+                parts = found.path.split("/")
+                if ".git" in parts or before.lstat(found.path) is not None:
+                    continue
+                if found.kind not in ("file", "link", "dir"):
+                    continue  # a FIFO, a socket, a whiteout over nothing
+                if len(parts) > 1:
+                    os.makedirs(layer / "/".join(parts[:-1]), 0o755, exist_ok=True)
+                tree.move(found.path, out)
+                kept.append(found.path)
+        (dest / "paths.json").write_text(json.dumps(kept))
+        return kept
 
     def drop(self) -> None:
         """Forget the run: unmount, remove its folder and what it kept. The owner's tree
@@ -346,6 +454,41 @@ class Layer:
         _umount(self.root / "tree")
         _rm(self.root)
         _rm(self._layers.saved(self.name))
+
+
+def _merge(setup: Path, tree: Path) -> None:
+    """Copy a setup layer's entries (``paths.json``) into a run's copy of the base. Each
+    goes below folders reached one ``O_NOFOLLOW`` step at a time (a link the base has
+    there, committed to the repository, is never written through) and never over
+    anything the base has: the commit's own files win."""
+    try:
+        paths = json.loads((setup / "paths.json").read_text())
+    except (OSError, ValueError):
+        return
+    with Tree(tree) as into:
+        for path in paths if isinstance(paths, list) else []:
+            if not isinstance(path, str) or into.lstat(path) is not None:
+                continue
+            *folders, _name = path.split("/")
+            fd = os.dup(into.fd)
+            try:
+                for part in folders:
+                    with suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+                subprocess.run(
+                    ["cp", "-a", "--", str(setup / "layer" / path), f"/proc/self/fd/{fd}/"],
+                    check=True,
+                    capture_output=True,
+                    timeout=1800,
+                    pass_fds=(fd,),
+                )
+            except (OSError, subprocess.SubprocessError) as err:
+                log.warning("setup layer: %s not copied into the run: %s", shown(path), err)
+            finally:
+                os.close(fd)
 
 
 def _mounts_below(folder: Path) -> list[str]:

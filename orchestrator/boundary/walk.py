@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -80,8 +80,9 @@ class Tree:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def walk(self, limits: Limits) -> Iterator[Found]:
-        """Every entry, parents before children; folders are yielded and entered."""
+    def walk(self, limits: Limits, enter: Callable[[Found], bool] | None = None) -> Iterator[Found]:
+        """Every entry, parents before children; folders are yielded and entered (those
+        ``enter`` says yes to, when given)."""
         count = 0
         root = os.dup(self.fd)
         stack: list[tuple[int, str, Iterator[os.DirEntry[str]]]] = [(root, "", os.scandir(root))]
@@ -112,7 +113,11 @@ class Tree:
                 if (seen.st_dev, seen.st_ino) != (st.st_dev, st.st_ino):
                     os.close(child)
                     raise Refused(f"{shown(path)} changed while I read it")
-                yield Found(path, st, opaque=_opaque(child))
+                found = Found(path, st, opaque=_opaque(child))
+                yield found
+                if enter is not None and not enter(found):
+                    os.close(child)
+                    continue
                 stack.append((child, path + "/", os.scandir(child)))
         finally:
             for fd, _rel, entries in stack:
@@ -171,6 +176,19 @@ class Tree:
             return os.readlink(name, dir_fd=fd)
         finally:
             os.close(fd)
+
+    def move(self, path: str, dest: Tree) -> None:
+        """Rename the entry at ``path`` to the same path below ``dest`` (whose folders
+        exist): both ends reached one ``O_NOFOLLOW`` step at a time, nothing read."""
+        src_fd, name = self._parent(path)
+        try:
+            dst_fd, dst_name = dest._parent(path)
+            try:
+                os.rename(name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+            finally:
+                os.close(dst_fd)
+        finally:
+            os.close(src_fd)
 
     def _parent(self, path: str) -> tuple[int, str]:
         """A descriptor of ``path``'s folder, reached one ``O_NOFOLLOW`` step at a time."""

@@ -11,6 +11,7 @@ import logging
 import time
 from contextlib import AbstractContextManager, AsyncExitStack, nullcontext, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from core.errors import FetchError, GitError, HarnessFailed
 from core.events import SessionKey
@@ -41,6 +42,9 @@ from orchestrator.supervisor import TaskSupervisor
 from orchestrator.task import testrun
 from orchestrator.task.approvals import Approvals
 from orchestrator.task.progress import Progress
+from orchestrator.task.setup import SCRIPT as SETUP_SCRIPT
+from orchestrator.task.setup import Setup
+from orchestrator.task.setup import plan as setup_plan
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -79,6 +83,10 @@ class RunHandle:
     layer_name: str | None = None  # a question's layer, to find again on the answer
     change: Change | None = None
     keep_layer: bool = False
+    # The repository's setup layer under the run (orchestrator/task/setup.py), and what
+    # the card says of it ("🧰 setup ran (41 s)", a failure and its output's tail).
+    setup: Path | None = None
+    setup_line: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +134,7 @@ class TaskRunner:
         self._supervisor = supervisor
         self._approvals = approvals
         self._runs: dict[SessionKey, RunHandle] = {}
+        self.setup = Setup(kennel, layers, settings.kennel.setup, settings.home_dir)
         # The cost ledger (orchestrator/costs/): set by the app; each relayed call is
         # recorded in it, and a spent budget refuses the task's further vendor calls.
         self.costs: CostLedger | None = None
@@ -321,7 +330,11 @@ class TaskRunner:
             return
         opening = asyncio.ensure_future(
             asyncio.to_thread(
-                self.layers.open, repo, handle.task_id, host_mounts=self._kennel.host_mounts
+                self.layers.open,
+                repo,
+                handle.task_id,
+                host_mounts=self._kennel.host_mounts,
+                setup=handle.setup,
             )
         )
         try:
@@ -380,6 +393,8 @@ class TaskRunner:
         try:
             failure: str | None = None
             try:
+                if handle.layer is None and not handle.layer_name:
+                    await self._set_up(session, handle, repo)
                 await self._open_layer(handle, repo)
                 # unsafe-local hides no host file: its CLI could write the owner's .git
                 # or tree by absolute path. Put back what it touched there, and say so.
@@ -437,6 +452,43 @@ class TaskRunner:
             self._runs.pop(key, None)
             await self._settle_layer(handle)
             await self._messenger.typing(key, False)
+
+    async def _set_up(self, session: Session, handle: RunHandle, repo: Repo) -> None:
+        """The repository's setup layer for a new run: kept from before, or its committed
+        script run now (registries only); without a script, a proposal, once."""
+        if not self.setup.enabled or self._kennel.name == "unsafe-local":
+            return
+        wanted = await asyncio.to_thread(setup_plan, repo)
+        if wanted is None:
+            text = await self.setup.propose_once(repo)
+            if text is not None:
+                await self._messenger.send(
+                    session.key,
+                    f"💡 {handle.repo} has no {SETUP_SCRIPT}, so the kennel (which has no "
+                    "network) has none of its dependencies. Commit this as "
+                    f"{SETUP_SCRIPT} and it runs once before the next task, with package "
+                    f"registries only; its result is kept for every task after:\n```\n"
+                    f"{text}```",
+                )
+            return
+        if await asyncio.to_thread(self.layers.setup_ready, repo.path, wanted.digest) is None:
+            await self._messenger.send(
+                session.key,
+                f"🧰 Running {SETUP_SCRIPT} first (package registries only; once for "
+                "this commit of it).",
+            )
+
+        async def started(proc: KennelProcess, deadline: asyncio.Timeout) -> None:
+            handle.proc, handle.deadline, handle.remaining = proc, deadline, None
+            if handle.paused:
+                await proc.pause()
+                _hold(handle)
+
+        outcome = await self.setup.ensure(
+            repo, wanted, on_start=started, grace=self._settings.harness.stop_grace_seconds
+        )
+        handle.proc = None
+        handle.setup, handle.setup_line = outcome.layer, outcome.line
 
     async def _settle_layer(self, handle: RunHandle) -> None:
         """After a run: its layer is dropped (the change is in git objects by now), or,
@@ -514,7 +566,7 @@ class TaskRunner:
                 # The CLI's "key" is the run's own secret, which only this run's relay
                 # accepts; the real key never leaves the host.
                 placeholder_key=relay.secret if relay is not None else PLACEHOLDER_KEY,
-                path_env=layout.path_env,
+                path_env=_with_setup(layout.path_env, layout.workdir, handle.setup),
                 model=handle.model or settings.harness.model,
                 max_retries=settings.harness.max_retries,
                 confined=layout.confined,
@@ -649,6 +701,8 @@ class TaskRunner:
         change = handle.change
         final = next((e for e in reversed(handle.events) if e.kind == "done"), None)
         said = f"\n{harness_said(final.text)}" if final and final.text else ""
+        if handle.setup_line:
+            said = f"\n{handle.setup_line}{said}"
         asked = _question(handle, allow_guess=change is None or change.empty)
         if asked is not None:
             await self._ask_owner(session, handle, *asked)
@@ -664,6 +718,8 @@ class TaskRunner:
         checks = list(handle.progress.tests) if handle.progress is not None else []
         if handle.tests is not None:
             checks.insert(0, handle.tests.line())
+        if handle.setup_line:
+            checks.insert(0, handle.setup_line.split("\n", 1)[0])
         await self._store.work.set_task_checks(handle.task_id, checks)
         if handle.progress is not None:
             await handle.progress.finish("review")
@@ -846,6 +902,14 @@ def _release(handle: RunHandle) -> None:
         with suppress(RuntimeError):
             handle.deadline.reschedule(asyncio.get_running_loop().time() + handle.remaining)
         handle.remaining = None
+
+
+def _with_setup(path_env: str, workdir: Path, setup: Path | None) -> str:
+    """The CLI's PATH: what the repository's setup installed comes first (its venv's
+    tools, ``node_modules/.bin``), so the CLI checks its work with the project's own."""
+    if setup is None:
+        return path_env
+    return f"{workdir}/.venv/bin:{workdir}/node_modules/.bin:{path_env}"
 
 
 def harness_said(text: str) -> str:

@@ -134,7 +134,10 @@ def detect(root: Path, override: str | None = None, kennel: str = "local") -> Su
     if (root / "Cargo.toml").is_file():
         return SuitePlan("rust", "cargo test --offline", "cargo test")
     if _is_python(root):
-        interpreters = ("python3",) if kennel == "docker" else ("python3", sys.executable)
+        # A virtual environment the repository's setup made (orchestrator/task/setup.py)
+        # first: it has the dependencies. Its python is a link to the kennel's own.
+        own = ("python3",) if kennel == "docker" else ("python3", sys.executable)
+        interpreters = (".venv/bin/python", "venv/bin/python", *own)
         return SuitePlan("python", _python_command(interpreters), "pytest")
     return None
 

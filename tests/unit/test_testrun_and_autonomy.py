@@ -27,7 +27,8 @@ def test_detection_by_project_files(tmp_path: Path) -> None:
     (tmp_path / "test_x.py").write_text("")
     plan = testrun.detect(tmp_path, kennel="docker")
     assert plan is not None and plan.kind == "python" and "pytest" in plan.command
-    assert "for py in python3;" in plan.command  # a container: its own Python only
+    # A container: its own Python only, after a venv the repository's setup made.
+    assert "for py in .venv/bin/python venv/bin/python python3;" in plan.command
     (tmp_path / "go.mod").write_text("module x\n")
     assert testrun.detect(tmp_path).kind == "go"  # type: ignore[union-attr]
     (tmp_path / "package.json").write_text('{"scripts": {"test": "jest"}}')
