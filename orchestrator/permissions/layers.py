@@ -92,6 +92,30 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def flatten_lenient(tree: Mapping[str, Any], prefix: str = "") -> tuple[dict[str, Any], list[str]]:
+    """Like :func:`flatten`, but a key that cannot be layered, or a bad value, is left out
+    and named (one line each) instead of failing the whole file: a repository's committed
+    ``.fetch.yaml`` must not lose the restrictions it adds over one key it may not set."""
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, value in tree.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(value, Mapping) and dotted not in LAYERED:
+            values, more = flatten_lenient(value, dotted + ".")
+            out.update(values)
+            problems += more
+            continue
+        check = LAYERED.get(dotted)
+        if check is None:
+            problems.append(f"{dotted} cannot be set per repository (only {', '.join(LAYERED)})")
+            continue
+        try:
+            out[dotted] = check(value)
+        except ValueError as err:
+            problems.append(f"{dotted}: {err}")
+    return out, problems
+
+
 @dataclass(frozen=True, slots=True)
 class Layer:
     name: str  # global | repo | chat
@@ -167,6 +191,16 @@ def read_yaml_layer(text: str, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a mapping of settings")
     return flatten(data)
+
+
+def read_committed_layer(text: str, where: str) -> tuple[dict[str, Any], list[str]]:
+    """A committed file's layer: the keys it may set, and one line per key it may not."""
+    data = yamlload.safe_load(text) if text.strip() else {}
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a mapping of settings")
+    return flatten_lenient(data)
 
 
 def looks_like_group(chat: str) -> bool:
