@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from core.events import Inbound, SendResult
-from orchestrator.permissions.model import Subject
+from orchestrator.permissions.model import OWNER, Subject
 from orchestrator.session import Session
 
 if TYPE_CHECKING:
@@ -65,8 +65,14 @@ class Context:
 
     # -- the instinct families' facades (built once, in orchestrator/services.py) -------
     @property
+    def creator(self) -> str:
+        """Who a job made now acts for when it fires: ``owner``, or the sender's id on
+        this channel (a member's number), so the gate and the permission model see them."""
+        return OWNER if self.subject.is_owner else self.inbound.sender
+
+    @property
     def scheduling(self) -> SchedulingFacade:
-        return self.services.facades.scheduling
+        return self.services.facades.scheduling.of(self.creator)
 
     @property
     def memory(self) -> MemoryFacade:

@@ -1,9 +1,10 @@
 """What firing a job does, behind one port so the scheduler's bookkeeping is the same for
 every way out.
 
-``ChatDelivery`` (the product): a reminder is a message to the owner's chat; a prompt
-job is a fresh session fed through the gateway exactly like a phone message, whose replies
-the messenger routes to the owner's chat.
+``ChatDelivery`` (the product): a reminder is a message to the chat it was set in; a
+prompt job is a fresh session fed through the gateway exactly like a phone message from
+its creator (the owner, or the member who made it, with that member's authority), whose
+replies the messenger routes to the chat it was made in.
 
 After a crash mid-delivery the scheduler asks ``confirm``: did it arrive? A prompt job can
 say (the gateway records every accepted message id, durably, and refuses a second one);
@@ -18,7 +19,7 @@ from typing import Protocol
 
 from core.events import Inbound, SessionKey
 from orchestrator.messenger import Messenger
-from orchestrator.scheduler.jobs import Claim
+from orchestrator.scheduler.jobs import OWNER, Claim
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.ntfy import Ntfy
 from orchestrator.scheduler.words import clock
@@ -76,14 +77,17 @@ class ChatDelivery:
         await self._messenger.send(
             job.key, f"🔁 Job #{job.id} ({job.spec}): {job.text}{late_note(claim)}"
         )
+        # It speaks as whoever made it: a member's job has the member's authority (their
+        # tools, their memory), never the owner's; the gate still asks if they may.
+        owners = job.creator == OWNER
         await self._inject(
             Inbound(
                 channel=job.channel,
                 chat=session.chat,
-                sender=job.chat,
+                sender=job.chat if owners else job.creator,
                 message_id=run_key(claim),
                 text=job.text,
-                from_owner=True,
+                from_owner=owners,
             )
         )
         if not await self._accepted(claim):

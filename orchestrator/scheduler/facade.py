@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from core.events import SessionKey
 from orchestrator.scheduler.cron import EXAMPLE, CronError, parse_cron
-from orchestrator.scheduler.jobs import Job
+from orchestrator.scheduler.jobs import OWNER, Job
 from orchestrator.scheduler.phrases import When
 from orchestrator.scheduler.replies import confirmation, label, listing
 from orchestrator.scheduler.requests import USAGE, schedule_line
@@ -23,11 +23,18 @@ class SchedulingFacade:
         self,
         scheduler: Callable[[], Scheduler | None],
         check: Callable[[str], str | None] = lambda text: None,
+        creator: str = OWNER,
     ) -> None:
         # Late-bound: the App creates the scheduler after the services it needs.
         self._scheduler = scheduler
         # Why a prompt job could not run when it fires (scheduler/prompt_check.py).
         self._check = check
+        # Who the jobs made through this facade act for when they fire (jobs.py).
+        self._creator = creator
+
+    def of(self, creator: str) -> SchedulingFacade:
+        """The facade for one sender: the jobs it makes run with that sender's authority."""
+        return SchedulingFacade(self._scheduler, self._check, creator)
 
     def _get(self) -> Scheduler:
         scheduler = self._scheduler()
@@ -100,7 +107,9 @@ class SchedulingFacade:
         """A job of ``kind`` from "<what> in|at|every <when>" (or a cron expression)."""
         try:
             check = self._check if kind == "prompt" else None
-            return await schedule_line(self._get(), kind, line, home, check=check)
+            return await schedule_line(
+                self._get(), kind, line, home, check=check, creator=self._creator
+            )
         except SchedulingOff as err:
             return f"⚠️ {err}"
 
@@ -121,7 +130,11 @@ class SchedulingFacade:
             return refused
         try:
             job = await scheduler.create(
-                kind="prompt", text=prompt, when=When(None, parsed, expr), home=home
+                kind="prompt",
+                text=prompt,
+                when=When(None, parsed, expr),
+                home=home,
+                creator=self._creator,
             )
         except SchedulingOff as err:
             return f"⚠️ {err}"

@@ -25,8 +25,11 @@ from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.slots import plan
 from orchestrator.store.db import Database
 
-JOB_COLUMNS = "id, kind, text, channel, chat, cron, tz, spec, missed, status, next_at, created"
+JOB_COLUMNS = (
+    "id, kind, text, channel, chat, cron, tz, spec, missed, status, next_at, created, creator"
+)
 OPEN = ("claimed", "delivering", "retry")
+OWNER = "owner"  # the creator of a job the owner made (the permission model's subject id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,9 @@ class Job:
     status: str  # active | paused | done | failed | cancelled
     next_at: float | None
     created: float
+    # Who made it: ``owner``, or the maker's sender id on the job's channel (a member's
+    # number). A fired prompt job speaks as them, with their authority (migration 12).
+    creator: str = OWNER
 
     @property
     def key(self) -> SessionKey:
@@ -84,6 +90,7 @@ def _job(row: Any) -> Job:
         row[9],
         None if row[10] is None else float(row[10]),
         float(row[11]),
+        str(row[12]),
     )
 
 
@@ -111,6 +118,7 @@ class JobPort(Protocol):
         spec: str,
         missed: str,
         next_at: float,
+        creator: str = OWNER,
     ) -> Job: ...
 
     async def get(self, job_id: int) -> Job | None: ...
@@ -189,13 +197,28 @@ class SqliteJobs:
         spec: str,
         missed: str,
         next_at: float,
+        creator: str = OWNER,
     ) -> Job:
         now = time.time()
         async with self._db.transaction() as db:
             cur = await db.execute(
                 "INSERT INTO jobs(kind, text, channel, chat, cron, tz, spec, missed, status,"
-                " next_at, created, updated) VALUES (?,?,?,?,?,?,?,?, 'active', ?,?,?)",
-                (kind, text, key.channel, key.chat, cron, tz, spec, missed, next_at, now, now),
+                " next_at, created, updated, creator)"
+                " VALUES (?,?,?,?,?,?,?,?, 'active', ?,?,?,?)",
+                (
+                    kind,
+                    text,
+                    key.channel,
+                    key.chat,
+                    cron,
+                    tz,
+                    spec,
+                    missed,
+                    next_at,
+                    now,
+                    now,
+                    creator,
+                ),
             )
             job_id = int(cur.lastrowid or 0)
         job = await self.get(job_id)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, replace
 
 from core.events import SessionKey
-from orchestrator.scheduler.jobs import OPEN, Claim, Job, Run
+from orchestrator.scheduler.jobs import OPEN, OWNER, Claim, Job, Run
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.slots import plan
 
@@ -75,6 +75,7 @@ class MemoryJobs:
         spec: str,
         missed: str,
         next_at: float,
+        creator: str = OWNER,
     ) -> Job:
         job = Job(
             len(self._jobs) + 1,
@@ -89,6 +90,7 @@ class MemoryJobs:
             "active",
             next_at,
             time.time(),
+            creator,
         )
         self._jobs[job.id] = job
         return job

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from core.events import SessionKey
 from orchestrator.scheduler.cron import CronError, parse_cron
+from orchestrator.scheduler.jobs import OWNER
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.phrases import (
     EXAMPLES,
@@ -45,6 +46,7 @@ async def schedule_line(
     home: SessionKey,
     missed: str = "run_once",
     check: Callable[[str], str | None] | None = None,
+    creator: str = OWNER,
 ) -> str:
     """ "call mom in 20m" -> a job and its confirmation, or an error with examples;
     ``check`` says why a prompt could not run when it fires (then nothing is created)."""
@@ -60,7 +62,12 @@ async def schedule_line(
     if refused is not None:
         return refused
     job = await scheduler.create(
-        kind=kind, text=request.message, when=request.when, home=home, missed=missed
+        kind=kind,
+        text=request.message,
+        when=request.when,
+        home=home,
+        missed=missed,
+        creator=creator,
     )
     return confirmation(job, now)
 
@@ -72,6 +79,7 @@ async def schedule_parts(
     when: str,
     home: SessionKey,
     missed: str = "run_once",
+    creator: str = OWNER,
 ) -> str:
     """The model's form: what and when given apart."""
     now = scheduler.clock.now()
@@ -82,6 +90,6 @@ async def schedule_parts(
     except (PhraseError, CronError) as err:
         return f"error: {err} (time phrases: {EXAMPLES}; or a five-field cron expression)"
     job = await scheduler.create(
-        kind=kind, text=text.strip(), when=parsed, home=home, missed=missed
+        kind=kind, text=text.strip(), when=parsed, home=home, missed=missed, creator=creator
     )
     return confirmation(job, now)

@@ -25,7 +25,7 @@ from orchestrator.config import Settings
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler.cron import Cron
 from orchestrator.scheduler.delivery import ChatDelivery, Delivery, Inject, job_session
-from orchestrator.scheduler.jobs import Claim, Job, JobPort, Run, SqliteJobs
+from orchestrator.scheduler.jobs import OWNER, Claim, Job, JobPort, Run, SqliteJobs
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.lock import SchedulerLock
 from orchestrator.scheduler.ntfy import Ntfy
@@ -319,7 +319,14 @@ class Scheduler:
             )
 
     async def create(
-        self, *, kind: str, text: str, when: When, home: SessionKey, missed: str = "run_once"
+        self,
+        *,
+        kind: str,
+        text: str,
+        when: When,
+        home: SessionKey,
+        missed: str = "run_once",
+        creator: str = OWNER,
     ) -> Job:
         self._check_running()
         tz = self.settings.timezone
@@ -337,6 +344,7 @@ class Scheduler:
             spec=when.spec,
             missed=missed,
             next_at=first,
+            creator=creator,
         )
         await self._refresh_summary()
         self.wake()

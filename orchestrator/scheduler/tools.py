@@ -50,7 +50,13 @@ def register_tools(registry: ToolRegistry) -> None:
             return ToolResult("error: kind is reminder|prompt, missed is run_once|skip")
         return ToolResult(
             await schedule_parts(
-                scheduler, kind, args["text"], args["when"], ctx.session.key, missed
+                scheduler,
+                kind,
+                args["text"],
+                args["when"],
+                ctx.session.key,
+                missed,
+                creator=ctx.creator,
             )
         )
 
