@@ -46,6 +46,7 @@ from orchestrator.services import Services
 from orchestrator.session import Sessions
 from orchestrator.shipped import SHIPPED_DATA as SHIPPED_DATA  # re-exported: tests, doctor
 from orchestrator.skills.book import SkillBook
+from orchestrator.startcheck import check_start
 from orchestrator.store import Journal, Store
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.task.approvals import Approvals
@@ -188,8 +189,7 @@ class App:
         home.mkdir(parents=True, exist_ok=True)
         os.chmod(home, 0o700)  # the home holds keys' logs, the DB and (later) WhatsApp
         harnesses = build_harnesses()
-        if settings.harness.default != "auto":
-            harnesses.get(settings.harness.default)  # unknown name: fail at start, clearly
+        check_start(settings)  # what `fetch` and `fetch doctor` checked already (tests: not)
         identity = load_identity(identity_dir(settings))
         skills = discover(home / "skills", SHIPPED_DATA / "skills")
         # The pack: the owner's agents/ over the shipped one (a bad owner's file skipped).

@@ -53,6 +53,18 @@ def _settings() -> Settings:
         raise SystemExit(2) from None
 
 
+def _check(settings: Settings) -> None:
+    """The checks a start makes (orchestrator/startcheck.py), before anything starts: the
+    same for ``fetch``, ``fetch serve`` and ``fetch doctor``, with the same one line."""
+    from orchestrator.startcheck import check_start
+
+    try:
+        check_start(settings)
+    except ConfigError as err:
+        print(f"fetch: configuration error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 class _QuietFileHandler(logging.FileHandler):
     """A log line that cannot be written (full disk) is lost, never a traceback on the
     owner's terminal; the store's own errors say what failed."""
@@ -253,6 +265,8 @@ def main(argv: list[str] | None = None) -> None:
     explain.add_argument("--chat", help="a chat, as channel:chat")
     args = parser.parse_args(argv)
     settings = _settings()
+    if args.command in (None, "run", "serve", "doctor"):
+        _check(settings)
     if args.command == "config":
         raise SystemExit(_config_explain(settings, args.key, args.repo, args.chat))
     if args.command == "doctor":

@@ -11,6 +11,7 @@ module composes them with the application's own sections.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from channels.http_settings import HttpSettings
 from channels.telegram_settings import TelegramSettings
@@ -158,6 +159,16 @@ class Settings(StrictSettings):
     prices: dict[str, Price] = Field(default_factory=dict)
     budgets: BudgetSettings = BudgetSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    # Where each value came from, for the checks made after loading (startcheck.py):
+    # the dotted keys the environment set -> "environment NAME", and the file read.
+    _env_sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _file: str = PrivateAttr(default="")
+    _file_tree: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def source_of(self, dotted: str) -> str:
+        """Who to blame for ``dotted``: the environment variable that set it, else the
+        config file, never a file that was not read."""
+        return _blame(dotted.split("."), self._env_sources, self._file_tree, self._file)
 
     @field_validator("allowlist")
     @classmethod
@@ -343,7 +354,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(str(path), where, f"is not valid YAML ({err})") from err
+        # One line: the problem, not PyYAML's multi-line excerpt with a caret under it.
+        problem = getattr(err, "problem", None) or str(err).strip().splitlines()[0]
+        raise ConfigError(str(path), where, f"is not valid YAML ({problem})") from err
     except OSError as err:
         raise ConfigError(str(path), "", f"cannot be read ({err.strerror})") from err
     except UnicodeDecodeError as err:
@@ -366,16 +379,53 @@ def default_config_path(env: Mapping[str, str]) -> Path:
     return home / "config.yaml"
 
 
+def _has(tree: Any, parts: list[str]) -> bool:
+    for part in parts:
+        if not isinstance(tree, dict) or part not in tree:
+            return False
+        tree = tree[part]
+    return True
+
+
+def _blame(parts: list[str], origin: dict[str, str], file_tree: dict[str, Any], file: str) -> str:
+    """The source of a bad value at ``parts``: the environment variable that set it or a
+    parent of it; else, when the file does not hold it, the variables that set keys under
+    it (a section's own check: FETCH__WHATSAPP__ENABLED without an owner); else the file.
+    A file that does not exist is never named as the culprit."""
+    for i in range(len(parts), 0, -1):
+        hit = origin.get(".".join(parts[:i]))
+        if hit:
+            return hit
+    prefix = ".".join(parts)
+    under = sorted(
+        {name for key, name in origin.items() if not prefix or key.startswith(prefix + ".")}
+    )
+    if under and not (file and _has(file_tree, parts)):
+        return ", ".join(under)
+    return file or "the settings (no config file was read; defaults and environment)"
+
+
+def _key_of(message: str) -> list[str]:
+    """A whole-settings check names its key in its message (``whatsapp.owner must ...``):
+    that key's section is what to blame."""
+    for match in re.finditer(r"\b([a-z_]+)\.[a-z_]+", message):
+        if match.group(1) in Settings.model_fields:
+            return [match.group(1)]
+    return []
+
+
 def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Build validated ``Settings`` or raise ``ConfigError`` naming file, key and expectation."""
     env = os.environ if env is None else env
     path = path if path is not None else default_config_path(env)
     explicit = "FETCH_CONFIG" in env or path != default_config_path(env)
     tree: dict[str, Any] = {}
+    file = ""
     if path.exists():
-        tree = _read_yaml(path)
+        tree, file = _read_yaml(path), str(path)
     elif explicit:
         raise ConfigError(str(path), "", "file not found")
+    file_tree = copy.deepcopy(tree)  # what the file itself said, before the environment
     origin: dict[str, str] = {}
     for name, dotted, value in _env_overrides(env):
         _set_dotted(tree, dotted, value)
@@ -388,13 +438,18 @@ def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None
             if isinstance(entry, dict):
                 entry.setdefault("base_url", default.base_url)
     try:
-        return Settings.model_validate(tree)
+        settings = Settings.model_validate(tree)
     except ValidationError as err:
         first = err.errors()[0]
-        dotted = ".".join(str(p) for p in first["loc"]) or "(settings)"
-        source = origin.get(dotted, str(path))
+        parts = [str(p) for p in first["loc"]]
+        message = str(first["msg"]).removeprefix("Value error, ")
+        source = _blame(parts or _key_of(message), origin, file_tree, file)
+        dotted = ".".join(parts) or "(settings)"
         got = first.get("input")
         # A key or secret is never echoed into a log or the terminal, even a wrong one.
         secret = re.search(r"key|secret|token|password", dotted, re.IGNORECASE)
-        shown = "" if isinstance(got, dict) or secret else f" (got {got!r})"
-        raise ConfigError(source, dotted, f"{first['msg']}{shown}") from err
+        whole = isinstance(got, dict) or not parts
+        shown = "" if whole or secret else f" (got {got!r})"
+        raise ConfigError(source, dotted, f"{message}{shown}") from err
+    settings._env_sources, settings._file, settings._file_tree = origin, file, file_tree
+    return settings
