@@ -34,6 +34,7 @@ from bench import (
     memory_bench,
     roundtrip,
     scheduler_bench,
+    setup_phase,
     skills_prompt,
     webchat,
 )
@@ -55,6 +56,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         layer.ROUNDS,
         layer.QUICK_ROUNDS,
     ),
+    # First task with a setup script vs a repeat (layer reused) vs none, both kennels.
+    "setup": (setup_phase.run, setup_phase.render, setup_phase.ROUNDS, setup_phase.QUICK_ROUNDS),
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
     "flood": (flood.run, flood.render, 1_000, 200),
     "agent": (agent.run, agent.render, 10, 10),
