@@ -208,6 +208,7 @@ def _doctor(settings: Settings) -> int:
         from orchestrator.boundary.layer import describe_kind
 
         print(f"layers:    {describe_kind(settings.home_dir / 'runs', kennel.host_mounts)}")
+        print(f"setup:     {_setup_line(settings)}")
         if choice.backend == "bwrap":
             from kennel.bwrap import toolchains
 
@@ -337,3 +338,17 @@ def _claim_home(settings: Settings) -> HomeLock:
         print(f"fetch: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     return lock
+
+
+def _setup_line(settings: Settings) -> str:
+    """``fetch doctor``'s word on the setup phase: on or off, and what it may reach."""
+    setup = settings.kennel.setup
+    if not setup.enabled:
+        return "off (kennel.setup.enabled: false): a repository's .fetch/setup.sh never runs"
+    from kennel.egress import default_registries, parse_allow
+
+    chosen = setup.registries if setup.registries is not None else default_registries()
+    where = "kennel.setup.registries" if setup.registries is not None else "this host's pip and npm"
+    hosts = ", ".join(parse_allow(chosen).shown()) or "none"
+    return f"a repository's .fetch/setup.sh may reach {hosts} (from {where}), nothing else"
+

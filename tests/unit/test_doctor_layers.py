@@ -33,3 +33,23 @@ def test_toolchains_outside_usr_do_not_count(tmp_path: Path) -> None:
     assert found == [] and missing == list(TOOLCHAINS)  # not under /usr: not inside
     found, missing = toolchains("/usr/bin:/bin")
     assert "git" in found and set(found) | set(missing) == set(TOOLCHAINS)
+
+
+def test_doctor_names_what_setup_may_reach(tmp_path: Path) -> None:
+    from orchestrator.cli import _setup_line
+    from orchestrator.config import load_settings
+
+    config = tmp_path / "config.yaml"
+    config.write_text("kennel:\n  setup:\n    registries: ['https://mirror.example/simple/']\n")
+    settings = load_settings(config, {"FETCH_HOME": str(tmp_path / "home")})
+    line = _setup_line(settings)
+    assert "mirror.example:443" in line and "kennel.setup.registries" in line
+    config.write_text("kennel:\n  setup:\n    enabled: false\n")
+    assert _setup_line(load_settings(config, {"FETCH_HOME": str(tmp_path)})).startswith("off")
+    config.write_text("kennel:\n  setup:\n    registries: ['ftp://nope/']\n")
+    try:
+        load_settings(config, {"FETCH_HOME": str(tmp_path)})
+    except Exception as err:  # ConfigError: the file, the key, what is wrong
+        assert "kennel.setup.registries" in str(err) and "ftp://nope/" in str(err)
+    else:
+        raise AssertionError("a registry that is not an http(s) URL was accepted")
