@@ -177,7 +177,9 @@ class Gateway:
         settings = self._s.settings.gateway
         cleaned = clean_text(said(inbound), settings.trigger, settings.max_message_chars)
         logged = cleaned.text or inbound.text[:200]
-        self._s.store.messages.log(inbound.key, "in", logged)
+        # Who said it, kept with the line: the model reads a group's history by speaker.
+        sender = self._s.permissions.subject_of(inbound).id
+        self._s.store.messages.log(inbound.key, "in", logged, sender=sender)
         try:
             self._s.journal.append(
                 inbound.key,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from orchestrator.context import Context
 
 SUMMARIES = 3  # archived chunks shown, newest; memory_search reaches the rest
+OWNER = "owner"
 RESERVE = 1_000  # tokens left for the model's answer and this turn's tool results
 
 
@@ -31,7 +32,7 @@ async def build_messages(
     s = ctx.services
     settings = s.settings.model
     key = ctx.session.key
-    rows = await s.store.messages.recent(key, settings.history_messages + 1)
+    rows = await s.store.messages.recent_lines(key, settings.history_messages + 1)
     current = rows[-1][0] if rows and rows[-1][1] == "in" else None
     if current is not None:
         rows = rows[:-1]  # the message this turn answers: it goes last, as ``text``
@@ -42,10 +43,14 @@ async def build_messages(
         if settings.history_messages
         else []
     )
+    group = s.permissions.is_group(key)
     history: list[Message] = [
-        {"role": "user" if direction == "in" else "assistant", "content": clip(body)}
-        for _id, direction, body in rows
+        {"role": "user", "content": clip(spoken(ctx, row.sender, row.text, group))}
+        if row.direction == "in"
+        else {"role": "assistant", "content": clip(row.text)}
+        for row in rows
     ]
+    text = spoken(ctx, ctx.subject.id, text, group)
     first = rows[0][0] if rows else (current or 2**62)
     older = [
         summary
@@ -77,3 +82,16 @@ async def build_messages(
         {"role": "user", "content": text},
         {"role": "user", "content": note},
     ]
+
+
+def spoken(ctx: Context, sender: str, text: str, group: bool) -> str:
+    """A person's line as the model reads it: who said it and with which profile, so a
+    member's words are never taken for the owner's (the system prompt says only the
+    owner's lines carry the owner's authority). The owner's own lines in their own chat
+    stay bare; a line logged before senders were kept ('') too."""
+    if not sender or (sender == OWNER and not group):
+        return text
+    if sender == OWNER:
+        return f"[owner] {text}"
+    who = ctx.services.permissions.subject_named(sender)
+    return f"[{who.id} · {who.profile}] {text}"

@@ -46,6 +46,12 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
     since = stored.get("since") or str(message_id)
     # Persona, owner and the active repo's block: an edit (or another repo) rebuilds it.
     blocks = await s.blocks.for_prompt(data.repo)
+    # Someone besides the owner speaks here: the prompt says whose words count, and what
+    # the owner keeps about themselves (the owner block) is not shown to a member's turn.
+    shared = not ctx.subject.is_owner or s.permissions.is_group(ctx.session.key)
+    if not ctx.subject.is_owner:
+        blocks = tuple(b for b in blocks if b.kind != "owner")
+    digest += "+shared" if shared else ""
     versions = s.blocks.digest(blocks)
     if (
         stored.get("text")
@@ -63,6 +69,7 @@ async def frozen_prompt(ctx: Context, now: float, message_id: int) -> str:
             skills=tuple((k.name, k.description) for k in s.skills.base),
             pack=pack,
             blocks=tuple(MemoryBlock(b.kind, b.text, b.limit, b.scope) for b in blocks),
+            shared=shared,
         ),
     )
     data.frozen_prompt = {

@@ -17,6 +17,7 @@ from typing import Any
 from core.events import SessionKey
 from orchestrator.store.blocks import BlockVersion
 from orchestrator.store.db import key_str
+from orchestrator.store.messages import Line
 from orchestrator.store.sessions import SessionRow
 from orchestrator.store.work import ApprovalRow, CommitRow, IntentRow, TaskRow
 
@@ -119,6 +120,7 @@ class _Message:
     model: str | None
     tokens_in: int
     tokens_out: int
+    sender: str = ""
 
 
 class MemoryMessages:
@@ -135,8 +137,11 @@ class MemoryMessages:
         model: str | None = None,
         tokens_in: int = 0,
         tokens_out: int = 0,
+        sender: str = "",
     ) -> int:
-        self._rows.append(_Message(key_str(key), direction, text, model, tokens_in, tokens_out))
+        self._rows.append(
+            _Message(key_str(key), direction, text, model, tokens_in, tokens_out, sender)
+        )
         return len(self._rows)
 
     def log(
@@ -148,8 +153,11 @@ class MemoryMessages:
         model: str | None = None,
         tokens_in: int = 0,
         tokens_out: int = 0,
+        sender: str = "",
     ) -> None:
-        self._queued.append(_Message(key_str(key), direction, text, model, tokens_in, tokens_out))
+        self._queued.append(
+            _Message(key_str(key), direction, text, model, tokens_in, tokens_out, sender)
+        )
 
     async def flush(self) -> None:
         queued, self._queued = self._queued, []
@@ -165,6 +173,16 @@ class MemoryMessages:
         session = key_str(key)
         mine = [
             (i + 1, m.direction, m.text)
+            for i, m in enumerate(self._rows)
+            if m.session == session and m.direction in ("in", "out")
+        ]
+        return mine[-limit:] if limit > 0 else []
+
+    async def recent_lines(self, key: SessionKey, limit: int) -> list[Line]:
+        await self.flush()
+        session = key_str(key)
+        mine = [
+            Line(i + 1, m.direction, m.text, m.sender)
             for i, m in enumerate(self._rows)
             if m.session == session and m.direction in ("in", "out")
         ]

@@ -7,10 +7,19 @@ and a trip to aiosqlite's thread alone can cost that under load.
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from core.events import SessionKey
 from orchestrator.store.db import Database, key_str
+
+
+class Line(NamedTuple):
+    """One logged message: who said it too (``sender`` '' for Fetch's own lines)."""
+
+    id: int
+    direction: str
+    text: str
+    sender: str
 
 
 class MessagePort(Protocol):
@@ -23,8 +32,10 @@ class MessagePort(Protocol):
         model: str | None = None,
         tokens_in: int = 0,
         tokens_out: int = 0,
+        sender: str = "",
     ) -> int:
-        """Write one log row now; returns its id."""
+        """Write one log row now; returns its id. ``sender``: who said an inbound line
+        (a subject id: ``owner``, a member's name, an allowlist entry)."""
 
     def log(
         self,
@@ -35,6 +46,7 @@ class MessagePort(Protocol):
         model: str | None = None,
         tokens_in: int = 0,
         tokens_out: int = 0,
+        sender: str = "",
     ) -> None:
         """Queue one log row; it is written shortly after, in a batch."""
 
@@ -48,10 +60,13 @@ class MessagePort(Protocol):
         """The chat's last ``limit`` messages in and out (id, direction, text), oldest
         first, queued rows included."""
 
+    async def recent_lines(self, key: SessionKey, limit: int) -> list[Line]:
+        """As ``recent``, with who said each line (``sender``; '' for Fetch's own)."""
+
 
 INSERT = (
     "INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
-    " tokens_out) VALUES (?,?,?,?,?,?,?)"
+    " tokens_out, sender) VALUES (?,?,?,?,?,?,?,?)"
 )
 
 
@@ -69,9 +84,11 @@ class SqliteMessages:
         model: str | None = None,
         tokens_in: int = 0,
         tokens_out: int = 0,
+        sender: str = "",
     ) -> int:
         cur = await self._db.write(
-            INSERT, (key_str(key), direction, text, time.time(), model, tokens_in, tokens_out)
+            INSERT,
+            (key_str(key), direction, text, time.time(), model, tokens_in, tokens_out, sender),
         )
         return int(cur.lastrowid or 0)
 
@@ -84,10 +101,11 @@ class SqliteMessages:
         model: str | None = None,
         tokens_in: int = 0,
         tokens_out: int = 0,
+        sender: str = "",
     ) -> None:
         session = key_str(key)
         self._db.write_behind(
-            INSERT, (session, direction, text, time.time(), model, tokens_in, tokens_out)
+            INSERT, (session, direction, text, time.time(), model, tokens_in, tokens_out, sender)
         )
         totals = self._totals.get(session)
         if totals is not None:
@@ -122,3 +140,12 @@ class SqliteMessages:
             (key_str(key), limit),
         )
         return [(int(r[0]), str(r[1]), str(r[2])) for r in reversed(list(rows))]
+
+    async def recent_lines(self, key: SessionKey, limit: int) -> list[Line]:
+        await self._db.flush()
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT id, direction, text, sender FROM messages WHERE session=? AND direction IN"
+            " ('in','out') ORDER BY id DESC LIMIT ?",
+            (key_str(key), limit),
+        )
+        return [Line(int(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in reversed(list(rows))]

@@ -129,6 +129,18 @@ async def test_recent_is_the_chats_last_messages_oldest_first_queued_included(
     assert [t for _i, _d, t in everything] == ["one", "two", "three"]
 
 
+async def test_the_log_keeps_who_said_each_line(ports: Ports) -> None:
+    await ports.messages.add(KEY, "in", "from the owner", sender="owner")
+    ports.messages.log(KEY, "in", "from alice", sender="alice")
+    ports.messages.log(KEY, "out", "fetch answers")
+    lines = await ports.messages.recent_lines(KEY, 10)
+    assert [(line.text, line.sender) for line in lines] == [
+        ("from the owner", "owner"),
+        ("from alice", "alice"),
+        ("fetch answers", ""),
+    ]
+
+
 # -- work: tasks -----------------------------------------------------------------------
 async def test_a_new_task_is_running(ports: Ports) -> None:
     task_id = await ports.work.create_task(KEY, "demo", "fix the typo", "claude")

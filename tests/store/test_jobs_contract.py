@@ -47,6 +47,24 @@ async def _add(
 
 
 # -- jobs ------------------------------------------------------------------------------
+async def test_a_job_keeps_who_made_it(jobs: JobPort) -> None:
+    owners = await _add(jobs, T0 + 60)
+    members = await jobs.add(
+        kind="prompt",
+        text="t",
+        key=KEY,
+        cron=None,
+        tz="UTC",
+        spec="s",
+        missed="run_once",
+        next_at=T0 + 61,
+        creator="447700900123",
+    )
+    assert owners.creator == "owner" and members.creator == "447700900123"
+    got = await jobs.get(members.id)
+    assert got is not None and got.creator == "447700900123"
+
+
 async def test_a_new_job_is_active_and_listed_soonest_first(jobs: JobPort) -> None:
     later = await _add(jobs, T0 + 60, text="later")
     sooner = await _add(jobs, T0 + 10, text="sooner")
