@@ -351,4 +351,3 @@ def _setup_line(settings: Settings) -> str:
     where = "kennel.setup.registries" if setup.registries is not None else "this host's pip and npm"
     hosts = ", ".join(parse_allow(chosen).shown()) or "none"
     return f"a repository's .fetch/setup.sh may reach {hosts} (from {where}), nothing else"
-
