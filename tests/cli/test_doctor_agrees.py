@@ -45,6 +45,7 @@ BAD: list[tuple[str, str | None, dict[str, str], tuple[str, ...]]] = [
         ("config.yaml", "line 2", "written twice"),
     ),
     ("not YAML", "model: [unclosed\n", {}, ("config.yaml", "not valid YAML")),
+    ("5,000 deep", "a: " + "[" * 5000 + "]" * 5000 + "\n", {}, ("config.yaml", "too deeply")),
     (
         "bad allowlist entry (env)",
         None,
