@@ -9,6 +9,7 @@ from core.state import State
 from orchestrator.agent import confirm
 from orchestrator.context import Context
 from orchestrator.intent import Classification, Intent, classify
+from orchestrator.permissions.model import OWNER
 from orchestrator.planner import PlannerUnavailable
 
 EXAMPLE = "fix the typo in README.md of demo"
@@ -46,9 +47,29 @@ async def _while_working(ctx: Context) -> None:
     )
 
 
+def asked_for(context: dict[str, object]) -> str | None:
+    """Whom the waiting question was asked for (a subject id); None for a question saved
+    before questions kept it (anyone may answer those, as then)."""
+    who = context.get("subject") or context.get("requester")
+    return str(who) if who else None
+
+
+def whose(subject_id: str) -> str:
+    return "the owner" if subject_id == OWNER else subject_id
+
+
 async def _answer_question(ctx: Context) -> None:
     data = ctx.session.data
     context = data.question_context or {}
+    asked = asked_for(context)
+    if asked is not None and asked != ctx.subject.id:
+        # Someone else's words never answer it (a member's "yes" is not the owner's), and
+        # the question stays open for whom it was asked.
+        await ctx.reply(
+            f"❓ This question is for {whose(asked)}: {data.question or 'it waits'}\n"
+            "It stays open until they answer (/stop drops it)."
+        )
+        return
     data.question = None
     data.question_context = {}
     await ctx.session.answered()
@@ -120,7 +141,11 @@ async def start_task(ctx: Context, prompt: str) -> None:
             await ctx.reply(f"📂 The workspace {ws.root} has no git repos yet. Clone one there.")
             return
         ctx.session.data.question = "Which repo?"
-        ctx.session.data.question_context = {"kind": "repo", "prompt": prompt}
+        ctx.session.data.question_context = {
+            "kind": "repo",
+            "prompt": prompt,
+            "subject": ctx.subject.id,
+        }
         await ctx.session.ask()
         await ctx.reply("❓ Which repo should I work in?\n" + "\n".join(f"• {n}" for n in names))
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.permissions.model import OWNER
 from orchestrator.tools import Tool
 
 if TYPE_CHECKING:
@@ -53,7 +54,8 @@ async def request(ctx: Context, tool: Tool, args: dict[str, Any]) -> tuple[str, 
         return f"the owner was asked to allow {what}; nothing was done yet", True
     data = ctx.session.data
     data.question = f"May I run {what}?"
-    data.question_context = {"kind": KIND, "tool": tool.name, "args": args}
+    # Only the owner's answer counts (conversation.py checks ``subject``).
+    data.question_context = {"kind": KIND, "tool": tool.name, "args": args, "subject": OWNER}
     await ctx.session.ask()
     await ctx.reply(f"❓ May I run {what}?\n{tool.description}\nyes / no")
     return "the owner was asked to confirm; nothing was done yet", True

@@ -151,6 +151,8 @@ def register_tools(registry: ToolRegistry) -> None:
         context = dict(session.data.question_context or {})
         if session.state is not State.WAITING or context.get("kind") != TASK_QUESTION or not answer:
             return ToolResult("error: no running task is waiting for an answer in this chat")
+        if str(context.get("requester") or ctx.subject.id) != ctx.subject.id:
+            return ToolResult("error: the task's question is for whoever started it")
         session.data.question, session.data.question_context = None, {}
         await session.answered()
         await ctx.services.runner.answer(session, context, answer)
@@ -165,7 +167,12 @@ def register_tools(registry: ToolRegistry) -> None:
     async def ask_user(ctx: Context, args: dict[str, Any]) -> ToolResult:
         question = args["question"].strip() or "Could you say a bit more?"
         ctx.session.data.question = question
-        ctx.session.data.question_context = {"kind": "model", "original": ctx.text}
+        # Asked for whoever this turn serves: only their answer counts (conversation.py).
+        ctx.session.data.question_context = {
+            "kind": "model",
+            "original": ctx.text,
+            "subject": ctx.subject.id,
+        }
         await ctx.session.ask()
         await ctx.reply(f"❓ {question}")
         return ToolResult("asked", final=True)
