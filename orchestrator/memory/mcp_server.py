@@ -24,9 +24,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from aiohttp import web
 
+from orchestrator.mcphost.asgi import asgi_bridge
 from orchestrator.memory.scope import KENNEL_PREFIX, archive_threads, from_kennel
 
 if TYPE_CHECKING:
@@ -210,73 +210,7 @@ class MemoryMcp:
         body = await request.read()
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             self.methods[str(json.loads(body or b"{}").get("method") or request.method)] += 1
-        headers = [
-            (k.lower().encode("latin-1"), v.encode("latin-1"))
-            for k, v in request.headers.items()
-            if k.lower() != CALLER_HEADER
-        ]
-        scope: dict[str, Any] = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": request.method,
-            "scheme": "http",
-            "path": request.path,
-            "raw_path": request.path.encode(),
-            "query_string": request.query_string.encode(),
-            "root_path": "",
-            "headers": headers,
-            "client": ("127.0.0.1", 0),
-            "server": ("127.0.0.1", 0),
-        }
-        sent = False
-        disconnected = asyncio.Event()
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            # A GET opens a server-to-client stream that ends only when the client goes;
-            # aiohttp does not tell a handler that, so watch the transport.
-            while not disconnected.is_set():
-                if request.transport is None or request.transport.is_closing():
-                    disconnected.set()
-                    break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(disconnected.wait(), 0.5)
-            return {"type": "http.disconnect"}
-
-        response: web.StreamResponse | None = None
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal response
-            if message["type"] == "http.response.start":
-                response = web.StreamResponse(status=int(message["status"]))
-                for key, value in message.get("headers", []):
-                    name = key.decode("latin-1")
-                    if name.lower() not in {"content-length", "transfer-encoding"}:
-                        response.headers.add(name, value.decode("latin-1"))
-                await response.prepare(request)
-            elif message["type"] == "http.response.body" and response is not None:
-                if disconnected.is_set():
-                    return
-                try:
-                    chunk = message.get("body", b"")
-                    if chunk:
-                        await response.write(chunk)
-                    if not message.get("more_body", False):
-                        await response.write_eof()
-                except (ConnectionError, aiohttp.ClientConnectionResetError):
-                    disconnected.set()  # the CLI went away (it exits at the end of a task)
-
-        try:
-            await self._app(scope, receive, send)
-        finally:
-            disconnected.set()
-        if response is None:
-            return web.json_response({"error": "memory server gave no answer"}, status=500)
-        return response
+        return await asgi_bridge(self._app, request, body, drop=(CALLER_HEADER,))
 
 
 @contextlib.asynccontextmanager
