@@ -40,6 +40,7 @@ from channels.whatsapp.format import SAFE_CHARS, to_whatsapp
 from channels.whatsapp.health import Backoff, ConnectionHealth
 from channels.whatsapp.jids import (
     LID_SERVER,
+    USER_SERVER,
     bare_user,
     jid_str,
     lid_pair,
@@ -110,6 +111,9 @@ class WhatsAppChannel:
         self._client: WhatsAppClient = client or NeonizeClient(self._store_dir / "device.db")
         self._rules = TriggerRules.from_settings(settings, trigger)
         self._owner = settings.owner or None  # digits, normalised by the settings
+        # The owner's direct chat, from the configured number: Fetch may always write
+        # there (a group's diff, a member's question), though the owner never wrote first.
+        self._owner_dm = f"{self._owner}@{USER_SERVER}" if self._owner else None
         # The gateway's own question, asked before anything of the sender's is kept.
         self._gate: Gate = gate or OwnerOnlyGate()
         self._quiet_log = LogThrottle(log)
@@ -388,7 +392,7 @@ class WhatsAppChannel:
     async def send(self, message: Outbound) -> SendResult:
         if self._health.alert:
             raise WhatsAppUnavailable(f"WhatsApp is unavailable: {self._health.alert}")
-        if not self._ledger.wrote(message.chat):
+        if not self._may_message(message.chat):
             error = RecipientNotAllowed(message.chat)
             log.warning("whatsapp: %s", error)
             raise error
@@ -401,6 +405,10 @@ class WhatsAppChannel:
         else:
             sent = await self._send_text(jid, message.chat, message.text, message.reply_to)
         return SendResult(message_id=sent)
+
+    def _may_message(self, chat: str) -> bool:
+        """A chat that wrote to Fetch, or the owner's own direct chat (their number)."""
+        return chat == self._owner_dm or self._ledger.wrote(chat)
 
     async def _edit(
         self, jid: Any, chat: str, edit_of: str, text: str, reply_to: str | None

@@ -1,7 +1,8 @@
 """What the WhatsApp adapter must remember across restarts, in one small JSON file.
 
-* ``chats``: chats that wrote to Fetch. Fetch never starts a conversation (WhatsApp bans
-  numbers that message strangers), so a send to any other chat is refused. Kept on disk
+* ``chats``: chats that wrote to Fetch. Fetch never starts a conversation with anyone
+  else (WhatsApp bans numbers that message strangers), so a send to any other chat is
+  refused; the one exception is the owner's own direct chat, from ``whatsapp.owner``. Kept on disk
   because replies to messages replayed after a restart, and scheduled jobs, must still
   reach the owner's chat.
 * ``sent``: ids of the messages Fetch sent, newest last, bounded. They tell an echo of

@@ -182,6 +182,18 @@ async def test_never_messages_a_chat_that_did_not_write_first(
     await wa.channel.stop()
 
 
+async def test_the_owners_direct_chat_needs_no_earlier_message(tmp_path: Path) -> None:
+    # The owner's configured number is theirs: a group's diff, a member's permission
+    # question or a reminder reaches their DM though they never wrote to Fetch there.
+    wa = await started(tmp_path)
+    await wa.channel.send(Outbound("whatsapp", OWNER_CHAT, "a diff for you"))
+    assert [(c.chat, c.text) for c in wa.client.named("send")] == [(OWNER_CHAT, "a diff for you")]
+    # Only their direct chat: a look-alike in another server is still refused.
+    with pytest.raises(RecipientNotAllowed):
+        await wa.channel.send(Outbound("whatsapp", f"{OWNER_CHAT.split('@')[0]}@g.us", "x"))
+    await wa.channel.stop()
+
+
 async def test_who_wrote_first_survives_a_restart(tmp_path: Path) -> None:
     wa = await started(tmp_path)
     wa.client.emit(text_from(OWNER, "hi", id="3EB0R1"))
