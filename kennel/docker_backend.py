@@ -34,6 +34,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import requests.exceptions
 from docker.types import Mount
 from docker.utils.socket import frames_iter
 
@@ -68,6 +69,26 @@ class _Warm:
     last_used: float
     keep: tuple[int, ...]  # init and the forwarder, by PID (kennel/docker_sweep.py)
     user: str  # uid:gid every task (and its sweep) runs as; not the keepers'
+    # A task lost it (vanished, its engine stopped answering): the next task gets a new one.
+    broken: bool = False
+
+
+# What the Docker SDK raises when the engine is away: its own errors, and requests'
+# (a refused or dropped socket is a requests ConnectionError, not a DockerException).
+ENGINE_ERRORS: tuple[type[BaseException], ...] = (
+    docker.errors.DockerException,
+    requests.exceptions.RequestException,
+    ConnectionError,
+)
+
+
+def engine_fault(err: BaseException) -> str:
+    """One line for the owner: what happened to the kennel, from what the SDK raised."""
+    if isinstance(err, docker.errors.NotFound):
+        return "its kennel container disappeared (removed or stopped from outside)"
+    if isinstance(err, docker.errors.APIError):
+        return f"the Docker engine refused: {str(err.explanation or err)[:160]}"
+    return "the Docker engine stopped answering (stopped, restarted or its socket closed)"
 
 
 class HostPaths:
@@ -183,10 +204,15 @@ class DockerKennel:
 
     async def exec(self, spec: ExecSpec) -> RelayedProcess:
         # Swept before the task's relay exists: nothing an earlier task left can use it.
-        warm = await self._ready(spec)
+        try:
+            warm = await self._ready(spec)
+        except ENGINE_ERRORS as err:
+            raise KennelError(f"the kennel could not start: {engine_fault(err)}") from err
         return await start_relayed(
             spec,
-            lambda: DockerProcess.start(self._docker(), warm.container, spec, warm.keep, warm.user),
+            lambda: DockerProcess.start(
+                self._docker(), warm.container, spec, warm.keep, warm.user, warm
+            ),
         )
 
     async def _ready(self, spec: ExecSpec) -> _Warm:
@@ -267,7 +293,7 @@ class DockerKennel:
         await asyncio.to_thread(self._sweep_leftovers)
         warm = self._warm.get(repo)
         if warm is not None:
-            alive = await asyncio.to_thread(self._running, warm)
+            alive = not warm.broken and await asyncio.to_thread(self._running, warm)
             if alive:
                 return warm
             await asyncio.to_thread(self._remove, warm)
@@ -376,7 +402,8 @@ class DockerKennel:
         raise KennelError(f"the kennel's forwarder did not start: {problem}")
 
     def _remove(self, warm: _Warm) -> None:
-        with suppress(docker.errors.NotFound, docker.errors.APIError):
+        # An engine still away: nothing to remove now; the next start sweeps by label.
+        with suppress(*ENGINE_ERRORS):
             warm.container.remove(force=True)
 
     async def _reap_idle(self) -> None:
@@ -537,11 +564,14 @@ class DockerProcess:
         tag: str,
         keep: tuple[int, ...],
         user: str,
+        warm: _Warm | None = None,
     ) -> None:
         self._client = client
         self._container = container
         self._keep = keep
         self._user = user
+        self._warm = warm
+        self._lost: str | None = None  # what happened to the kennel, once it is gone
         self._exec_id = exec_id
         self._tag = tag
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
@@ -554,7 +584,13 @@ class DockerProcess:
 
     @classmethod
     async def start(
-        cls, client: Any, container: Any, spec: ExecSpec, keep: tuple[int, ...], user: str
+        cls,
+        client: Any,
+        container: Any,
+        spec: ExecSpec,
+        keep: tuple[int, ...],
+        user: str,
+        warm: _Warm | None = None,
     ) -> DockerProcess:
         tag = f"fetch-task-{os.urandom(4).hex()}"
         # The shell records its pid in a file named by ``tag`` and execs the CLI: the
@@ -587,11 +623,18 @@ class DockerProcess:
 
         try:
             exec_id = await asyncio.to_thread(create)
-        except docker.errors.APIError as err:
-            raise KennelError(f"could not start {spec.argv[0]} in the kennel: {err}") from err
-        proc = cls(client, container, exec_id, tag, keep, user)
+        except ENGINE_ERRORS as err:
+            if warm is not None:
+                warm.broken = True
+            raise KennelError(
+                f"could not start {spec.argv[0]} in the kennel: {engine_fault(err)}"
+            ) from err
+        proc = cls(client, container, exec_id, tag, keep, user, warm)
         loop = asyncio.get_running_loop()
-        sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
+        try:
+            sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
+        except ENGINE_ERRORS as err:
+            raise proc._lose(err) from err
         proc._sock = sock
         proc._thread = threading.Thread(
             target=proc._pump, args=(sock, loop), daemon=True, name=f"kennel-exec-{exec_id[:8]}"
@@ -635,13 +678,35 @@ class DockerProcess:
             yield line
         self._done.set()
 
+    def _lose(self, err: BaseException) -> KennelError:
+        """The kennel is gone under the task (vanished, or the engine stopped answering):
+        mark it so the next task starts a new one; the error the task ends with."""
+        self._lost = engine_fault(err)
+        if self._warm is not None:
+            self._warm.broken = True
+        if not isinstance(err, docker.errors.APIError):
+            # The connections the engine dropped: closed now, not left to the collector.
+            # The client opens new ones when the engine is back.
+            with suppress(Exception):
+                self._client.close()
+        log.warning("kennel lost mid-task: %s (%r)", self._lost, err)
+        return KennelError(f"the task stopped: {self._lost}. The next task gets a new kennel.")
+
     async def wait(self) -> int:
         while True:
-            info = await asyncio.to_thread(self._client.api.exec_inspect, self._exec_id)
+            try:
+                info = await asyncio.to_thread(self._client.api.exec_inspect, self._exec_id)
+            except ENGINE_ERRORS as err:
+                await self._end_pump()
+                raise self._lose(err) from err
             if not info.get("Running"):
                 code = info.get("ExitCode")
                 break
             await asyncio.sleep(0.1)
+        if code == 137 and self._warm is not None:
+            # SIGKILLed: the memory limit (the task is the OOM killer's first choice) or
+            # the kernel's own reasons. The next task gets a fresh kennel either way.
+            self._warm.broken = True
         # Whatever the task left behind (background jobs, a fork bomb's children) goes
         # with it: the next task starts in a clean kennel.
         await self._sweep()
@@ -687,13 +752,30 @@ class DockerProcess:
     async def pause(self) -> int:
         # Signalled from inside like /stop (``docker pause`` would freeze the keepers
         # too, and no exec could reach the container until it was unpaused).
-        _code, out = await asyncio.to_thread(self._inside, self._tree_script("STOP"))
+        try:
+            _code, out = await asyncio.to_thread(self._inside, self._tree_script("STOP"))
+        except ENGINE_ERRORS as err:  # the task's wait tells the owner
+            log.warning("pause: the kennel is gone (%r)", err)
+            return 0
         return len([p for p in out.split() if p.isdigit()])
 
     async def resume(self) -> None:
-        await asyncio.to_thread(self._inside, self._tree_script("CONT"))
+        with suppress(*ENGINE_ERRORS):
+            await asyncio.to_thread(self._inside, self._tree_script("CONT"))
 
     async def terminate(self, grace: float) -> float:
+        started = time.monotonic()
+        try:
+            if self._lost is None:
+                await self._signal_tree(grace)
+        except ENGINE_ERRORS as err:
+            # Nothing left to stop in a kennel that is gone: the next task gets a new one.
+            self._lose(err)
+        took = time.monotonic() - started
+        await self._end_pump()
+        return took
+
+    async def _signal_tree(self, grace: float) -> None:
         started = time.monotonic()
         await asyncio.to_thread(self._inside, self._tree_script("INT"))
         deadline = started + grace
@@ -705,9 +787,6 @@ class DockerProcess:
         else:
             await asyncio.to_thread(self._inside, self._tree_script("KILL"))
         await self._sweep()
-        took = time.monotonic() - started
-        await self._end_pump()
-        return took
 
     async def _sweep(self) -> None:
         """Kill everything but init and the forwarder (by the PIDs recorded at start) and
@@ -716,9 +795,11 @@ class DockerProcess:
         next task gets a fresh one rather than a choked or tainted one."""
         try:
             code, out = await asyncio.to_thread(self._inside, sweep_script(self._keep))
-        except docker.errors.DockerException as err:
+        except ENGINE_ERRORS as err:
             code, out = -1, str(err)
         if code != 0:
             log.warning("kennel cleanup failed (%s); removing the container", out[-200:])
-            with suppress(docker.errors.DockerException):
+            if self._warm is not None:
+                self._warm.broken = True
+            with suppress(*ENGINE_ERRORS):
                 await asyncio.to_thread(self._container.remove, force=True)
