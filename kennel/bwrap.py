@@ -253,6 +253,53 @@ class _Mounts:
         self.argv += args
 
 
+def service_argv(
+    argv: list[str],
+    *,
+    binds: list[Path],
+    socket: Path | None,
+    path_env: str,
+    home: Path,
+    user: str = "auto",
+) -> list[str]:
+    """The command line of a long-lived helper of Fetch's own (one of the owner's MCP
+    servers, orchestrator/mcphost/) in a sandbox like a CLI's: ``/usr``, a fresh /tmp,
+    no network (``socket``: the egress proxy's, offered at ``127.0.0.1:RELAY_PORT``),
+    ``binds`` read-only, nothing of FETCH_HOME, the kennel's uid when Fetch is root."""
+    bwrap = bwrap_path() or "bwrap"
+    m = _Mounts()
+    m.raw(*_isolation_flags())
+    m.raw("--ro-bind", "/usr", "/usr", *_usr_links())
+    for name in ETC:
+        m.add("--ro-bind-try", Path("/etc") / name, Path("/etc") / name)
+    m.raw("--proc", "/proc", "--dev", "/dev")
+    m.tmpfs(Path("/tmp"), "1777")
+    m.tmpfs(Path("/home"), "0755")
+    bound = [Path("/usr"), *_python_roots(), *_fetch_packages()]
+    for root in bound[1:]:
+        m.add("--ro-bind", root, root)
+    for folder in _cli_dirs(argv[0], path_env, bound, [home]):
+        m.add("--ro-bind", folder, folder)
+    for folder in binds:
+        if any(_under(folder, p) or _under(p, folder) for p in [home]):
+            raise KennelError(f"{folder}: an MCP server never sees FETCH_HOME")
+        m.add("--ro-bind", folder, folder)
+    if socket is not None:
+        m.add("--ro-bind", socket, RELAY_SEEN)
+    m.raw("--chdir", "/tmp")
+    out = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--", bwrap, *m.argv, "--"]
+    if _root():
+        chosen = user_for(home, user)
+        uid, gid = parse_user(chosen)
+        out += drop_argv(uid, gid)
+        if userns_problem(chosen) is None:
+            out += userns_argv(uid, gid)
+    out += [sys.executable, "-I", "-S", str(Path(launcher.__file__).resolve()), "--stdin"]
+    if socket is not None:
+        out += ["--port", str(RELAY_PORT), "--socket", str(RELAY_SEEN)]
+    return [*out, "--", *argv]
+
+
 class BwrapKennel:
     name = "bwrap"
 
@@ -405,4 +452,4 @@ class BwrapKennel:
         return Limited(proc, group)
 
 
-__all__ = ["BwrapKennel", "bwrap_path", "probe"]
+__all__ = ["BwrapKennel", "bwrap_path", "probe", "service_argv"]

@@ -100,11 +100,12 @@ class Options:
         self.target = ""
         self.netns = False
         self.new_keyring = False
+        self.stdin = False
         self.rlimits: dict[str, int] = {}
 
 
 def parse_options(argv: list[str]) -> tuple[Options, list[str]]:
-    """``[--port N] [--socket PATH] [--netns] [--new-keyring] [--rlimit NAME=N]... [--]
+    """``[--port N] [--socket PATH] [--netns] [--new-keyring] [--stdin] [--rlimit NAME=N]... [--]
     cmd...`` -> (options, cmd)."""
     opts = Options()
     rest = list(argv)
@@ -114,6 +115,8 @@ def parse_options(argv: list[str]) -> tuple[Options, list[str]]:
             opts.netns = True
         elif flag == "--new-keyring":
             opts.new_keyring = True
+        elif flag == "--stdin":
+            opts.stdin = True
         elif flag in ("--port", "--socket", "--rlimit") and rest:
             value = rest.pop(0)
             if flag == "--port":
@@ -187,12 +190,11 @@ def main(argv: list[str]) -> int:
     if port and target:
         _forward(port, target)
     null = os.open(os.devnull, os.O_RDONLY)
+    # A CLI reads no input (its stdin is /dev/null); a stdio server (--stdin) lives on it.
+    actions = [] if opts.stdin else [(os.POSIX_SPAWN_DUP2, null, 0)]
     try:
         child = os.posix_spawnp(
-            cmd[0],
-            cmd,
-            os.environ,
-            file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_CLOSE, null)],
+            cmd[0], cmd, os.environ, file_actions=[*actions, (os.POSIX_SPAWN_CLOSE, null)]
         )
     except OSError as err:
         print(f"launcher: {cmd[0]}: {err.strerror}", file=sys.stderr)
