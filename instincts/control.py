@@ -87,6 +87,8 @@ async def autonomy(ctx: InstinctContext, args: str) -> None:
     await ctx.reply(await ctx.tasks.autonomy(ctx.session, args))
 
 
-@router.command("project", aliases=("proj",), help="the repo: type, branch, status, task")
+@router.command(
+    "project", aliases=("proj",), help="the repo: type, branch, status, task", reads_only=True
+)
 async def project(ctx: InstinctContext, args: str) -> None:
     await ctx.reply(await ctx.tasks.project(ctx.session))

@@ -14,6 +14,7 @@ router = InstinctRouter("cost")
     aliases=("costs", "spend"),
     help="spend today, this week, per task; budgets",
     bypass_queue=True,
+    reads_only=True,
 )
 async def cost(ctx: InstinctContext, args: str) -> None:
     await ctx.reply(await ctx.cost.report(ctx.session.key))

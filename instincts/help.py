@@ -8,7 +8,7 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("help")
 
 
-@router.command("help", aliases=("h", "?", "start"), help="what I can do", bypass_queue=False)
+@router.command("help", aliases=("h", "?", "start"), help="what I can do", reads_only=True)
 async def help_(ctx: InstinctContext, args: str) -> None:
     mine = [c.name for c in ctx.commands.all()]
     if "undo" not in mine:  # what the sender may not use is not offered here either
@@ -25,7 +25,7 @@ async def help_(ctx: InstinctContext, args: str) -> None:
     )
 
 
-@router.command("commands", aliases=("cmds",), help="list every command")
+@router.command("commands", aliases=("cmds",), help="list every command", reads_only=True)
 async def commands(ctx: InstinctContext, args: str) -> None:
     lines = []
     for instinct in ctx.commands.all():

@@ -26,6 +26,8 @@ async def improve(ctx: InstinctContext, args: str) -> None:
         await ctx.reply(refused)
 
 
-@router.command("prs", aliases=("pulls",), help="Fetch's own pull requests and their state")
+@router.command(
+    "prs", aliases=("pulls",), help="Fetch's own pull requests and their state", reads_only=True
+)
 async def prs(ctx: InstinctContext, args: str) -> None:
     await ctx.reply(await ctx.improve.pull_requests())

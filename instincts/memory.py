@@ -49,7 +49,10 @@ async def remember(ctx: InstinctContext, args: str) -> None:
 
 
 @router.command(
-    "memory", aliases=("mem", "memories"), help="what I remember; /memory <words> searches"
+    "memory",
+    aliases=("mem", "memories"),
+    help="what I remember; /memory <words> searches",
+    reads_only=True,
 )
 async def memory(ctx: InstinctContext, args: str) -> None:
     query = args.strip()

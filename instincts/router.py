@@ -25,6 +25,10 @@ class Instinct:
     handler: Handler
     while_working: bool  # may run while a harness works (most may)
     bypass_queue: bool  # answered immediately, ahead of the session's queue
+    # Changes nothing (a listing, a report). Every other command is a state-changing one
+    # and must do its effect exactly once however it is killed (store/once.py): the
+    # crash test runs each of them, listed from here (tests/crash/test_command_once.py).
+    reads_only: bool = False
 
 
 class InstinctRouter:
@@ -40,10 +44,11 @@ class InstinctRouter:
         aliases: Iterable[str] = (),
         while_working: bool = True,
         bypass_queue: bool = False,
+        reads_only: bool = False,
     ) -> Callable[[Handler], Handler]:
         def register(fn: Handler) -> Handler:
             self.instincts.append(
-                Instinct(name, tuple(aliases), help, fn, while_working, bypass_queue)
+                Instinct(name, tuple(aliases), help, fn, while_working, bypass_queue, reads_only)
             )
             return fn
 

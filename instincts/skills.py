@@ -9,7 +9,12 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("skills")
 
 
-@router.command("skills", aliases=("skill",), help="the skills I know; /skills <name> shows one")
+@router.command(
+    "skills",
+    aliases=("skill",),
+    help="the skills I know; /skills <name> shows one",
+    reads_only=True,
+)
 async def skills(ctx: InstinctContext, args: str) -> None:
     name = args.strip()
     if name:

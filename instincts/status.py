@@ -9,7 +9,11 @@ router = InstinctRouter("status")
 
 
 @router.command(
-    "status", aliases=("st",), help="state, repo, running task, sandbox", bypass_queue=True
+    "status",
+    aliases=("st",),
+    help="state, repo, running task, sandbox",
+    bypass_queue=True,
+    reads_only=True,
 )
 async def status(ctx: InstinctContext, args: str) -> None:
     await ctx.reply(await ctx.status.report(ctx.session))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from core.events import Inbound, SendResult
 from orchestrator.permissions.model import OWNER, Subject
 from orchestrator.session import Session
+from orchestrator.task.crashpoint import kill_point
 
 if TYPE_CHECKING:
     from orchestrator.facades.blocks import BlocksFacade
@@ -59,6 +60,10 @@ class Context:
     async def reply(
         self, text: str, *, tokens: tuple[int, int] = (0, 0), model: str | None = None
     ) -> SendResult:
+        if self.inbound.command is not None:
+            # tests/crash/test_command_once.py: killed at the instant of a command's
+            # reply, after its effect and before the reply leaves.
+            kill_point("command:reply")
         return await self.services.messenger.send(
             self.session.key, text, tokens=tokens, model=model
         )

@@ -15,6 +15,7 @@ from core.errors import FetchError, StopPropagation
 from core.state import State
 from orchestrator.context import Context
 from orchestrator.conversation import handle_text
+from orchestrator.store import once
 from orchestrator.store.errors import storage_error
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ async def _instincts(ctx: Context) -> None:
     if not instinct.while_working and ctx.session.state is State.WORKING:
         await ctx.reply(f"⏳ /{instinct.name} has to wait until the task finishes (/stop ends it).")
         raise StopPropagation
-    await instinct.handler(ctx, ctx.inbound.args)
+    # Its effect closes its inbound row in the same transaction: exactly once.
+    with once.handling(ctx.inbound.channel, ctx.inbound.message_id):
+        await instinct.handler(ctx, ctx.inbound.args)
     if instinct.name == "clear" and ctx.session.state is State.ALERT:
         # "for this chat until /clear": the chat's session grants end with it.
         await ctx.services.permissions.end_session(ctx.session.key)

@@ -65,14 +65,23 @@ class Asks:
         self._open[ask.nonce] = ask
         return ask
 
+    def peek(self, nonce: str) -> Ask | None:
+        """The open ask with this nonce, left open; None if unknown."""
+        return self._open.get(nonce.strip().lower())
+
     async def take(self, nonce: str) -> Ask | None:
         """The ask with this nonce, removed (answered once, whatever the answer); None
-        if unknown. The caller refuses one that has ``expired``."""
-        ask = self._open.get(nonce.strip().lower())
+        if unknown. The caller refuses one that has ``expired``. An effect: the
+        /grants message that answered it is closed with the row (store/once.py)."""
+        ask = self.peek(nonce)
         if ask is not None:  # the row first: a failed write leaves the question open
-            await self._db.write("DELETE FROM asks WHERE nonce=?", (ask.nonce,))
-            self._open.pop(ask.nonce, None)
+            await self._db.write_effect("DELETE FROM asks WHERE nonce=?", (ask.nonce,))
+            self.taken(ask.nonce)
         return ask
+
+    def taken(self, nonce: str) -> None:
+        """Its row was deleted with the grant that answered it (``Grants.add``)."""
+        self._open.pop(nonce, None)
 
     def pending(self) -> list[Ask]:
         now = time.time()

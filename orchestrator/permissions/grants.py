@@ -63,15 +63,27 @@ class GrantStore:
         return None
 
     async def add(
-        self, subject: str, action: str, scope: Scope, key: SessionKey | None, granted_by: str
+        self,
+        subject: str,
+        action: str,
+        scope: Scope,
+        key: SessionKey | None,
+        granted_by: str,
+        answers: str | None = None,
     ) -> Grant:
+        """A new grant; ``answers``: the nonce of the ask it answers, deleted in the same
+        transaction (a kill between could otherwise lose the grant or ask twice). An
+        effect: the /grants message is closed with it (store/once.py)."""
         session = None if scope == "persisted" or key is None else key_str(key)
         now = time.time()
-        cur = await self._db.write(
-            "INSERT INTO grants(subject, action, scope, session, granted_by, created)"
-            " VALUES (?,?,?,?,?,?)",
-            (subject, action, scope, session, granted_by, now),
-        )
+        async with self._db.effect() as conn:
+            cur = await conn.execute(
+                "INSERT INTO grants(subject, action, scope, session, granted_by, created)"
+                " VALUES (?,?,?,?,?,?)",
+                (subject, action, scope, session, granted_by, now),
+            )
+            if answers is not None:
+                await conn.execute("DELETE FROM asks WHERE nonce=?", (answers,))
         grant = Grant(int(cur.lastrowid or 0), subject, action, scope, session, granted_by, now)
         self._live[grant.id] = grant
         return grant

@@ -27,6 +27,7 @@ from orchestrator.permissions.layers import (
 )
 from orchestrator.permissions.model import OWNER, Decision, Effect, Subject
 from orchestrator.permissions.overrides import ChatOverrides
+from orchestrator.permissions.reach import OwnerReach
 from orchestrator.permissions.resolver import Policy, Resolver
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class Permissions:
         self.grants = GrantStore(store.db)
         self.resolver = Resolver(settings.permissions.rules, self.grants)
         self.asks = Asks(settings.permissions.ask_ttl_seconds, store.db)
+        self.reach = OwnerReach()  # sends to the owner that failed (/status says why)
         self._groups: set[SessionKey] = set()
         self._committed: dict[tuple[str, str], dict[str, Any]] = {}
         self.chat_overrides = ChatOverrides(settings.home_dir / "chats.yaml")
@@ -235,21 +237,31 @@ class Permissions:
             await reply(f"🔒 {shown} needs the owner's yes, and I cannot reach them.")
             return
         ask = await self.asks.open(subject.id, action, key)
-        await self._messenger.send(
-            owner,
-            (
-                f"🔐 {subject.id} asks to use {shown} ({action}) in {key.channel}:{key.chat}.\n"
-                f"/grants yes {ask.nonce} once|session|always — or /grants no {ask.nonce}"
-            ),
-        )
+        try:
+            await self._messenger.send(
+                owner,
+                (
+                    f"🔐 {subject.id} asks to use {shown} ({action}) in "
+                    f"{key.channel}:{key.chat}.\n"
+                    f"/grants yes {ask.nonce} once|session|always — or /grants no {ask.nonce}"
+                ),
+            )
+        except Exception as err:  # the owner never saw it: no question is left open
+            await self.asks.take(ask.nonce)
+            line = self.reach.failed_to(f"{subject.id}'s question about {shown}", err)
+            await reply(f"🔒 {shown} needs the owner's yes, and {line}. Nothing was asked.")
+            return
         await reply(f"🔐 {shown} needs the owner's yes; I asked them. Try again once they answer.")
 
     # -- the owner's side (/grants) ------------------------------------------------------
     async def answer(self, nonce: str, yes: bool, scope: str) -> str:
-        ask = await self.asks.take(nonce)
+        ask = self.asks.peek(nonce)
         if ask is None:
             return f"No open question {nonce!r} (it expired, or was answered)."
-        if ask.expired(time.time()):
+        expired = ask.expired(time.time())
+        if not yes or expired:
+            await self.asks.take(ask.nonce)  # answered once, whatever the answer
+        if expired:
             return (
                 f"No open question {nonce!r}: it expired unanswered "
                 f"({_ago(ask.expires_at)} ago), so nothing was allowed. {ask.subject} "
@@ -259,7 +271,10 @@ class Permissions:
             await self._messenger.send(ask.key, f"🔒 The owner said no to {ask.action}.")
             return f"Refused {ask.subject}: {ask.action}."
         chosen = _scope(scope, "once")
-        grant = await self.grants.add(ask.subject, ask.action, chosen, ask.key, OWNER)
+        grant = await self.grants.add(
+            ask.subject, ask.action, chosen, ask.key, OWNER, answers=ask.nonce
+        )
+        self.asks.taken(ask.nonce)
         await self._messenger.send(
             ask.key, f"✅ The owner allowed {ask.action} ({chosen}). Send it again."
         )

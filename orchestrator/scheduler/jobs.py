@@ -200,7 +200,8 @@ class SqliteJobs:
         creator: str = OWNER,
     ) -> Job:
         now = time.time()
-        async with self._db.transaction() as db:
+        # An effect: the /remind, /schedule or /cron message is closed with it (once.py).
+        async with self._db.effect() as db:
             cur = await db.execute(
                 "INSERT INTO jobs(kind, text, channel, chat, cron, tz, spec, missed, status,"
                 " next_at, created, updated, creator)"

@@ -100,8 +100,9 @@ class SqliteBlocks:
         when = time.time() if at is None else at
         number = expected + 1
         # BEGIN IMMEDIATE holds the write lock from the read on: a second process
-        # writing the same block waits, then sees the new version and gets None.
-        async with self._db.transaction() as conn:
+        # writing the same block waits, then sees the new version and gets None. An
+        # effect: the /blocks message that asked for it is closed with it.
+        async with self._db.effect() as conn:
             async with conn.execute(
                 "SELECT version FROM blocks WHERE kind=? AND scope=?", (kind, scope)
             ) as cur:

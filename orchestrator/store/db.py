@@ -24,6 +24,7 @@ import aiosqlite
 from core.errors import StoreError
 from core.events import SessionKey
 from core.tasks import cancel_and_wait
+from orchestrator.store import once
 from orchestrator.store.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 5000
@@ -185,6 +186,23 @@ class Database:
                 raise
             else:
                 await conn.execute("COMMIT")
+
+    @asynccontextmanager
+    async def effect(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A transaction for a command's effect: the inbound row of the command being
+        handled (``once.current()``) is closed in it, so a replay after a kill can never
+        do the effect again (``orchestrator/store/once.py``). Outside a command, a plain
+        transaction."""
+        async with self.transaction() as conn:
+            yield conn
+            handling = once.current()
+            if handling is not None:
+                await conn.execute(once.FINISH, handling)
+
+    async def write_effect(self, sql: str, params: tuple[Any, ...] = ()) -> aiosqlite.Cursor:
+        """One statement that is a command's effect (see ``effect``)."""
+        async with self.effect() as conn:
+            return await conn.execute(sql, params)
 
     async def write(self, sql: str, params: tuple[Any, ...] = ()) -> aiosqlite.Cursor:
         """One statement is its own transaction (autocommit): a single write cannot

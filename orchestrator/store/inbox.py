@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from core.events import SessionKey
 from orchestrator.store.db import Database, key_str
+from orchestrator.store.once import FINISH
 
 
 class InboxPort(Protocol):
@@ -34,7 +35,6 @@ ACCEPT = (
     "INSERT OR IGNORE INTO inbound(channel, message_id, session, payload, status,"
     " received) VALUES (?,?,?,?, 'queued', ?)"
 )
-FINISH = "UPDATE inbound SET status='done' WHERE channel=? AND message_id=?"
 
 
 class SqliteInbox:

@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.events import SessionKey
+from orchestrator.store import once
 from orchestrator.store.db import Database, key_str
+
+# Settling an intent closes the inbound row of the command that opened it (if any), in
+# the same transaction: a /undo replayed after a kill finds its message done.
+CLOSE_ASKER = (
+    "UPDATE inbound SET status='done' WHERE EXISTS (SELECT 1 FROM intents i WHERE i.id=?"
+    " AND i.in_message != '' AND i.in_channel=inbound.channel"
+    " AND i.in_message=inbound.message_id)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,10 +336,24 @@ class SqliteWork:
     async def open_intent(
         self, kind: str, key: SessionKey, repo: str, target: int, base: str, tree: str, message: str
     ) -> IntentRow:
+        # The command that asked (a /undo) rides on the intent: settling it closes that
+        # message's inbound row, so a replay never does it twice (store/once.py).
+        in_channel, in_message = once.current() or ("", "")
         cur = await self._db.write(
             "INSERT INTO intents(kind, session, repo, target, base, tree, message, status,"
-            " created) VALUES (?,?,?,?,?,?,?, 'open', ?)",
-            (kind, key_str(key), repo, target, base, tree, message, time.time()),
+            " created, in_channel, in_message) VALUES (?,?,?,?,?,?,?, 'open', ?,?,?)",
+            (
+                kind,
+                key_str(key),
+                repo,
+                target,
+                base,
+                tree,
+                message,
+                time.time(),
+                in_channel,
+                in_message,
+            ),
         )
         return IntentRow(
             int(cur.lastrowid or 0), kind, key_str(key), repo, target, base, tree, message
@@ -378,6 +401,7 @@ class SqliteWork:
                 (session, repo, sha, base, task_id, summary, now, requester),
             )
             await conn.execute("UPDATE tasks SET status='committed' WHERE id=?", (task_id,))
+            await conn.execute(CLOSE_ASKER, (intent_id,))
             await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))
             return True
 
@@ -388,6 +412,7 @@ class SqliteWork:
                 " WHERE id=? AND kind='undo' AND status='open')",
                 (sha, intent_id),
             )
+            await conn.execute(CLOSE_ASKER, (intent_id,))
             await conn.execute(
                 "UPDATE intents SET status='done' WHERE id=? AND status='open'", (intent_id,)
             )
@@ -411,6 +436,7 @@ class SqliteWork:
                 (session, repo, sha, base, task_id, summary, time.time(), requester),
             )
             await conn.execute("UPDATE tasks SET status='committed' WHERE id=?", (task_id,))
+            await conn.execute(CLOSE_ASKER, (intent_id,))
             await conn.execute("UPDATE intents SET status='done' WHERE id=?", (intent_id,))
             return True
 

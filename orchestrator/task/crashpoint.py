@@ -6,6 +6,7 @@ Unset, a crash point costs one test."""
 from __future__ import annotations
 
 import os
+import signal
 
 _AT = frozenset(filter(None, os.environ.get("FETCH_CRASH_AT", "").split(",")))
 
@@ -13,3 +14,10 @@ _AT = frozenset(filter(None, os.environ.get("FETCH_CRASH_AT", "").split(",")))
 def crash_point(name: str) -> None:
     if _AT and name in _AT:
         os._exit(137)
+
+
+def kill_point(name: str) -> None:
+    """Like ``crash_point``, by a real SIGKILL to this process (the kernel ends it: not
+    even ``os._exit``'s own code runs)."""
+    if _AT and name in _AT:
+        os.kill(os.getpid(), signal.SIGKILL)
