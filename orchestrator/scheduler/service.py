@@ -31,6 +31,7 @@ from orchestrator.scheduler.lock import SchedulerLock
 from orchestrator.scheduler.ntfy import Ntfy
 from orchestrator.scheduler.phrases import When
 from orchestrator.scheduler.replies import problems_text
+from orchestrator.scheduler.slots import MISS_GRACE_SECONDS
 from orchestrator.scheduler.words import in_words
 from orchestrator.store import Store
 from orchestrator.supervisor import TaskSupervisor
@@ -70,6 +71,11 @@ class Scheduler:
         self.holder = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.refusal: str | None = None
         self.up_since = 0.0
+        # Slots due before this (less the grace) are misses: the start, or the last
+        # forward jump of the clock between two ticks (a suspend, an NTP step), which is
+        # treated like a restart (_notice_jump).
+        self._catch_up_since = 0.0
+        self._last_tick_at: float | None = None
         self.fired = 0
         self.failures = 0
         self._first_tick = True
@@ -100,7 +106,8 @@ class Scheduler:
             )
             log.warning("scheduler %s", self.refusal)
             return
-        self.up_since = self.clock.now()
+        self.up_since = self._catch_up_since = self.clock.now()
+        self._last_tick_at = None
         self._stopped = False
         for claim in await self.jobs.recent_prompt_runs(self.up_since - ROUTE_MEMORY_SECONDS):
             self._route(claim)  # replies of job sessions replayed after a restart
@@ -156,6 +163,7 @@ class Scheduler:
             return 0
         cfg = self.settings.scheduler
         now = self.clock.now()
+        self._notice_jump(now)
         started = 0
         again, unsure = await self.jobs.reclaim(
             now, self.holder, cfg.lease_seconds, orphans_of_others=self._first_tick
@@ -170,7 +178,7 @@ class Scheduler:
                 started += 1
         while True:
             claims, handled = await self.jobs.claim_due(
-                now, self.holder, cfg.lease_seconds, self.up_since, CLAIM_BATCH
+                now, self.holder, cfg.lease_seconds, self._catch_up_since, CLAIM_BATCH
             )
             for claim in claims:
                 self._start(claim)
@@ -184,6 +192,18 @@ class Scheduler:
             await self.report()
         await self._refresh_summary()
         return started
+
+    def _notice_jump(self, now: float) -> None:
+        """Ticks come at most ``tick_seconds`` apart; a longer gap means the clock jumped
+        forward (or the machine slept) with this process running. The slots it skipped
+        came due while nothing could run them, exactly as during a restart: the latest
+        runs once, late (``run_once``), the others are recorded and reported as missed,
+        not fired one per tick."""
+        last, self._last_tick_at = self._last_tick_at, now
+        gap = now - last if last is not None else 0.0
+        if gap > self.settings.scheduler.tick_seconds + MISS_GRACE_SECONDS:
+            log.warning("the clock moved %.0f s between two ticks: treated like a restart", gap)
+            self._catch_up_since = now
 
     async def _refresh_summary(self) -> None:
         self._next_due = await self.jobs.next_due()
