@@ -63,4 +63,14 @@ for entry in "${CLIS[@]}"; do
     bin="${entry##*:}"
     command -v "$bin" >/dev/null 2>&1 || { log "$bin is not on PATH after install"; exit 1; }
 done
+
+# A real MCP server from the registry for the tests of the owner's MCP servers
+# (orchestrator/mcphost/, tests/mcphost/): the reference filesystem server, pinned.
+MCP_FS="@modelcontextprotocol/server-filesystem@2026.8.31"
+if ! npm ls -g --depth=0 "${MCP_FS%@*}" 2>/dev/null | grep -q "${MCP_FS##*@}"; then
+    log "npm install -g $MCP_FS"
+    npm install -g --no-fund --no-audit "$MCP_FS" >&2
+fi
+command -v mcp-server-filesystem >/dev/null 2>&1 \
+    || { log "mcp-server-filesystem is not on PATH after install"; exit 1; }
 log "ok"

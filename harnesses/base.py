@@ -46,7 +46,8 @@ def usage_event(counts: Any, **extra: float) -> HarnessEvent:
 
 @dataclass(frozen=True, slots=True)
 class McpServer:
-    """An MCP server the CLI may use: Fetch's memory, reached through the relay."""
+    """An MCP server the CLI may use through the relay: Fetch's memory, or one of the
+    owner's."""
 
     name: str  # what the CLI calls it (its tools become mcp__<name>__...)
     url: str  # as the CLI reaches it, e.g. http://127.0.0.1:4100/mcp
@@ -70,6 +71,15 @@ class HarnessRequest:
     confined: bool = False  # see kennel.base.Layout.confined
     kennel: str = "local"  # the backend's name: "docker" runs the image's tools, not the host's
     mcp: McpServer | None = None  # None when memory is off or the run has no relay
+    # The owner's own MCP servers (orchestrator/mcphost/), on the same relay at
+    # /mcp/<name>: every call is decided on the host, so the CLI may call them unasked.
+    more_mcp: tuple[McpServer, ...] = ()
+
+    @property
+    def mcp_servers(self) -> tuple[McpServer, ...]:
+        """Every MCP server of the run: Fetch's memory first, then the owner's."""
+        return ((self.mcp,) if self.mcp is not None else ()) + self.more_mcp
+
     # Standing instructions for this run (the pack member's, issue 14): each adapter
     # writes them where its CLI reads user-level instructions (CLAUDE.md, GEMINI.md,
     # AGENTS.md ...) under ``state_dir``, never into the repository.

@@ -38,17 +38,20 @@ class ClaudeCode(Harness, name="claude-code"):
             argv += ["--model", req.model]
         if req.resume:
             argv += ["--resume", req.resume]
-        if req.mcp is not None:
-            # Fetch's memory over the relay's socket; its tools need no prompt, and no MCP
-            # server from the repository's own config is started (--strict-mcp-config).
-            # The relay serves /mcp only with the run's secret, the CLI's key: Claude Code
-            # expands ${VAR} here (measured), so the secret stays out of the command line.
-            server = {"type": "http", "url": req.mcp.url, "headers": {"Authorization": BEARER}}
-            config = {"mcpServers": {req.mcp.name: server}}
+        if req.mcp_servers:
+            # Fetch's memory and the owner's servers over the relay's socket; their tools
+            # need no prompt (the host decides each call), and no MCP server from the
+            # repository's own config is started (--strict-mcp-config). The relay serves
+            # /mcp only with the run's secret, the CLI's key: Claude Code expands ${VAR}
+            # here (measured), so the secret stays out of the command line.
+            auth = {"Authorization": BEARER}
+            servers = {
+                m.name: {"type": "http", "url": m.url, "headers": auth} for m in req.mcp_servers
+            }
             argv += [
-                f"--mcp-config={json.dumps(config)}",
+                f"--mcp-config={json.dumps({'mcpServers': servers})}",
                 "--strict-mcp-config",
-                f"--allowedTools=mcp__{req.mcp.name}",
+                "--allowedTools=" + ",".join(f"mcp__{m.name}" for m in req.mcp_servers),
             ]
         env = {
             "PATH": req.path_env,

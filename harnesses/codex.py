@@ -43,14 +43,11 @@ def config_toml(req: HarnessRequest) -> str:
     # Fetch's memory over the relay's socket (streamable HTTP, as `codex mcp add --url`
     # writes it); "approve": exec mode has no one to ask. The relay serves /mcp only with
     # the run's secret, the CLI's key: codex sends it as the bearer from the variable.
-    memory = (
-        (
-            f"\n[mcp_servers.{req.mcp.name}]\nurl = {_toml_str(req.mcp.url)}\n"
-            f'bearer_token_env_var = "{KEY_ENV}"\n'
-            'default_tools_approval_mode = "approve"\n'
-        )
-        if req.mcp is not None
-        else ""
+    memory = "".join(
+        f"\n[mcp_servers.{_toml_key(m.name)}]\nurl = {_toml_str(m.url)}\n"
+        f'bearer_token_env_var = "{KEY_ENV}"\n'
+        'default_tools_approval_mode = "approve"\n'
+        for m in req.mcp_servers
     )
     # The relay appends the request path to the vendor base (…/v1), so the CLI must ask
     # for "/responses", not "/v1/responses": base_url is the relay itself.
@@ -77,6 +74,11 @@ wire_api = "responses"
 request_max_retries = {retries}
 stream_max_retries = {retries}
 {memory}"""
+
+
+def _toml_key(name: str) -> str:
+    """A table name: the bare key (a-z, 0-9, - and _) or a quoted one."""
+    return name if name.replace("-", "").replace("_", "").isalnum() else _toml_str(name)
 
 
 def _toml_str(value: str) -> str:

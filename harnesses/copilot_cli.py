@@ -51,19 +51,22 @@ class CopilotCli(Harness, name="copilot"):
         # $COPILOT_HOME/copilot-instructions.md: user-level instructions for every session.
         write_user_instructions(req, host_state_dir, "copilot")
         config = host_state_dir / MCP_CONFIG
-        if req.mcp is None:
+        if not req.mcp_servers:
             config.unlink(missing_ok=True)
             return
         # The relay serves /mcp only with the run's secret. Copilot expands no variable in
         # an MCP header (measured: $VAR, ${VAR}, ${env:VAR} are sent as written), so the
         # secret itself is written; it dies with the run.
-        server = {
-            "type": "http",
-            "url": req.mcp.url,
-            "tools": ["*"],
-            "headers": {"Authorization": f"Bearer {req.placeholder_key}"},
+        servers = {
+            m.name: {
+                "type": "http",
+                "url": m.url,
+                "tools": ["*"],
+                "headers": {"Authorization": f"Bearer {req.placeholder_key}"},
+            }
+            for m in req.mcp_servers
         }
-        config.write_text(json.dumps({"mcpServers": {req.mcp.name: server}}))
+        config.write_text(json.dumps({"mcpServers": servers}))
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         argv = [
@@ -80,14 +83,13 @@ class CopilotCli(Harness, name="copilot"):
         ]
         if req.resume:
             argv.append(f"--resume={req.resume}")
-        if req.mcp is not None:
-            # Fetch's memory over the relay's socket; its tools are allowed without a prompt.
-            # From a file (prepare): the config holds the run's secret, and a command line
-            # is readable by every user of the host.
-            argv += [
-                f"--additional-mcp-config=@{req.state_dir / MCP_CONFIG}",
-                f"--allow-tool={req.mcp.name}",
-            ]
+        if req.mcp_servers:
+            # Fetch's memory and the owner's servers over the relay's socket; their tools
+            # are allowed without a prompt (the host decides each call). From a file
+            # (prepare): the config holds the run's secret, and a command line is
+            # readable by every user of the host.
+            argv.append(f"--additional-mcp-config=@{req.state_dir / MCP_CONFIG}")
+            argv += [f"--allow-tool={m.name}" for m in req.mcp_servers]
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),

@@ -57,14 +57,17 @@ class GeminiCli(Harness, name="gemini-cli"):
                 "maxAttempts": min(req.max_retries + 1, 10),  # the CLI refuses more than 10
             },
         }
-        if req.mcp is not None:
-            # Fetch's memory over the relay's socket (what `gemini mcp add -t http --trust`
-            # writes); trusted, so its calls need no confirmation in headless mode. The relay
-            # serves /mcp only with the run's secret, the CLI's key: Gemini CLI expands
-            # ${VAR} in settings.json (measured), so the file holds no secret.
+        if req.mcp_servers:
+            # Fetch's memory and the owner's servers over the relay's socket (what `gemini
+            # mcp add -t http --trust` writes); trusted, so calls need no confirmation in
+            # headless mode (the host decides each). The relay serves /mcp only with the
+            # run's secret, the CLI's key: Gemini CLI expands ${VAR} in settings.json
+            # (measured), so the file holds no secret.
             auth = {"Authorization": "Bearer ${GEMINI_API_KEY}"}
-            server = {"type": "http", "url": req.mcp.url, "trust": True, "headers": auth}
-            settings["mcpServers"] = {req.mcp.name: server}
+            settings["mcpServers"] = {
+                m.name: {"type": "http", "url": m.url, "trust": True, "headers": auth}
+                for m in req.mcp_servers
+            }
         config = host_state_dir / "gemini" / ".gemini"
         config.mkdir(parents=True, exist_ok=True)
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")

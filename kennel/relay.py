@@ -381,9 +381,11 @@ class ModelRelay:
                 started,
                 _Refused(401, "authentication_error", "relay: not this run's key"),
             )
-        if self.mcp is not None and request.path.rstrip("/") == "/mcp":
+        path = request.path.rstrip("/")
+        if self.mcp is not None and (path == "/mcp" or path.startswith("/mcp/")):
             # Never forwarded to the vendor, and not counted as a vendor call: an MCP
-            # client may hold a stream open for the whole task.
+            # client may hold a stream open for the whole task. /mcp is Fetch's memory,
+            # /mcp/<server> one of the owner's servers (orchestrator/mcphost/).
             return await self.mcp(request)
         model = ""
         held = 0

@@ -37,6 +37,7 @@ from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.dashboard import mount as mount_dashboard
 from orchestrator.gateway import Gateway
 from orchestrator.improve.review import keep_review_job
+from orchestrator.mcphost.service import McpHost, mcp_owner
 from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
@@ -245,6 +246,20 @@ class App:
             self.clock.now,
         )
         runner.costs = costs
+        if settings.mcp.servers:
+            # The owner's MCP servers, on the host, offered to every task through its
+            # relay (orchestrator/mcphost/); one that cannot start is named, not fatal.
+            mcphost = McpHost(
+                settings.mcp,
+                permissions,
+                messenger,
+                home=home,
+                owner=mcp_owner(home, settings.kennel.bwrap.user),
+                user=settings.kennel.bwrap.user,
+            )
+            await mcphost.start()
+            stack.push_async_callback(mcphost.stop)
+            runner.mcphost = mcphost
         memory.record_costs(costs.recorder)
         planner = Planner(settings.model, build_tools(), costs=costs)
         stack.push_async_callback(planner.close)

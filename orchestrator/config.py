@@ -35,6 +35,7 @@ from kennel.settings import KennelSettings, ProviderSettings, default_providers
 from orchestrator.blocks.settings import BlockSettings
 from orchestrator.costs.settings import BudgetSettings, Price
 from orchestrator.improve.settings import ImproveSettings
+from orchestrator.mcphost.settings import McpSettings
 from orchestrator.permissions.settings import MEMBER_NAME, MemberSettings, PermissionSettings
 from orchestrator.providers.settings import ProviderEntry, check_chain
 
@@ -152,6 +153,7 @@ class Settings(StrictSettings):
     memory: MemorySettings = MemorySettings()
     blocks: BlockSettings = BlockSettings()  # memory blocks' size limits (orchestrator/blocks/)
     improve: ImproveSettings = ImproveSettings()  # /improve /prs (orchestrator/improve/)
+    mcp: McpSettings = McpSettings()  # the owner's MCP servers (orchestrator/mcphost/)
     # The owner's timezone (IANA name): reminders and cron run in it, DST-correct.
     timezone: str = "UTC"
     # What model calls cost (orchestrator/costs/): USD per 1M tokens over the shipped

@@ -128,4 +128,10 @@ class IdentityFacade:
         lines += [f"• {t.name}: {_whole(t.description)}" for t in tools]
         if not self._s.planner.configured:
             lines.append("(no model is configured: tasks go straight to the harness)")
+        host = self._s.runner.mcphost
+        if host is not None:
+            # The owner's MCP servers, offered to the coding CLIs; each call is decided
+            # on the host (mcp:<server>:<tool>: allow, ask or deny).
+            lines.append("🔌 Your MCP servers (for the coding CLIs; each call checked):")
+            lines += [f"• {line}" for line in host.listing()]
         return "\n".join(lines)

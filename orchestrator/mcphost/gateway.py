@@ -137,6 +137,8 @@ class Gateway:
                     await stack.enter_async_context(manager.run())
                 self._ready.set()
                 await self._stop.wait()
+        except Exception:
+            log.exception("the MCP gateway stopped")
         finally:
             self._ready.set()
 
@@ -158,6 +160,8 @@ class Gateway:
             manager = self._apps.get(name)
             if manager is None:
                 return web.json_response({"error": f"no MCP server {name[:40]!r}"}, status=404)
+            if not self._ready.is_set() or self._stop.is_set():
+                return web.json_response({"error": "Fetch is stopping"}, status=503)
             token = _CALLER.set(caller)
             try:
                 body = await request.read()

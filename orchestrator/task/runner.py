@@ -12,6 +12,9 @@ import time
 from contextlib import AbstractContextManager, AsyncExitStack, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aiohttp import web
 
 from core.errors import FetchError, GitError, HarnessFailed
 from core.events import SessionKey
@@ -31,6 +34,7 @@ from orchestrator.boundary.gitops import Change, Repo, guard_repo_config
 from orchestrator.boundary.layer import Layer, Layers
 from orchestrator.config import Settings
 from orchestrator.costs.ledger import CostLedger
+from orchestrator.mcphost.service import McpHost
 from orchestrator.memory import Memory
 from orchestrator.memory.mcp_server import SERVER_NAME as MCP_SERVER_NAME
 from orchestrator.messenger import Messenger
@@ -46,6 +50,9 @@ from orchestrator.task.setup import SCRIPT as SETUP_SCRIPT
 from orchestrator.task.setup import Setup
 from orchestrator.task.setup import plan as setup_plan
 from orchestrator.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kennel.base import McpHandler
 
 log = logging.getLogger(__name__)
 EVENT_CHARS = 500  # of a harness event's text kept in the journal for the task page
@@ -138,6 +145,8 @@ class TaskRunner:
         # The cost ledger (orchestrator/costs/): set by the app; each relayed call is
         # recorded in it, and a spent budget refuses the task's further vendor calls.
         self.costs: CostLedger | None = None
+        # The owner's MCP servers (orchestrator/mcphost/): set by the app when configured.
+        self.mcphost: McpHost | None = None
 
     # -- choosing a harness ------------------------------------------------------------
     def availability(self, harness: Harness) -> Availability:
@@ -514,6 +523,7 @@ class TaskRunner:
         async with AsyncExitStack() as stack:
             relay: RelaySpec | None = None
             mcp: McpServer | None = None
+            more_mcp: tuple[McpServer, ...] = ()
             relay_url = f"http://127.0.0.1:{layout.relay_port}"
             if harness.provider is not None:
                 # Memory rides on the relay's socket (/mcp): only runs with a relay get it.
@@ -526,6 +536,14 @@ class TaskRunner:
                     )
                 if handler is not None:
                     mcp = McpServer(MCP_SERVER_NAME, f"{relay_url}/mcp")
+                # The owner's MCP servers ride on it too (/mcp/<name>), decided per call
+                # for this task's subject (orchestrator/mcphost/).
+                if self.mcphost is not None and self.mcphost.up():
+                    owners = self.mcphost.handler(handle.requester, session.key, handle.task_id)
+                    more_mcp = tuple(
+                        McpServer(name, f"{relay_url}/mcp/{name}") for name in self.mcphost.up()
+                    )
+                    handler = _both(handler, owners)
                 provider = settings.providers[harness.provider]
                 relay = RelaySpec(
                     upstream=provider.base_url,
@@ -572,6 +590,7 @@ class TaskRunner:
                 confined=layout.confined,
                 kennel=self._kennel.name,
                 mcp=mcp,
+                more_mcp=more_mcp,
                 instructions=instructions_for(handle.agent),
                 skills=handed,
             )
@@ -902,6 +921,19 @@ def _release(handle: RunHandle) -> None:
         with suppress(RuntimeError):
             handle.deadline.reschedule(asyncio.get_running_loop().time() + handle.remaining)
         handle.remaining = None
+
+
+def _both(memory: McpHandler | None, owners: McpHandler) -> McpHandler:
+    """The relay's /mcp route: Fetch's memory at /mcp, the owner's servers below it."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.path.rstrip("/") == "/mcp":
+            if memory is None:
+                return web.json_response({"error": "memory is off"}, status=404)
+            return await memory(request)
+        return await owners(request)
+
+    return handle
 
 
 def _with_setup(path_env: str, workdir: Path, setup: Path | None) -> str:
