@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from tests.fakes.wire import JsonObject
 
 pytestmark = pytest.mark.real
 READ = "mcp__files__read_text_file"
+FAKE = Path(__file__).resolve().parents[1] / "fakes" / "mcp_stdio_server.py"
 
 
 @pytest.fixture
@@ -109,3 +111,66 @@ async def test_claude_reads_the_owners_server_after_the_owner_says_yes(
     tools = await driver.ask("/tools", "MCP servers")
     assert "mcp:files — read_file" in tools
     await asyncio.sleep(0)
+
+
+@pytest.fixture
+async def ruled(
+    model: ScriptedModelServer,
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Driver]:
+    """The tests' own stdio server under rules: echo allowed, secret denied; a second
+    server that cannot start."""
+    require_binary("claude")
+    fake = FAKE
+    monkeypatch.setenv("FETCH_TEST_MCP_SECRET", "mcp-secret-never-in-the-kennel")
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "permissions:\n  rules:\n"
+        "    - {effect: allow, what: 'mcp:fake:echo', who: owner}\n"
+        "    - {effect: deny, what: 'mcp:fake:secret'}\n"
+        "mcp:\n  servers:\n"
+        f"    fake:\n      command: [{sys.executable}, {fake}]\n      binds: [{fake.parent}]\n"
+        "      env: {FAKE_SECRET: '${FETCH_TEST_MCP_SECRET}'}\n"
+        f"    broken:\n      command: [{sys.executable}, {fake}, --die]\n"
+        f"      binds: [{fake.parent}]\n"
+    )
+    settings = make_settings(
+        FETCH_CONFIG=str(config),
+        FETCH_HARNESS="claude-code",
+        ANTHROPIC_BASE_URL=model.url,
+        ANTHROPIC_API_KEY="sk-ant-real-key-for-relay",
+    )
+    app, driver = await start_driver(settings)
+    try:
+        yield driver
+    finally:
+        await app.__aexit__(None, None, None)
+
+
+async def test_rules_decide_without_asking_and_a_dead_server_is_left_out(
+    ruled: Driver, model: ScriptedModelServer
+) -> None:
+    repo = ruled.services.workspace.path("demo")
+    model.script(
+        ToolCall("mcp__fake__echo", {"text": "ping"}),
+        ToolCall("mcp__fake__secret", {}),
+        EditFile(str(repo / "README.md"), "Teh quick", "The quick"),
+        Text("Done."),
+    )
+    card = await ruled.ask("fix the typo in README.md of demo", "Apply? (yes/no)", 120)
+    assert "+The quick" in card
+    assert not any("/grants yes" in seen for seen in ruled.seen), ruled.seen  # no question
+    turns = [r for r in model.requests if r.path.endswith("/messages") and r.body]
+    offered = {t.get("name") for t in (turns[0].body or {}).get("tools", [])}
+    assert "mcp__fake__echo" in offered
+    assert not any(str(n).startswith("mcp__broken") for n in offered)  # down: not offered
+    results = [r for t in turns for r in _tool_results(t.body or {})]
+    assert any("echo: ping" in r for r in results), results
+    assert any("refused: mcp:fake:secret" in r for r in results), results
+    # The server's secret stayed with the server: nowhere in what the CLI sent or got.
+    assert not any("mcp-secret-never-in-the-kennel" in json.dumps(r.body) for r in model.requests)
+    await ruled.ask("no", "Discarded")
+    tools = await ruled.ask("/tools", "MCP servers")
+    assert "mcp:broken — down:" in tools and "no database" in tools, tools
