@@ -69,3 +69,42 @@ def test_copilot_reads_the_secret_from_a_file(tmp_path: Path) -> None:
     assert env["COPILOT_PROVIDER_API_KEY"] == SECRET
     run(CopilotCli(), tmp_path, mcp=None)  # a later run without memory: no stale file
     assert not path.exists()
+
+
+def test_every_adapter_offers_the_owners_servers_too(tmp_path: Path) -> None:
+    """The owner's MCP servers (orchestrator/mcphost/) beside memory, each at its own
+    path on the relay, with the same bearer; allowed without a prompt in the CLI (the
+    host decides every call)."""
+    owners = (McpServer("files", "http://127.0.0.1:4100/mcp/files"),)
+
+    def req(state: Path) -> HarnessRequest:
+        return HarnessRequest(
+            prompt="look",
+            workdir=tmp_path / "ws",
+            state_dir=state,
+            model_url="http://127.0.0.1:4100",
+            placeholder_key=SECRET,
+            mcp=MCP,
+            more_mcp=owners,
+        )
+
+    for harness in (ClaudeCode(), GeminiCli(), Codex(), CopilotCli()):
+        r = req(tmp_path / harness.name)
+        harness.prepare(r, r.state_dir)
+        argv, _env = harness.command(r)
+        assert SECRET not in json.dumps(argv)
+        if isinstance(harness, ClaudeCode):
+            arg = next(a for a in argv if a.startswith("--mcp-config="))
+            servers = json.loads(arg.split("=", 1)[1])["mcpServers"]
+            assert "--allowedTools=mcp__fetch-memory,mcp__files" in argv
+        elif isinstance(harness, GeminiCli):
+            path = r.state_dir / "gemini" / ".gemini" / "settings.json"
+            servers = json.loads(path.read_text())["mcpServers"]
+        elif isinstance(harness, Codex):
+            path = r.state_dir / "codex" / "config.toml"
+            servers = tomllib.loads(path.read_text())["mcp_servers"]
+        else:
+            servers = json.loads((r.state_dir / MCP_CONFIG).read_text())["mcpServers"]
+            assert "--allow-tool=files" in argv
+        assert servers["files"]["url"] == "http://127.0.0.1:4100/mcp/files", harness.name
+        assert set(servers) == {"fetch-memory", "files"}, harness.name
