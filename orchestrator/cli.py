@@ -209,6 +209,8 @@ def _doctor(settings: Settings) -> int:
 
         print(f"layers:    {describe_kind(settings.home_dir / 'runs', kennel.host_mounts)}")
         print(f"setup:     {_setup_line(settings)}")
+        for line in _mcp_lines(settings):
+            print(line)
         if choice.backend == "bwrap":
             from kennel.bwrap import toolchains
 
@@ -351,3 +353,26 @@ def _setup_line(settings: Settings) -> str:
     where = "kennel.setup.registries" if setup.registries is not None else "this host's pip and npm"
     hosts = ", ".join(parse_allow(chosen).shown()) or "none"
     return f"a repository's .fetch/setup.sh may reach {hosts} (from {where}), nothing else"
+
+
+def _mcp_lines(settings: Settings) -> list[str]:
+    """``fetch doctor``'s lines on the owner's MCP servers (none is started here)."""
+    from orchestrator.mcphost.settings import expand
+
+    lines = []
+    for name, server in sorted(settings.mcp.servers.items()):
+        kind = f"url {server.url}" if server.url else f"stdio {server.command[0]}"
+        reach = ", ".join(server.hosts) if server.hosts else "no network"
+        if server.url:
+            reach = "from the host"
+        missing = []
+        for value in [*server.env.values(), *server.headers.values()]:
+            try:
+                expand(value)
+            except KeyError as err:
+                missing.append(str(err.args[0]))
+        problem = f"; ERROR {'; '.join(missing)}" if missing else ""
+        lines.append(
+            f"mcp:       {name}: {kind}, {reach}, a tool with no rule: {server.default}{problem}"
+        )
+    return lines

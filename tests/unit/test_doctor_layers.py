@@ -53,3 +53,27 @@ def test_doctor_names_what_setup_may_reach(tmp_path: Path) -> None:
         assert "kennel.setup.registries" in str(err) and "ftp://nope/" in str(err)
     else:
         raise AssertionError("a registry that is not an http(s) URL was accepted")
+
+
+def test_doctor_names_the_owners_mcp_servers(tmp_path: Path) -> None:
+    from orchestrator.cli import _mcp_lines
+    from orchestrator.config import load_settings
+
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "mcp:\n  servers:\n"
+        "    files: {command: [mcp-server-filesystem, /srv], env: {T: '${NOT_SET_HERE_X}'}}\n"
+        "    tracker: {url: 'https://tracker.example/mcp', default: allow}\n"
+    )
+    lines = _mcp_lines(load_settings(config, {"FETCH_HOME": str(tmp_path / "h")}))
+    assert lines[0].startswith("mcp:       files: stdio mcp-server-filesystem, no network")
+    assert "ERROR ${NOT_SET_HERE_X} is not set" in lines[0]
+    assert "tracker: url https://tracker.example/mcp, from the host" in lines[1]
+    assert lines[1].endswith("a tool with no rule: allow")
+    config.write_text("mcp:\n  servers:\n    Bad Name: {url: 'https://x/'}\n")
+    try:
+        load_settings(config, {"FETCH_HOME": str(tmp_path / "h")})
+    except Exception as err:
+        assert "mcp.servers" in str(err)
+    else:
+        raise AssertionError("a bad server name was accepted")
