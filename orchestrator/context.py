@@ -45,6 +45,9 @@ class Context:
     services: Services
     text: str  # the message with the trigger stripped and validated
     subject: Subject = field(init=False)
+    # Set when the message waits for the chat's running task (conversation.py): the
+    # gateway keeps it queued and runs it, in order, once the chat is idle again.
+    deferred: bool = False
 
     def __post_init__(self) -> None:
         self.services.permissions.note(self.inbound)

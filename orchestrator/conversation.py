@@ -32,18 +32,24 @@ async def handle_text(ctx: Context) -> None:
 async def _while_working(ctx: Context) -> None:
     handle = ctx.services.runner.running(ctx.session.key)
     if handle is None:
-        await ctx.reply("⏳ Still finishing the last task; one moment.")
+        ctx.deferred = True  # taken up once the chat is idle
+        await ctx.reply("⏳ Still finishing the last task; I'll take this up right after.")
         return
     elapsed = time.monotonic() - handle.started
     if handle.paused:
+        ctx.deferred = True
         await ctx.reply(
             f"⏸ Task #{handle.task_id} ({handle.harness}) is paused: "
-            f"{handle.prompt[:60]}\n/resume continues it, /stop cancels it."
+            f"{handle.prompt[:60]}\nI'll take this up once it is done: /resume continues "
+            "it, /stop cancels it."
         )
         return
+    # Not dropped: the gateway keeps the message and runs it, in order, once the chat
+    # is idle again (never as the answer to the task's diff or question).
+    ctx.deferred = True
     await ctx.reply(
         f"⏳ Busy with task #{handle.task_id} ({handle.harness}, {elapsed:.0f} s): "
-        f"{handle.prompt[:60]}\nI'll answer when it's done. /stop cancels it."
+        f"{handle.prompt[:60]}\nI'll take this up as soon as it is done. /stop cancels it."
     )
 
 

@@ -106,6 +106,11 @@ class Gateway:
         self._strangers = LogThrottle(log)
         self._accepting = True
         self._in_flight = 0  # accepted but not yet fully handled
+        # Free text that came while the chat's task ran, per chat, in order: still
+        # ``queued`` in SQLite (a restart replays it), queued again once the chat is
+        # idle (``Sessions.on_idle``), never dropped.
+        self._deferred: dict[SessionKey, list[tuple[Inbound, str]]] = {}
+        services.sessions.on_idle = self._release
 
     def allowed(self, inbound: Inbound) -> bool:
         return self._gate.allows(inbound)
@@ -255,12 +260,30 @@ class Gateway:
     async def _handle(self, inbound: Inbound, text: str) -> None:
         session = await self._s.sessions.get(inbound.key)
         ctx = Context(inbound=inbound, session=session, services=self._s, text=text)
+        deferred = False
         try:
             await dispatch(ctx)
-            self._s.memory.observe(inbound.key)
+            deferred = ctx.deferred
+            if not deferred:
+                self._s.memory.observe(inbound.key)
         finally:
-            self._in_flight -= 1
-            await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
+            if deferred:
+                self._defer(session, inbound, text)
+            else:
+                self._in_flight -= 1
+                await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
+
+    def _defer(self, session: Session, inbound: Inbound, text: str) -> None:
+        """Keep a message that waits for the chat's task (still in flight, still queued
+        in SQLite); if the chat is idle already, it goes back into its queue now."""
+        self._deferred.setdefault(session.key, []).append((inbound, text))
+        if session.state is State.ALERT:
+            self._release(session.key)
+
+    def _release(self, key: SessionKey) -> None:
+        """The chat is idle: its waiting messages run, in the order they came."""
+        for inbound, text in self._deferred.pop(key, ()):
+            self._queue(inbound).put_nowait((inbound, text))
 
     async def replay_unfinished(self, unfinished: list[dict[str, Any]]) -> int:
         """After a restart: queue again the accepted messages that were not handled.

@@ -55,6 +55,9 @@ class Session:
         # Held while a handler changes state/data, so a finishing harness run and a new
         # message never interleave their read-modify-write.
         self.lock = asyncio.Lock()
+        # Told whenever the session is saved idle (ALERT): the gateway's deferred
+        # messages for this chat go back into their queues (``Sessions.on_idle``).
+        self.on_idle: Callable[[SessionKey], None] | None = None
 
     @property
     def state(self) -> State:
@@ -62,6 +65,8 @@ class Session:
 
     async def persist(self) -> None:
         await self._table.save(self.key, self.state.value, asdict(self.data))
+        if self.state is State.ALERT and self.on_idle is not None:
+            self.on_idle(self.key)  # messages that waited for a task run now
 
     async def _move(self, trigger: str) -> None:
         """Run a transition; the machine persists the new state together with ``data``."""
@@ -118,6 +123,7 @@ class Sessions:
         self._machine: AsyncMachine = build_machine()
         self._live: dict[SessionKey, Session] = {}
         self._loading = asyncio.Lock()
+        self.on_idle: Callable[[SessionKey], None] | None = None  # set by the gateway
 
     async def get(self, key: SessionKey) -> Session:
         live = self._live.get(key)
@@ -131,10 +137,15 @@ class Sessions:
             state = State(row.state) if row else State.ALERT
             data = SessionData.from_dict(row.data) if row else SessionData()
             session = Session(key, self._table, data, self._machine, state)
+            session.on_idle = self._idle
             if row is None:
                 await session.persist()
             self._live[key] = session
             return session
+
+    def _idle(self, key: SessionKey) -> None:
+        if self.on_idle is not None:
+            self.on_idle(key)
 
     def live(self) -> list[Session]:
         return list(self._live.values())
