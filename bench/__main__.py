@@ -30,6 +30,7 @@ from bench import (
     flood,
     kennel_start,
     layer,
+    mcp_relay,
     memory,
     memory_bench,
     roundtrip,
@@ -56,6 +57,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         layer.ROUNDS,
         layer.QUICK_ROUNDS,
     ),
+    # A call of the owner's MCP server through the relay vs the host's own session.
+    "mcp": (mcp_relay.run, mcp_relay.render, mcp_relay.CALLS, mcp_relay.QUICK_CALLS),
     # First task with a setup script vs a repeat (layer reused) vs none, both kennels.
     "setup": (setup_phase.run, setup_phase.render, setup_phase.ROUNDS, setup_phase.QUICK_ROUNDS),
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
