@@ -190,18 +190,19 @@ def build_image(
 def _run_build(cmd: Sequence[str], *, quiet: bool) -> tuple[int, str]:
     """Run ``docker build``; stream its output to stderr unless ``quiet``; return the exit
     code and the whole output (the reason a failed build gives is read from it)."""
-    proc = subprocess.Popen(
-        list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    assert proc.stdout is not None
     chunks: list[str] = []
-    for raw in proc.stdout:
-        line = raw.decode(errors="replace")
-        chunks.append(line)
-        if not quiet:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-    return proc.wait(), "".join(chunks)
+    with subprocess.Popen(
+        list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    ) as proc:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace")
+            chunks.append(line)
+            if not quiet:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+        code = proc.wait()
+    return code, "".join(chunks)
 
 
 _REASON_PREFIX: Final = "kennel build: "

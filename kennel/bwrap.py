@@ -77,7 +77,21 @@ ISOLATION = (
 
 
 # What projects are built and tested with: the sandbox sees the host's (in /usr, read-only).
-TOOLCHAINS = ("git", "python3", "pip3", "node", "npm", "gcc", "make", "cargo", "go")
+TOOLCHAINS = (
+    "git",
+    "python3",
+    "pip3",
+    "node",
+    "npm",
+    "corepack",
+    "pnpm",
+    "yarn",
+    "gcc",
+    "g++",
+    "make",
+    "cargo",
+    "go",
+)  # the kennel image has all but cargo and go (kennel/Dockerfile)
 
 
 def toolchains(path_env: str) -> tuple[list[str], list[str]]:

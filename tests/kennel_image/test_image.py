@@ -294,3 +294,29 @@ def test_one_shot_run_with_the_sdk(client: Any, image: str, dirs: dict[str, Path
     )
     assert b"(Claude Code)" in out
     assert (dirs["workspace"] / "one-shot").exists()
+
+
+def test_toolchains_run_offline_under_the_hardening(box: Any) -> None:
+    """Python, a C/C++ toolchain and corepack's pnpm and yarn (1.x by default, 4.x when a
+    project pins it) all run with no network, a read-only root and a non-root user:
+    corepack finds them in its read-only cache and never writes or downloads."""
+    script = textwrap.dedent(
+        """\
+        set -e
+        d=$(mktemp -d -p /workspace); cd "$d"  # (/tmp is a noexec tmpfs)
+        python3 -m venv v && v/bin/python -c 'print("venv ok")'
+        printf 'int main(){return 0;}' > a.cc && g++ a.cc -o a && ./a && echo 'g++ ok'
+        echo "pnpm $(pnpm --version)"; echo "yarn $(yarn --version)"
+        echo '{"name":"x","packageManager":"yarn@ARG_BERRY"}' > package.json
+        echo "pinned yarn $(yarn --version)"
+        echo "corepack $(corepack --version)"
+        """
+    ).replace("ARG_BERRY", _arg_default("YARN_BERRY_VERSION"))
+    result = box.exec_run(["bash", "-c", script])
+    out = result.output.decode()
+    assert result.exit_code == 0, out
+    assert "venv ok" in out and "g++ ok" in out
+    assert f"pnpm {_arg_default('PNPM_VERSION')}" in out
+    assert f"yarn {_arg_default('YARN_VERSION')}" in out
+    assert f"pinned yarn {_arg_default('YARN_BERRY_VERSION')}" in out
+    assert f"corepack {_arg_default('COREPACK_VERSION')}" in out
