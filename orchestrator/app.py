@@ -37,7 +37,7 @@ from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.dashboard import mount as mount_dashboard
 from orchestrator.gateway import Gateway
 from orchestrator.improve.review import keep_review_job
-from orchestrator.mcphost.service import McpHost, mcp_owner
+from orchestrator.mcphost.service import McpHost, sandbox_owner
 from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
@@ -254,7 +254,7 @@ class App:
                 permissions,
                 messenger,
                 home=home,
-                owner=mcp_owner(home, settings.kennel.bwrap.user),
+                owner=sandbox_owner(home, settings.kennel.bwrap.user),
                 user=settings.kennel.bwrap.user,
             )
             await mcphost.start()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from core.events import SessionKey
 from orchestrator.mcphost.gateway import Caller, Gateway, Handler
 from orchestrator.mcphost.settings import McpSettings
-from orchestrator.mcphost.upstream import Upstream
+from orchestrator.mcphost.upstream import Upstream, sandbox_owner
 
 if TYPE_CHECKING:
     from orchestrator.messenger import Messenger
@@ -140,18 +140,9 @@ class McpHost:
             log.warning("mcp.jsonl: %s", err)
 
 
-def mcp_owner(home: Path, user: str) -> tuple[int, int] | None:
-    """The uid:gid a stdio server runs as (the bwrap kennel's), when Fetch is root."""
-    import os
-
-    from kennel.owner import parse_user, user_for
-
-    return parse_user(user_for(home, user)) if os.geteuid() == 0 else None
-
-
 def _key(chat: str) -> SessionKey:
     channel, _, rest = chat.partition(":")
     return SessionKey(channel, rest)
 
 
-__all__ = ["McpHost", "mcp_owner"]
+__all__ = ["McpHost", "sandbox_owner"]

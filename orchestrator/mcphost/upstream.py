@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from typing import Any
@@ -155,9 +156,12 @@ class Upstream:
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
         env.update({k: expand(v) for k, v in settings.env.items()})
         if settings.hosts:
-            socket = relay_dir(self._home, self._owner) / "relay.sock"
+            # The sandbox's uid connects (through its forwarder): the socket's folder and
+            # the proxy's peer check are its.
+            owner = self._owner or sandbox_owner(self._home, self._user)
+            socket = relay_dir(self._home, owner) / "relay.sock"
             open_room(socket)
-            peers = frozenset({self._owner[0]}) if self._owner else frozenset()
+            peers = frozenset({owner[0]}) if owner else frozenset()
             self._egress = EgressProxy(socket, parse_allow(settings.hosts), peer_uids=peers)
             await self._egress.start()
             proxy = f"http://127.0.0.1:{RELAY_PORT}"
@@ -205,6 +209,13 @@ class Upstream:
         return result
 
 
+def sandbox_owner(home: Path, user: str) -> tuple[int, int] | None:
+    """The uid:gid a stdio server runs as (the bwrap kennel's), when Fetch is root."""
+    from kennel.owner import parse_user, user_for
+
+    return parse_user(user_for(home, user)) if os.geteuid() == 0 else None
+
+
 def _trimmed(tool: Any) -> Any:
     if tool.description and len(tool.description) > MAX_DESCRIPTION:
         return tool.model_copy(update={"description": tool.description[:MAX_DESCRIPTION]})
@@ -238,4 +249,4 @@ def _why(err: BaseException, stderr: str) -> str:
     return what + (f" ({tail})" if tail and tail not in what else "")
 
 
-__all__ = ["McpDown", "Upstream"]
+__all__ = ["McpDown", "Upstream", "sandbox_owner"]

@@ -135,6 +135,38 @@ async def test_slow_and_flooding_servers_are_cut_off(served: Served) -> None:
     # Cut off: later calls are told why at once; the gateway itself goes on.
     ok, text = await served.call("fake", "echo", {"text": "again"})
     assert ok and "not available" in text
-    assert "mcp:fake — down: slow did not answer within 3 s" in "\n".join(
-        served.gateway.listing()
-    )
+    assert "mcp:fake — down: slow did not answer within 3 s" in "\n".join(served.gateway.listing())
+
+
+async def test_a_server_reaches_only_its_declared_hosts(tmp_path: Path) -> None:
+    """``hosts``: the server's sandbox gets the egress proxy; an allowed local server is
+    reached, another local port is refused (403), nothing is reached directly."""
+    hits: dict[str, list[str]] = {"ok": [], "other": []}
+
+    async def serve(name: str) -> tuple[web.AppRunner, int]:
+        async def handle(request: web.Request) -> web.Response:
+            hits[name].append(request.path)
+            return web.Response(text=f"hello from {name}")
+
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        return runner, runner.addresses[0][1]
+
+    ok, ok_port = await serve("ok")
+    other, other_port = await serve("other")
+    upstream = Upstream("net", _settings(hosts=(f"127.0.0.1:{ok_port}",)), home=tmp_path / "home")
+    await upstream.start()
+    try:
+        assert upstream.state == "up", upstream.why
+        got = await upstream.call("fetch_url", {"url": f"http://127.0.0.1:{ok_port}/x"})
+        assert got.content[0].text == "200 hello from ok", got.content
+        got = await upstream.call("fetch_url", {"url": f"http://127.0.0.1:{other_port}/y"})
+        assert "403" in got.content[0].text, got.content
+    finally:
+        await upstream.stop()
+        await ok.cleanup()
+        await other.cleanup()
+    assert hits == {"ok": ["/x"], "other": []}
