@@ -271,4 +271,22 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE intents ADD COLUMN in_channel TEXT NOT NULL DEFAULT '';
     ALTER TABLE intents ADD COLUMN in_message TEXT NOT NULL DEFAULT '';
     """,
+    # 14: the durable outbox (orchestrator/store/outbox.py). A notice about what a
+    # crash left waits here (``sent`` NULL) until its channel has started; the web
+    # chat's replies are kept here (``event``: the page's event as JSON), so what was
+    # said while no page was open is still there after a restart.
+    """
+    CREATE TABLE outbox (
+        id        INTEGER PRIMARY KEY,
+        channel   TEXT NOT NULL,
+        chat      TEXT NOT NULL,
+        text      TEXT NOT NULL,
+        event     TEXT NOT NULL DEFAULT '',  -- the web chat's event; '' for a notice
+        created   REAL NOT NULL,
+        sent      REAL,                      -- NULL: waits for its channel to start
+        attempts  INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX outbox_waiting ON outbox(channel, id) WHERE sent IS NULL;
+    CREATE INDEX outbox_chat ON outbox(channel, chat, id);
+    """,
 )
