@@ -18,6 +18,9 @@ class SessionData:
     task_agent: str | None = None  # the pack member that took the task (identity/pack.py)
     approval_id: int | None = None
     approval_message_id: str | None = None
+    # A member's own diff handed to the owner's chat (its approval id): "withdraw" here
+    # takes it back (orchestrator/task/approvals.py).
+    offered_approval: int | None = None
     question: str | None = None  # what Fetch asked while WAITING
     question_context: dict[str, Any] = field(default_factory=dict)
     # The model's system prompt, frozen for this conversation so each request starts

@@ -11,6 +11,7 @@ from orchestrator.context import Context
 from orchestrator.intent import Classification, Intent, classify
 from orchestrator.permissions.model import OWNER
 from orchestrator.planner import PlannerUnavailable
+from orchestrator.task.approvals import WITHDRAW
 
 EXAMPLE = "fix the typo in README.md of demo"
 
@@ -25,6 +26,10 @@ async def handle_text(ctx: Context) -> None:
         await ctx.reply("😴 I'm paused. /resume to wake me; /status and /help still work.")
     elif state is State.WAITING:
         await _answer_question(ctx)
+    elif ctx.text.strip().lower().rstrip(".!") in WITHDRAW and (
+        withdrawn := await ctx.services.approvals.withdraw(ctx.session, ctx.subject.id)
+    ):
+        await ctx.reply(withdrawn)  # a member's own diff, waiting in the owner's chat
     else:
         await _fresh(ctx, classify(ctx.text))
 

@@ -54,6 +54,7 @@ class StatusFacade:
         for channel in s.messenger.channels():
             lines.append(f"channel {channel.health()}")
         lines += s.alerts.lines()
+        lines += s.permissions.reach.lines()  # a diff or question the owner never got
         # Skipped skill files, one line each (the chat's repository's committed ones too).
         chosen = session.data.repo
         repo = chosen if chosen and chosen in s.workspace.repos() else None

@@ -15,6 +15,7 @@ is posted in a group, everyone in it sees).
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import secrets
 import time
@@ -27,7 +28,7 @@ from core.validate import UnsafeName, safe_relative_path
 from orchestrator.boundary.gitops import Change, Repo
 from orchestrator.config import Settings
 from orchestrator.messenger import Messenger
-from orchestrator.permissions.model import Effect
+from orchestrator.permissions.model import OWNER, Effect
 from orchestrator.permissions.resolver import Policy
 from orchestrator.permissions.service import Permissions
 from orchestrator.session import Session, Sessions
@@ -37,6 +38,8 @@ from orchestrator.task import autonomy, diffview, recovery
 from orchestrator.task.crashpoint import crash_point
 from orchestrator.task.testrun import SuiteResult
 from orchestrator.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 YES = {
     "yes",
@@ -54,7 +57,8 @@ YES = {
     "👍",
     "✅",
 }
-NO = {"no", "n", "nope", "discard", "reject", "cancel", "drop", "👎", "❌"}
+NO = {"no", "n", "nope", "discard", "reject", "cancel", "drop", "withdraw", "👎", "❌"}
+WITHDRAW = {"withdraw", "withdraw it", "take it back"}  # a member's own diff, from their chat
 MORE = {"more", "next", "show more", "rest"}
 MERGE = {"merge", "merge it", *YES}  # a task branch: one word merges it...
 DROP = {"drop", "drop it", "delete", *NO}  # ...or drops it
@@ -150,6 +154,22 @@ class Approvals:
             async with home.lock:
                 if await self._hand_over(session, home, task_id, repo):
                     return await self._ask(home, task_id, repo, change, said, policy)
+        task = await self._store.work.get_task(task_id)
+        requester = task.requester if task is not None else OWNER
+        owners = await self._owners_chat_for(session, requester)
+        if owners is not None:
+            async with owners.lock:
+                if owners.state is State.ALERT:
+                    return await self._offer_to_owner(
+                        session, owners, task_id, repo, change, said, policy, requester
+                    )
+            # The owner's chat is busy: the diff waits here, where its requester may
+            # withdraw it (no), and the owner is told where it waits.
+            await self._tell(
+                owners.key,
+                f"📬 {requester}'s task #{task_id} ({repo}) has a diff waiting in "
+                f"{session.key.channel}:{session.key.chat}: your chat was busy.",
+            )
         nonce = secrets.token_hex(8)
         approval_id = await self._store.work.create_approval(
             session.key,
@@ -169,15 +189,22 @@ class Approvals:
         if said:
             text = said.strip() + "\n\n" + text
         owner = self._permissions.owner_chat(session.key.channel)
-        if self._permissions.is_group(session.key) and owner is not None:
-            await self._messenger.send(
-                owner, f"📬 From the group {session.key.chat} (answer there: yes or no):\n\n{text}"
-            )
-            text = (
-                f"📬 Task #{task_id} is ready for review: the diff went to the owner's "
-                "direct chat. Apply? The owner answers here: yes or no."
-            )
-        sent = await self._messenger.send(session.key, text, approval_nonce=nonce)
+        asked = "" if requester == OWNER else f", {requester} asked"
+        try:
+            if self._permissions.is_group(session.key) and owner is not None:
+                await self._messenger.send(
+                    owner,
+                    f"📬 From the group {session.key.chat}{asked} (answer there: yes or "
+                    f"no):\n\n{text}",
+                )
+                text = (
+                    f"📬 Task #{task_id} is ready for review: the diff went to the owner's "
+                    "direct chat. Apply? The owner answers here: yes or no."
+                )
+            sent = await self._messenger.send(session.key, text, approval_nonce=nonce)
+        except Exception as err:  # nobody saw the diff: nothing may wait for an answer
+            await self._undelivered(session, approval_id, task_id, repo, err)
+            return 0
         session.data.approval_message_id = sent.message_id
         await session.persist()
         self._pages[approval_id] = diffview.FIRST_HUNK_LINES
@@ -190,6 +217,123 @@ class Approvals:
         if target is None or self._sessions is None or target == session.key:
             return None
         return await self._sessions.get(target)
+
+    async def _owners_chat_for(self, session: Session, requester: str) -> Session | None:
+        """The owner's direct chat, when a member's own task ends in a chat of their own
+        (not a group the owner is in): the diff is the owner's to answer, there."""
+        if requester == OWNER or self._sessions is None:
+            return None
+        if self._permissions.is_group(session.key):
+            return None  # the owner answers in the group; the diff went to their chat too
+        subject = self._permissions.subject_named(requester)
+        if self._permissions.decide(subject, "approve", session.key).allowed:
+            return None  # the owner granted them their own diffs: answered where asked
+        owner = self._permissions.owner_chat(session.key.channel)
+        if owner is None or owner == session.key:
+            return None
+        return await self._sessions.get(owner)
+
+    async def _offer_to_owner(
+        self,
+        member: Session,
+        owners: Session,
+        task_id: int,
+        repo: str,
+        change: Change,
+        said: str,
+        policy: Policy,
+        requester: str,
+    ) -> int:
+        """A member's diff waits in the owner's chat (who asked, and where, on the card);
+        the member's chat is free again at once, and "withdraw" there takes it back.
+        Caller holds both locks; the owner's chat is at rest."""
+        member.data.task_id = None
+        member.data.task_prompt = None
+        await member.settle(member.finish)
+        owners.data.task_id, owners.data.repo = task_id, repo
+        await owners.start_task()
+        where = f"{member.key.channel}:{member.key.chat}"
+        head = (
+            f"📬 {requester} asked for this (task #{task_id}, in {where}); only you can apply it."
+        )
+        approval_id = await self._ask(
+            owners,
+            task_id,
+            repo,
+            change,
+            head + ("\n" + said.strip() if said.strip() else ""),
+            policy,
+        )
+        if approval_id:
+            member.data.offered_approval = approval_id
+            await member.persist()
+            await self._tell(
+                member.key,
+                f"📬 Task #{task_id} is ready: the diff went to the owner to approve. I'll "
+                "tell you what they say; say withdraw to take it back.",
+            )
+        return approval_id
+
+    async def withdraw(self, member: Session, subject_id: str) -> str | None:
+        """The member's own diff, waiting in the owner's chat, taken back. None when
+        nothing of theirs waits there (the words are then an ordinary message)."""
+        approval_id = member.data.offered_approval
+        if approval_id is None or self._sessions is None:
+            return None
+        row = await self._store.work.get_approval(approval_id)
+        task = await self._store.work.get_task(row.task_id) if row else None
+        if row is None or task is None or task.requester != subject_id:
+            return None
+        member.data.offered_approval = None
+        await member.persist()
+        if row.status != "pending":
+            return f"Task #{row.task_id} was already {row.status}; nothing to withdraw."
+        channel, _, chat = row.session.partition(":")
+        owners = await self._sessions.get(SessionKey(channel, chat))
+        async with owners.lock:
+            if not await self._store.work.decide_approval(row.id, "withdrawn"):
+                return f"Task #{row.task_id} was answered meanwhile; nothing to withdraw."
+            await self._store.work.set_task_status(row.task_id, "withdrawn")
+            if owners.data.approval_id == row.id:
+                await self._close(owners)
+        await self._tell(
+            owners.key, f"↩️ {subject_id} withdrew task #{row.task_id}; {row.repo} is unchanged."
+        )
+        return f"↩️ Withdrawn: task #{row.task_id}'s diff no longer waits for the owner."
+
+    async def _undelivered(
+        self, session: Session, approval_id: int, task_id: int, repo: str, err: Exception
+    ) -> None:
+        """The diff reached nobody: the approval is void, the chat is free again, whoever
+        asked is told why (if they can be), and /status keeps it."""
+        await self._store.work.decide_approval(approval_id, "undelivered")
+        await self._store.work.set_task_status(task_id, "undelivered")
+        await self._close(session)
+        line = self._permissions.reach.failed_to(f"task #{task_id}'s diff", err)
+        text = f"⚠️ {line}. I dropped the change; {repo} is unchanged. Try again later."
+        task = await self._store.work.get_task(task_id)
+        origin = _key_of(task.session) if task is not None else session.key
+        for key in dict.fromkeys((origin, session.key)):
+            await self._tell(key, text)
+
+    async def _tell(self, key: SessionKey, text: str) -> None:
+        """A notice that may fail (the chat it goes to may be the one that is down)."""
+        try:
+            await self._messenger.send(key, text)
+        except Exception as err:
+            log.warning("could not tell %s: %s", key, err)
+
+    async def _tell_requester(self, row: ApprovalRow, text: str) -> None:
+        """A member whose diff the owner answered in another chat hears the outcome."""
+        task = await self._store.work.get_task(row.task_id)
+        if task is None or task.requester == OWNER or task.session == row.session:
+            return
+        await self._tell(_key_of(task.session), text)
+        if self._sessions is not None:
+            member = await self._sessions.get(_key_of(task.session))
+            if member.data.offered_approval == row.id:
+                member.data.offered_approval = None
+                await member.persist()
 
     async def _hand_over(self, run: Session, home: Session, task_id: int, repo: str) -> bool:
         """A scheduled job's diff is answered in the owner's chat: the run's session ends
@@ -237,11 +381,18 @@ class Approvals:
             return None
         return await self._store.work.get_approval(session.data.approval_id)
 
-    async def _may_answer(self, row: ApprovalRow, session: Session, inbound: Inbound) -> bool:
-        """The owner; or someone granted ``approve``, for their own task only."""
+    async def _may_answer(
+        self, row: ApprovalRow, session: Session, inbound: Inbound, kind: str = "yes"
+    ) -> bool:
+        """The owner; or someone granted ``approve``, for their own task only. Whoever
+        asked for the task may always say no to it: withdrawing applies nothing."""
         subject = self._permissions.subject_of(inbound)
         if subject.is_owner:
             return True
+        if kind == "no":
+            task = await self._store.work.get_task(row.task_id)
+            if task is not None and task.requester == subject.id:
+                return True
         decision = self._permissions.decide(subject, "approve", session.key)
         if decision.effect is Effect.ASK:
             await self._permissions.check(
@@ -258,7 +409,7 @@ class Approvals:
         return task is not None and task.requester == subject.id
 
     async def _check(
-        self, row: ApprovalRow | None, session: Session, inbound: Inbound
+        self, row: ApprovalRow | None, session: Session, inbound: Inbound, kind: str = "yes"
     ) -> ApprovalRow:
         if row is None:
             raise ApprovalError("there is no change waiting for approval")
@@ -266,7 +417,7 @@ class Approvals:
             raise ApprovalError(f"that approval was already {row.status}")
         if row.session != f"{session.key.channel}:{session.key.chat}":
             raise ApprovalError("that approval belongs to another conversation")
-        if not await self._may_answer(row, session, inbound):
+        if not await self._may_answer(row, session, inbound, kind):
             raise ApprovalError("only the owner can approve changes")
         if (
             inbound.reply_to
@@ -296,7 +447,7 @@ class Approvals:
             return
         row = await self.pending(session)
         try:
-            row = await self._check(row, session, inbound)
+            row = await self._check(row, session, inbound, answer.kind)
         except ApprovalError as err:
             await self._messenger.send(key, f"⚠️ Refused: {err}.")
             if row is None or row.status != "pending":
@@ -389,6 +540,9 @@ class Approvals:
             f"✅ Committed {sha[:7]} to {row.repo}\n{message.splitlines()[0]}\n\n"
             f"files:\n{files}{more}\n{tests}\n\nSay undo to revert.",
         )
+        await self._tell_requester(
+            row, f"✅ The owner applied your task #{row.task_id}: {sha[:7]} in {row.repo}."
+        )
 
     async def _reject(self, session: Session, row: ApprovalRow) -> None:
         # "no" drops the change: it was only ever git objects and the run's layer (gone
@@ -399,6 +553,9 @@ class Approvals:
         await self._messenger.send(
             session.key,
             f"🗑 Discarded. {row.repo} is back at {row.base_sha[:7]}, exactly as before.",
+        )
+        await self._tell_requester(
+            row, f"🗑 The owner said no to your task #{row.task_id}; {row.repo} is unchanged."
         )
 
     async def _close(self, session: Session) -> None:
@@ -621,3 +778,9 @@ def _commit_message(prompt: str, row: ApprovalRow, owner: str) -> str:
         f"Fetch-Task: {row.task_id}\n"
         f"Approved-by: {owner} (approval {row.id}, diff {row.diff_hash[:12]})"
     )
+
+
+def _key_of(session: str) -> SessionKey:
+    """A table's ``channel:chat`` back to its key."""
+    channel, _, chat = session.partition(":")
+    return SessionKey(channel, chat)

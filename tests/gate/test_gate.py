@@ -18,7 +18,7 @@ from core.validate import UnsafeName, safe_relative_path
 from orchestrator.app import App, build_app
 from orchestrator.config import Settings
 from tests.conftest import Driver, git
-from tests.fakes.model_server import ScriptedModelServer, ToolCall
+from tests.fakes.model_server import ScriptedModelServer, Text, ToolCall
 from tests.fakes.recording_channel import RecordingChannel
 
 
@@ -116,7 +116,8 @@ async def test_strangers_reach_nothing(
 async def test_allowlisted_sender_is_served_but_cannot_approve(
     gated: tuple[App, Driver, RecordingChannel, ScriptedModelServer],
 ) -> None:
-    app, _owner, phone, _model = gated
+    app, owner, phone, model = gated
+    assert app.services is not None
     gateway = app.gateway
     assert gateway is not None
     friend = "4915100000001"
@@ -139,17 +140,18 @@ async def test_allowlisted_sender_is_served_but_cannot_approve(
     assert phone.sent and "Fetch ·" in phone.sent[-1].text
     await say("/harness demo")
     await say("fix the typo in README.md of demo")
-    for _ in range(100):
-        if any("Apply?" in m.text for m in phone.sent):
-            break
-        await asyncio.sleep(0.1)
-    assert any("Apply?" in m.text for m in phone.sent)
-    diff_id = next(f"whatsapp-out-{i + 1}" for i, m in enumerate(phone.sent) if "Apply?" in m.text)
+    # Its diff is the owner's to answer (issue 22): it waits in the owner's chat.
+    card = await owner.expect("Apply?")
+    assert "whatsapp:4915100000001 asked for this" in card
+    assert any("went to the owner" in m.text for m in phone.sent)
+    notice = next(f"whatsapp-out-{i + 1}" for i, m in enumerate(phone.sent) if "went to" in m.text)
+    model.script(Text("that was not a question"))
     await say("yes")
-    assert "only the owner can approve" in phone.sent[-1].text
-    await say("", reaction="👍", reply_to=diff_id)
-    assert "only the owner can approve" in phone.sent[-1].text
+    await say("", reaction="👍", reply_to=notice)
     assert not any("Committed" in m.text for m in phone.sent)
+    session = await app.services.sessions.get(owner.terminal_key())
+    assert session.state == "GUARDING"
+    await owner.ask("no", "Discarded")
 
 
 def traversal_corpus() -> list[str]:

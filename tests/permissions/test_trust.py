@@ -170,13 +170,15 @@ async def test_a_collaborator_works_only_in_its_repos_and_approves_only_if_grant
     )
     replies = await team.say(ALICE, "fix the typo in README.md of other")
     assert any("🔒" in t and "tasks in other" in t for t in replies)
-    # Its own task in demo: shown, but its yes counts only once the owner grants it.
-    team.model.script(
-        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
-    )
-    await team.say(ALICE, "fix the typo in README.md of demo", wait_for="Apply?")
-    assert "only the owner can approve" in (await team.say(ALICE, "yes"))[-1]
+    # Its own task in demo: the diff goes to the owner, whose yes it needs (issue 22)...
+    fix = ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    team.model.script(fix)
+    await team.say(ALICE, "fix the typo in README.md of demo", wait_for="went to the owner")
+    await team.say(OWNER, "no", chat=OWNER_DM, wait_for="Discarded")
+    # ...until the owner grants it approve: then its own diffs are its to answer.
     await team.say(OWNER, "/grants allow alice approve", chat=OWNER_DM)
+    team.model.script(fix)
+    await team.say(ALICE, "fix the typo in README.md of demo", wait_for="Apply?")
     await team.say(ALICE, "yes", wait_for="Committed")
     rows = await team.services.store.db.conn.execute_fetchall("SELECT requester FROM commits")
     assert [r[0] for r in rows] == ["alice"]

@@ -136,3 +136,13 @@ async def wa_team_factory(
         await app.__aexit__(None, None, None)
     for model in servers:
         await model.__aexit__(None, None, None)
+
+
+class OwnerUnreachable(FakeWhatsAppClient):
+    """WhatsApp refuses every send to the owner's direct chat (a number not on WhatsApp,
+    a block): the send raises as neonize's would."""
+
+    async def send_message(self, to: Any, message: Any) -> str:
+        if f"{to.User}@{to.Server}" == OWNER_DM:
+            raise RuntimeError("the owner's number is not on WhatsApp")
+        return await super().send_message(to, message)
