@@ -281,7 +281,7 @@ MIGRATIONS: tuple[str, ...] = (
         channel   TEXT NOT NULL,
         chat      TEXT NOT NULL,
         text      TEXT NOT NULL,
-        event     TEXT NOT NULL DEFAULT '',  -- the web chat's event; '' for a notice
+        event     TEXT NOT NULL DEFAULT '',  -- the web chat's event, '' for a notice
         created   REAL NOT NULL,
         sent      REAL,                      -- NULL: waits for its channel to start
         attempts  INTEGER NOT NULL DEFAULT 0
