@@ -402,9 +402,22 @@ class DockerKennel:
         raise KennelError(f"the kennel's forwarder did not start: {problem}")
 
     def _remove(self, warm: _Warm) -> None:
-        # An engine still away: nothing to remove now; the next start sweeps by label.
-        with suppress(*ENGINE_ERRORS):
+        try:
             warm.container.remove(force=True)
+            return
+        except docker.errors.NotFound:
+            return
+        except ENGINE_ERRORS:
+            pass
+        # The client may hold a connection the engine hung up on (it stopped and came
+        # back): once more on a fresh one. An engine still away: the next start of this
+        # install sweeps it by label.
+        with suppress(*ENGINE_ERRORS):
+            fresh = docker.from_env(timeout=30)
+            try:
+                fresh.containers.get(warm.container.id).remove(force=True)
+            finally:
+                fresh.close()
 
     async def _reap_idle(self) -> None:
         while True:

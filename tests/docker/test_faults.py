@@ -104,6 +104,13 @@ async def test_an_engine_that_stops_mid_task_is_told_and_the_next_task_gets_a_ne
     finally:
         await fetch.app.__aexit__(None, None, None)
         engine.close()
+        # Closing Fetch removed every kennel it started, the one made after the engine
+        # came back included (none is left running with the workspace mounted).
+        mine = {"label": f"fetch.kennel.home={tmp_path / 'home'}"}
+        left = docker_client.containers.list(all=True, filters=mine)
+        for container in left:
+            container.remove(force=True)
+        assert not left, [c.name for c in left]
         # The Docker SDK (urllib3) drops, unclosed, a connection the engine hung up on; the
         # collector's ResourceWarning for it is the library's: collected here, ignored.
         with warnings.catch_warnings():
