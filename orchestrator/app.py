@@ -49,6 +49,7 @@ from orchestrator.shipped import SHIPPED_DATA as SHIPPED_DATA  # re-exported: te
 from orchestrator.skills.book import SkillBook
 from orchestrator.startcheck import check_start
 from orchestrator.store import Journal, Store
+from orchestrator.store.outbox import ChatKeep
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.task.approvals import Approvals
 from orchestrator.task.recovery import recover_journal, tell
@@ -324,9 +325,17 @@ class App:
         # more: only these are replayed (a message accepted live from here on is queued
         # by receive itself).
         unfinished = await store.inbox.queued()
+        from channels.web import WebChatChannel  # here: only a served page needs aiohttp
+
         for channel in self.channels:
+            if isinstance(channel, WebChatChannel):  # its page's replies outlive a restart
+                channel.outbox.keep = ChatKeep(
+                    store.outbox, channel.name, settings.webchat.outbox_size
+                )
             await channel.start(gateway.receive, supervisor)  # its tasks are ours too
             stack.push_async_callback(channel.stop)
+            messenger.opened(channel.name)
+            stack.callback(messenger.closed, channel.name)
         if self.http is not None and self.web_auth is not None:
             # The dashboard (orchestrator/dashboard/): the token holder's pages.
             mount_dashboard(self.http, self.web_auth, services, self.channels)
@@ -354,6 +363,8 @@ class App:
             owner = next(iter(owner_chats(settings, self.channels).items()), None)
             owner_key = SessionKey(*owner) if owner else None
             log.info("%s", await keep_review_job(services.scheduler, settings, owner_key))
+        # What a crash left, held in the durable outbox until the channels were up.
+        await messenger.deliver_held()
         await tell(messenger, recovered)
         await announce_waiting_diffs(store, sessions, approvals, workspace, messenger, permissions)
         replayed = await gateway.replay_unfinished(unfinished)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from channels.base import Channel
-from core.errors import ChannelError
+from core.errors import ChannelError, FetchError
 from core.events import Outbound, SendResult, SessionKey
 from core.text import split_message
 from orchestrator.store import Journal, Store
@@ -60,6 +60,9 @@ class Messenger:
         self._sent: dict[str, OrderedDict[str, None]] = {}
         self._routes: dict[SessionKey, SessionKey] = {}
         self._copies: dict[SessionKey, Callable[[str], None]] = {}
+        # Channels that have started (App marks them): a notice to any other waits in
+        # the durable outbox (``notify``).
+        self._open: set[str] = set()
 
     def record(self, key: SessionKey, role: str, text: str, **extra: Any) -> None:
         """A line in the chat's journal that is not a message (a tool call of the
@@ -74,6 +77,43 @@ class Messenger:
         if channel.name in self._channels:
             raise ValueError(f"channel {channel.name!r} registered twice")
         self._channels[channel.name] = channel
+
+    def opened(self, name: str) -> None:
+        """The channel has started: notices to it are sent, no longer only held."""
+        self._open.add(name)
+
+    def closed(self, name: str) -> None:
+        self._open.discard(name)
+
+    async def notify(self, key: SessionKey, text: str) -> None:
+        """A notice that must not depend on its channel being up (what a crash left,
+        told at start-up): sent now if the channel has started, else kept in the
+        durable outbox and sent by ``deliver_held`` once it has. Never raises for a
+        channel that is down: start-up does not stop for it."""
+        to = self._routes.get(key, key)
+        if to.channel in self._open:
+            try:
+                await self.send(key, text)
+                return
+            except FetchError as err:
+                log.warning("notice to %s held for later: %s", to, err)
+        await self._store.outbox.hold(to, text)
+
+    async def deliver_held(self) -> int:
+        """Send the notices waiting for the channels that have started, oldest first;
+        how many went. One a channel refuses waits for the next start (a few times)."""
+        delivered = 0
+        for name in sorted(self._open):
+            for notice in await self._store.outbox.held(name):
+                try:
+                    await self.send(notice.key, notice.text)
+                except FetchError as err:
+                    log.warning("held notice to %s not sent: %s", notice.key, err)
+                    await self._store.outbox.failed(notice.id)
+                    continue
+                await self._store.outbox.sent(notice.id)
+                delivered += 1
+        return delivered
 
     def route(
         self, session: SessionKey, deliver_to: SessionKey, copy: Callable[[str], None] | None = None

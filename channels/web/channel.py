@@ -92,6 +92,7 @@ class WebChatChannel:
         # task, which this channel tracks and ends on stop.
         if self._sink is not None:
             raise RuntimeError("web chat already started")
+        await self.outbox.restore()  # what was said before a restart (a durable keep)
         self._sink, self._closing = sink, False
 
     async def stop(self) -> None:

@@ -6,9 +6,14 @@ so a dropped connection loses nothing while the reply is still kept. The keep is
 bounded (the oldest go first); a page that was away longer than that is told how many
 it missed, never silently given a hole.
 
-Ids start at the clock in milliseconds, not at 1: after a restart (the keep is in memory
-and starts empty) a page's old ``Last-Event-ID`` is below every new id, so it gets all
-that was said since, and a message id (``web-<id>``) is never reused across restarts.
+Ids start at the clock in milliseconds, not at 1, or past the newest kept one: a page's
+old ``Last-Event-ID`` is below every new id, so it gets all that was said since, and a
+message id (``web-<id>``) is never reused across restarts.
+
+The keep is durable when the application gives it a ``Keep`` (Fetch's is the durable
+outbox in SQLite): every event is written there as it is put, and ``restore`` reads
+them back at start, so a reply that came while no page was open, or just before a
+restart, is still delivered.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +53,19 @@ class Event:
         }
 
 
+class Keep(Protocol):
+    """Where the events outlive the process (the application's store)."""
+
+    async def add(self, chat: str, event: dict[str, object]) -> None: ...
+
+    async def load(self) -> list[tuple[str, dict[str, object]]]:
+        """(chat, event) of every kept event, oldest first."""
+        ...
+
+
+_EVENT_FIELDS = frozenset(f.name for f in fields(Event))
+
+
 @dataclass(frozen=True, slots=True)
 class Since:
     events: list[Event]
@@ -60,6 +79,23 @@ class Outbox:
         self._boxes: dict[str, deque[Event]] = {}
         self._last = int(clock() * 1000)
         self._changed = asyncio.Condition()
+        self.keep: Keep | None = None
+        self._restored = False
+
+    async def restore(self) -> int:
+        """Read the kept events back (once, at the first start); how many."""
+        if self.keep is None or self._restored:
+            return 0
+        self._restored = True
+        count = 0
+        for chat, data in await self.keep.load():
+            if set(data) != _EVENT_FIELDS:
+                continue  # written by another version: not worth failing the page for
+            event = Event(**data)  # type: ignore[arg-type]
+            self._boxes.setdefault(chat, deque(maxlen=self._size)).append(event)
+            self._last = max(self._last, event.id)
+            count += 1
+        return count
 
     @property
     def last_id(self) -> int:
@@ -86,6 +122,8 @@ class Outbox:
             nonce=nonce,
             time=self._clock(),
         )
+        if self.keep is not None:  # kept first: a page is never shown what is not kept
+            await self.keep.add(chat, event.as_json())
         self._boxes.setdefault(chat, deque(maxlen=self._size)).append(event)
         async with self._changed:
             self._changed.notify_all()

@@ -14,6 +14,7 @@ from orchestrator.store.blocks import BlockPort, SqliteBlocks
 from orchestrator.store.db import Database
 from orchestrator.store.inbox import InboxPort, SqliteInbox
 from orchestrator.store.messages import MessagePort, SqliteMessages
+from orchestrator.store.outbox import SqliteOutbox
 from orchestrator.store.sessions import SessionPort, SqliteSessions
 from orchestrator.store.usage import SqliteUsage, UsagePort
 from orchestrator.store.work import SqliteWork, WorkPort
@@ -28,6 +29,7 @@ class Store:
         self.work: WorkPort = SqliteWork(self.db)
         self.blocks: BlockPort = SqliteBlocks(self.db)  # memory blocks (orchestrator/blocks/)
         self.usage: UsagePort = SqliteUsage(self.db)  # the cost ledger (store/usage.py)
+        self.outbox = SqliteOutbox(self.db)  # notices and the web chat's keep (outbox.py)
 
     async def __aenter__(self) -> Store:
         await self.db.open()

@@ -196,11 +196,10 @@ async def recover_journal(
 
 
 async def tell(messenger: Messenger, notes: list[Note]) -> None:
+    """A channel that is down must not stop start-up, nor lose the note: it waits in
+    the durable outbox for the channel's next start (``Messenger.notify``)."""
     for note in notes:
-        try:
-            await messenger.send(note.key, note.text)
-        except FetchError as err:  # a channel that is down must not stop start-up
-            log.warning("could not tell %s: %s", note.key, err)
+        await messenger.notify(note.key, note.text)
 
 
 def _diff_hash(message: str) -> str:

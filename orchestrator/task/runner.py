@@ -871,7 +871,9 @@ class TaskRunner:
             if task_id is not None:
                 await self._store.work.finish_task(task_id, "interrupted", "Fetch restarted")
             await self._end(session)
-        await self._messenger.send(
+        # Held in the durable outbox until the chat's channel has started (recovery runs
+        # before any channel does): start-up never waits on a channel.
+        await self._messenger.notify(
             session.key,
             f"⚠️ Fetch restarted while task #{task_id} was running; it was stopped and "
             f"{repo_name or 'the repo'} is unchanged. Send it again to retry.",
