@@ -10,9 +10,15 @@ import json
 import sqlite3
 from collections.abc import Callable
 
+from channels.http import HttpServer
+from channels.http_settings import HttpSettings
+from channels.webhook import WebhookChannel
+from channels.webhook_settings import WebhookSettings
 from core.events import SessionKey
+from orchestrator.app import build_app
 from orchestrator.config import Settings
 from tests.channels.web.test_webchat import start, stop
+from tests.channels.webhook.support import SECRET, Client
 
 
 def _crash_left_a_task(settings: Settings, key: SessionKey) -> None:
@@ -76,3 +82,25 @@ async def test_what_came_while_no_page_was_open_survives_a_restart(
             assert "call the bank" in await page.text()
     finally:
         await stop(second)
+
+
+async def test_a_crash_during_a_webhook_task_is_told_once_the_webhook_is_up(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings()
+    key = SessionKey("webhook", "ci")
+    async with build_app(settings, channels=[]):
+        pass  # the home and its database, as a first run leaves them
+    _crash_left_a_task(settings, key)
+    http = HttpServer(HttpSettings(port=0))
+    channel = WebhookChannel(WebhookSettings(enabled=True, secret=SECRET), http, settle=0.2)
+    async with build_app(settings, channels=[channel]), http:
+        status, body = await Client(http.url).post("/webhook/replies", {"chat": "ci", "wait": 5})
+    assert status == 200, body
+    assert any("Fetch restarted while task" in r["text"] for r in body["replies"]), body
+    db = sqlite3.connect(settings.db_path)
+    try:
+        waiting = db.execute("SELECT count(*) FROM outbox WHERE sent IS NULL").fetchone()[0]
+    finally:
+        db.close()
+    assert waiting == 0  # delivered, so not told again at the next start
