@@ -179,7 +179,17 @@ class DockerKennel:
         return self._shared
 
     def owner(self) -> tuple[int, int] | None:
+        """The dedicated uid when Fetch is root (it hands each run's folders to it);
+        Fetch's own otherwise, which can hand nothing to another uid: the run's copy is
+        Fetch's, and the CLI in the container runs as Fetch's uid to write it."""
+        if os.geteuid() != 0:
+            return None
         return parse_user(user_for(self._home, self._settings.user))
+
+    def _task_user(self, repo: Path) -> str:
+        if os.geteuid() != 0:
+            return f"{os.geteuid()}:{os.getegid()}"
+        return user_for(repo, self._settings.user)
 
     def layout(self, tree: Path, harness: str, repo: Path | None = None) -> Layout:
         run, repo = tree.parent, tree.parent.parent  # <runs>/<repo>/<run>/tree
@@ -319,7 +329,7 @@ class DockerKennel:
         with suppress(docker.errors.NotFound):
             client.containers.get(name).remove(force=True)  # a leftover from a crash
         s = self._settings
-        user = user_for(repo, s.user)
+        user = self._task_user(repo)
         if user.split(":")[0] == KEEPER_USER.split(":")[0]:
             raise KennelError(
                 f"kennel.docker.user {user} is the uid of the kennel's own "

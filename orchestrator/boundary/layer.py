@@ -109,6 +109,14 @@ class Layers:
         os.chmod(path, 0o711)  # the kennel's uid may pass, not list: no other run's name
         return path
 
+    def meta(self, root: Path) -> Path:
+        """Where a run's own facts (its kind, base, setup layer) are kept: in Fetch's
+        folder, never in the run's, which a kennel running as Fetch's own uid (Docker
+        with Fetch not root) could write."""
+        folder = self._home / "kennel" / "meta" / root.parent.name
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return folder / f"{root.name}.json"
+
     def setups(self, repo: Path) -> Path:
         """Where ``repo``'s setup layers are kept (``runs/.setup/<repo>``): beside the
         runs, so a setup run's result is renamed there, never copied; outside every
@@ -220,7 +228,7 @@ class Layers:
             "repo": str(repo.path),
             "setup": str(setup or ""),
         }
-        (root / "meta.json").write_text(json.dumps(meta))
+        self.meta(root).write_text(json.dumps(meta))
         layer = Layer(self, root, kind, head, since, base, setup)
         layer.repo = str(repo.path)
         layer.mount()
@@ -232,7 +240,7 @@ class Layers:
             return None
         root = self.runs(repo) / name
         try:
-            meta = json.loads((root / "meta.json").read_text())
+            meta = json.loads(self.meta(root).read_text())
         except (OSError, ValueError):
             return None
         base = self._base(repo) / "tree"
@@ -454,6 +462,8 @@ class Layer:
         _umount(self.root / "tree")
         _rm(self.root)
         _rm(self._layers.saved(self.name))
+        with suppress(OSError):
+            self._layers.meta(self.root).unlink(missing_ok=True)
 
 
 def _merge(setup: Path, tree: Path) -> None:
