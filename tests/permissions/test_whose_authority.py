@@ -6,9 +6,12 @@ out), real SQLite, real git and the model on real HTTP."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from core.events import SessionKey
 from core.state import State
@@ -130,3 +133,26 @@ async def test_the_owners_words_never_answer_a_members_question(
     assert any("This question is for alice" in m for m in said)
     session = await team.services.sessions.get(GROUP_KEY)
     assert session.state is State.WAITING
+
+
+async def test_a_clis_question_is_answered_only_by_whom_the_task_is_for(
+    wa_team_factory: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.e2e.test_cli_question import ASKING
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(ASKING)
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    team: WaTeam = await wa_team_factory(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x")
+    fix = ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    team.model.script(fix)
+    await team.say(ALICE, "fix the typo in README.md of demo", group=True, wait_for="asks")
+    said = await team.say(OWNER, "A", group=True, wait_for="for alice")
+    assert any("This question is for alice" in m for m in said)
+    session = await team.services.sessions.get(GROUP_KEY)
+    assert session.state is State.WAITING
+    await team.say(ALICE, "The", group=True, wait_for="Passed your answer")
+    card = await team.expect(OWNER_DM, "+The quick", timeout=60)
+    assert any("alice asked" in m for m in card)
