@@ -133,3 +133,25 @@ async def test_a_member_withdraws_their_diff_from_the_owners_chat(
     await team.say(OWNER, "yes", wait_for=None)
     await team.idle()
     assert git(repo, "rev-parse", "HEAD") == base
+
+
+async def test_when_the_owners_chat_is_busy_the_member_may_still_withdraw(
+    wa_team_factory: Callable[..., Any],
+) -> None:
+    team: WaTeam = await wa_team_factory()
+    repo = team.services.workspace.path("demo")
+    base = git(repo, "rev-parse", "HEAD")
+    team.model.script(ToolCall("ask_user", {"question": "Which release?"}))
+    await team.say(OWNER, "plan the next release of demo", wait_for="Which release")
+    team.model.script(FIX)
+    said = await team.say(ALICE, "fix the typo in README.md of demo", wait_for="Apply?")
+    assert any("+The quick" in m for m in said)
+    waiting = await team.expect(OWNER_DM, "has a diff waiting in")
+    assert any(ALICE_DM in m and "busy" in m for m in waiting)
+    assert await state_of(team, OWNER_KEY) is State.WAITING  # the owner's question stays
+    yes = await team.say(ALICE, "yes", wait_for="Refused")
+    assert any("only the owner can approve" in m for m in yes)
+    await team.say(ALICE, "withdraw", wait_for="Discarded")
+    assert await state_of(team, ALICE_KEY) is State.ALERT
+    assert [s for _k, s in await approvals(team)] == ["rejected"]
+    assert git(repo, "rev-parse", "HEAD") == base
