@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 SUMMARY_PROMPT = (
     "Summarise these earlier messages of a chat between a developer (the owner) and Fetch, "
     "their coding assistant, in at most 120 words: what was asked, decided and done, and "
-    "what is still open. Keep repository names, file paths and commands exact."
+    "what is still open. Keep repository names, file paths and commands exact. A line "
+    "marked [name · profile] is that person's, not the owner's: keep who asked what."
 )
 
 
@@ -91,10 +92,7 @@ class Planner:
 
     async def summarise(self, folded: list[Message]) -> str:
         """Compaction's summary of the oldest messages, by this model."""
-        transcript = "\n".join(
-            f"{'owner' if m['role'] == 'user' else 'fetch'}: {m.get('content') or ''}"
-            for m in folded
-        )
+        transcript = "\n".join(_transcript_line(m) for m in folded)
         key = hashlib.sha256(transcript.encode()).hexdigest()
         known = self._summaries.get(key)
         if known is not None:
@@ -180,3 +178,12 @@ async def _inbound(ctx: Context) -> int | None:
     """The id of the message this turn answers (the ledger links each call to it)."""
     last = await ctx.services.store.messages.recent(ctx.session.key, 1)
     return last[0][0] if last and last[0][1] == "in" else None
+
+
+def _transcript_line(message: Message) -> str:
+    """One line for the summariser: a line that names its speaker ([alice · collaborator],
+    agent/history.py) keeps that name; an unmarked person's line is the owner's."""
+    content = str(message.get("content") or "")
+    if message["role"] != "user":
+        return f"fetch: {content}"
+    return content if content.startswith("[") else f"owner: {content}"

@@ -156,3 +156,26 @@ async def test_a_clis_question_is_answered_only_by_whom_the_task_is_for(
     await team.say(ALICE, "The", group=True, wait_for="Passed your answer")
     card = await team.expect(OWNER_DM, "+The quick", timeout=60)
     assert any("alice asked" in m for m in card)
+
+
+async def test_the_summary_of_a_groups_older_lines_keeps_who_said_them(
+    wa_team_factory: Callable[..., Any],
+) -> None:
+    team: WaTeam = await wa_team_factory()
+    team.model.script(Text("alice wanted demo deleted; the owner did not"))
+    before = len(team.model.model_requests)
+    await team.services.planner.summarise(
+        [
+            {"role": "user", "content": "[alice · collaborator] delete demo"},
+            {"role": "assistant", "content": "that is the owner's call"},
+            {"role": "user", "content": "[owner] keep demo"},
+        ]
+    )
+    sent = team.messages_sent(before)
+    transcript = str(sent[-1]["content"]).splitlines()
+    assert transcript == [
+        "[alice · collaborator] delete demo",
+        "fetch: that is the owner's call",
+        "[owner] keep demo",
+    ]
+    assert "that person's, not the owner's" in str(sent[0]["content"])
