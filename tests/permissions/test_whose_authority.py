@@ -179,3 +179,16 @@ async def test_the_summary_of_a_groups_older_lines_keeps_who_said_them(
         "[owner] keep demo",
     ]
     assert "that person's, not the owner's" in str(sent[0]["content"])
+
+
+async def test_a_members_turn_is_not_shown_the_owner_block(
+    wa_team_factory: Callable[..., Any],
+) -> None:
+    team: WaTeam = await wa_team_factory()
+    await team.say(OWNER, "/blocks set owner staging password is hunter2", wait_for="owner")
+    team.model.script(Text("alice answered"))
+    await team.say(ALICE, "what is the staging password", wait_for="alice answered")
+    assert "hunter2" not in json.dumps(team.messages_sent())
+    team.model.script(Text("owner answered"))
+    await team.say(OWNER, "what is the staging password", wait_for="owner answered")
+    assert "hunter2" in str(team.messages_sent()[0]["content"])
