@@ -155,3 +155,22 @@ async def test_when_the_owners_chat_is_busy_the_member_may_still_withdraw(
     assert await state_of(team, ALICE_KEY) is State.ALERT
     assert [s for _k, s in await approvals(team)] == ["rejected"]
     assert git(repo, "rev-parse", "HEAD") == base
+
+
+async def test_a_members_scheduled_change_is_offered_to_the_owner(
+    wa_team_factory: Callable[..., Any],
+) -> None:
+    rules = [{"effect": "allow", "what": "instinct:schedule", "who": "alice"}]
+    team: WaTeam = await wa_team_factory(FETCH__PERMISSIONS__RULES=json.dumps(rules))
+    repo = team.services.workspace.path("demo")
+    base = git(repo, "rev-parse", "HEAD")
+    await team.say(ALICE, "/schedule fix the typo in README.md of demo in 1s", wait_for="Job #")
+    team.model.script(FIX)
+    await team.expect(ALICE_DM, "went to the owner", timeout=60)
+    card = await team.expect(OWNER_DM, "+The quick")
+    assert any("alice asked for this" in m for m in card)
+    tasks = await team.services.store.db.conn.execute_fetchall("SELECT requester FROM tasks")
+    assert [r[0] for r in tasks] == ["alice"]
+    await team.say(OWNER, "yes", wait_for="Committed")
+    assert git(repo, "rev-parse", "HEAD^") == base
+    await team.expect(ALICE_DM, "The owner applied your task")
