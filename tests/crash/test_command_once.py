@@ -100,8 +100,9 @@ def _query(db: Path, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any,
 
 def _tables(db: Path) -> dict[str, object]:
     """Per table: its rows, how many of each column are set (and of each key of a JSON
-    object in it: the session's data), and the values of the status-like columns. Ids,
-    times and hashes differ between two runs; these do not."""
+    object in it, with its value when it is a short word: the session's settings), and
+    the values of the status-like columns. Ids, times and hashes differ between two
+    runs; these do not."""
     if not db.exists():
         return {}
     out: dict[str, object] = {}
@@ -122,8 +123,11 @@ def _tables(db: Path) -> dict[str, object]:
                     continue
                 set_count[col] += 1
                 for key, inner in _json_object(value).items():
-                    if inner not in (None, "", [], {}):
-                        set_count[f"{col}.{key}"] += 1
+                    if inner in (None, "", [], {}):
+                        continue
+                    set_count[f"{col}.{key}"] += 1
+                    if isinstance(inner, (str, bool)) and len(str(inner)) <= 40:
+                        set_count[f"{col}.{key}={inner}"] += 1  # a setting's value
         values = {
             c: sorted(Counter(str(r[i]) for r in rows).items())
             for i, c in enumerate(cols)
@@ -170,6 +174,8 @@ def snapshot(home: Path) -> dict[str, object]:
         "fetch.db": _tables(home / "fetch.db"),
         "memory.db": _tables(home / "memory" / "memory.db"),
         "git commits": commits,
+        # The chat's own settings (/autonomy) live in a file beside the databases.
+        "chats.yaml": chats.read_text() if (chats := home / "chats.yaml").exists() else "",
     }
 
 
