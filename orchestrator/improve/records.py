@@ -43,7 +43,9 @@ class SqliteImprovements:
 
     async def create(self, key: SessionKey, requester: str, request: str, repo: str) -> int:
         now = time.time()
-        cur = await self._db.write(
+        # An effect: the /improve message is closed with the run's row (store/once.py),
+        # so a restart marks the run cut short instead of starting a second one.
+        cur = await self._db.write_effect(
             "INSERT INTO improvements(session, requester, request, repo, status, created,"
             " updated) VALUES (?,?,?,?, 'running', ?, ?)",
             (key_str(key), requester, request, repo, now, now),
