@@ -41,6 +41,8 @@ from docker.utils.socket import frames_iter
 from core.errors import KennelError
 from core.tasks import cancel_and_wait
 from kennel.base import ExecSpec, Layout
+from kennel.compose import MARK as COMPOSE
+from kennel.compose import compose_image
 from kennel.docker_sweep import FORWARDER_SCRIPT, parse_forwarder, sweep_script
 from kennel.limits import parse_size
 from kennel.owner import parse_user, user_for
@@ -336,9 +338,12 @@ class DockerKennel:
                 "processes: choose another"
             )
         relay_dir = self._relay_dir(repo)
+        image = self._image
+        if image == COMPOSE:  # the Compose project's own kennel image, asked each time
+            image = compose_image(client)
         try:
             container = client.containers.run(
-                self._image,
+                image,
                 command=[
                     "node",
                     "/opt/kennel/forwarder.js",
@@ -551,7 +556,9 @@ def _share(runs: Path) -> bool:
     if os.geteuid() != 0:
         return False
     runs.mkdir(parents=True, exist_ok=True, mode=0o711)
-    steps = [] if os.path.ismount(runs) else [["mount", "--bind", str(runs), str(runs)]]
+    # --rbind: an overlay a run mounted below it before now (a question's layer after a
+    # restart) stays visible on top of the new bind, and so in the containers.
+    steps = [] if os.path.ismount(runs) else [["mount", "--rbind", str(runs), str(runs)]]
     steps.append(["mount", "--make-rshared", str(runs)])
     for argv in steps:
         done = subprocess.run(argv, capture_output=True, check=False)

@@ -517,6 +517,10 @@ class TaskRunner:
         settings = self._settings
         layer = handle.layer
         assert layer is not None
+        # Asked before the mount: the Docker kennel makes the runs folder a shared mount
+        # the first time (after a restart, an answer's turn is the first), and a mount
+        # made before that would not reach its containers.
+        await asyncio.to_thread(lambda: self._kennel.host_mounts)
         await asyncio.to_thread(layer.mount)
         await asyncio.to_thread(layer.fresh_state, harness.name)
         layout = await asyncio.to_thread(self._kennel.layout, layer.tree, harness.name, repo.path)
