@@ -74,6 +74,9 @@ class HarnessRequest:
     # The owner's own MCP servers (orchestrator/mcphost/), on the same relay at
     # /mcp/<name>: every call is decided on the host, so the CLI may call them unasked.
     more_mcp: tuple[McpServer, ...] = ()
+    # The relay holds a subscription's token, not an API key (kennel/credentials.py): a
+    # CLI that tells them apart (Claude Code) gets the run's secret in the token's place.
+    subscription: bool = False
 
     @property
     def mcp_servers(self) -> tuple[McpServer, ...]:

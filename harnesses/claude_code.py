@@ -11,6 +11,9 @@ from harnesses.instructions import write_user_instructions
 
 EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 BEARER = "Bearer ${ANTHROPIC_API_KEY}"  # the run's secret, as Claude Code expands it
+# With a subscription the secret is in the token's variable (kennel/credentials.py).
+BEARER_SUBSCRIPTION = "Bearer ${CLAUDE_CODE_OAUTH_TOKEN}"
+TOKEN_ENV = "CLAUDE_CODE_OAUTH_TOKEN"
 
 
 class ClaudeCode(Harness, name="claude-code"):
@@ -44,7 +47,7 @@ class ClaudeCode(Harness, name="claude-code"):
             # repository's own config is started (--strict-mcp-config). The relay serves
             # /mcp only with the run's secret, the CLI's key: Claude Code expands ${VAR}
             # here (measured), so the secret stays out of the command line.
-            auth = {"Authorization": BEARER}
+            auth = {"Authorization": BEARER_SUBSCRIPTION if req.subscription else BEARER}
             servers = {
                 m.name: {"type": "http", "url": m.url, "headers": auth} for m in req.mcp_servers
             }
@@ -59,13 +62,16 @@ class ClaudeCode(Harness, name="claude-code"):
             "CLAUDE_CONFIG_DIR": str(req.state_dir / "claude"),
             "LANG": "C.UTF-8",
             "TERM": "dumb",
-            "ANTHROPIC_API_KEY": req.placeholder_key,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
             "CLAUDE_CODE_MAX_RETRIES": str(req.max_retries),
         }
+        # The run's secret where the owner's credential would be: with a subscription,
+        # Claude Code sends it as a bearer with its OAuth flag (measured), which the relay
+        # swaps for the real token; else as x-api-key. Never both: a key would win.
+        env[TOKEN_ENV if req.subscription else "ANTHROPIC_API_KEY"] = req.placeholder_key
         if req.model_url:
             env["ANTHROPIC_BASE_URL"] = req.model_url
         return argv, env

@@ -67,6 +67,9 @@ class RelaySpec:
     # Uids besides Fetch's own (and those the backend admits, kennel/paths.py) that may
     # connect to the socket; everyone else is hung up on.
     peer_uids: frozenset[int] = frozenset()
+    # How ``api_key`` is sent: "api_key" in the vendor's key header, "oauth" as a bearer
+    # with the vendor's OAuth flag (a subscription's token: kennel/credentials.py).
+    auth: str = "api_key"
     # Vendor-side features the owner keeps (kennel/relay_tools.py FEATURES: web_search,
     # web_fetch, code_execution, mcp, files, image_generation); the rest are removed.
     allow_server_tools: tuple[str, ...] = ()

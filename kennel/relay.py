@@ -41,6 +41,7 @@ from aiohttp import web
 from yarl import URL
 
 from kennel.base import CallGate, CallHook
+from kennel.credentials import OAUTH_BETA
 from kennel.relay_allow import allowed
 from kennel.relay_scrub import Scrubber
 from kennel.relay_tools import Stripper
@@ -202,6 +203,7 @@ class ModelRelay:
         gate: CallGate | None = None,
         peer_uids: frozenset[int] = frozenset(),
         allow_server_tools: Iterable[str] = (),
+        auth: str = "api_key",
     ) -> None:
         if not secret:
             raise ValueError("the relay needs the run's secret: without one it would serve anyone")
@@ -213,6 +215,7 @@ class ModelRelay:
         self.upstream = str(self._base)
         self.provider = provider
         self._api_key = api_key
+        self._auth = auth  # "oauth": a subscription's token, sent as a bearer
         self.secret = secret
         # Fetch itself (tests, the unsafe-local kennel) and the uids the backend names.
         self.peer_uids = frozenset({os.geteuid()}) | peer_uids
@@ -345,7 +348,15 @@ class ModelRelay:
             if kept:
                 headers[name] = kept
         headers["Accept-Encoding"] = "identity"  # see auto_decompress
-        if self._api_key:
+        if self._api_key and self._auth == "oauth":
+            # A subscription's token (kennel/credentials.py): a bearer, and the vendor's
+            # OAuth flag among the beta flags the CLI sent (Claude Code sends it itself).
+            headers["Authorization"] = f"Bearer {self._api_key}"
+            name = next((k for k in headers if k.lower() == "anthropic-beta"), "anthropic-beta")
+            flags = [f for f in headers.get(name, "").split(",") if f.strip()]
+            if OAUTH_BETA not in flags:
+                headers[name] = ",".join([*flags, OAUTH_BETA])
+        elif self._api_key:
             style = AUTH_STYLE.get(self.provider, "bearer")
             if style == "bearer":
                 headers["Authorization"] = f"Bearer {self._api_key}"

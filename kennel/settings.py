@@ -18,6 +18,9 @@ class ProviderSettings(StrictSettings):
 
     base_url: str
     api_key: str | None = None
+    # A subscription's token instead of a key (Claude: what `claude setup-token` prints);
+    # the relay sends it as a bearer (kennel/credentials.py). A key wins when both are set.
+    oauth_token: str | None = None
 
 
 # A size like Docker's: bytes, or a number with k, m, g or t (powers of 1024).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import logging
 import os
 import signal
@@ -246,6 +247,35 @@ def _login(settings: Settings) -> int:
     return 0
 
 
+def _sign_in(settings: Settings, harness: str) -> int:
+    """``fetch login claude-code``: keep a Claude subscription's token on the host
+    (FETCH_HOME/credentials, 0600); the CLI in a kennel never gets it."""
+    from kennel.credentials import SIGN_IN_NOTES, save_token
+
+    if harness in SIGN_IN_NOTES:
+        print(f"fetch: {harness}: {SIGN_IN_NOTES[harness]}", file=sys.stderr)
+        return 2
+    if harness != "claude-code":
+        print(f"fetch: no sign-in for {harness!r} (try claude-code)", file=sys.stderr)
+        return 2
+    print(
+        "Run `claude setup-token` on a machine with a browser, sign in with your Claude "
+        "subscription, and paste the token it prints (it stays on this host; the coding "
+        "CLI in the kennel only ever gets a stand-in):",
+        flush=True,
+    )
+    token = getpass.getpass("token: ") if sys.stdin.isatty() else sys.stdin.readline()
+    try:
+        path = save_token(settings.home_dir, "anthropic", token)
+    except (ValueError, OSError) as err:
+        print(f"fetch: {err}", file=sys.stderr)
+        return 2
+    print(f"✅ Kept in {path} (0600). claude-code now runs on your subscription", end="")
+    key = settings.providers.get("anthropic")
+    print(" (an ANTHROPIC_API_KEY is set too, and wins)." if key and key.api_key else ".")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="fetch", description="Fetch, from your phone.")
     parser.add_argument("--version", action="version", version=f"fetch {_version()}")
@@ -253,7 +283,12 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("run", help="run Fetch with the terminal channel (default)")
     sub.add_parser("serve", help="run Fetch without a terminal (Docker, services)")
     sub.add_parser("doctor", help="check configuration, sandbox and harnesses")
-    sub.add_parser("login", help="print a new login link for the web pages (works once)")
+    login = sub.add_parser(
+        "login",
+        help="print a new login link for the web pages (works once); "
+        "`fetch login claude-code` keeps a Claude subscription's token",
+    )
+    login.add_argument("harness", nargs="?", help="claude-code: sign it in with a subscription")
     whatsapp = sub.add_parser("whatsapp", help="WhatsApp: link your phone")
     wa_sub = whatsapp.add_subparsers(dest="whatsapp_command", required=True)
     pair = wa_sub.add_parser("pair", help="link by QR code, or by pairing code with --phone")
@@ -274,6 +309,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(_config_explain(settings, args.key, args.repo, args.chat))
     if args.command == "doctor":
         raise SystemExit(_doctor(settings))
+    if args.command == "login" and args.harness:
+        raise SystemExit(_sign_in(settings, args.harness))
     if args.command == "login":
         raise SystemExit(_login(settings))
     if args.command == "whatsapp":

@@ -302,6 +302,7 @@ _ENV_KEYS: dict[str, str] = {
     "GITHUB_TOKEN": "improve.token",
     "FETCH_GITHUB_TOKEN": "improve.token",
     "ANTHROPIC_API_KEY": "providers.anthropic.api_key",
+    "CLAUDE_CODE_OAUTH_TOKEN": "providers.anthropic.oauth_token",
     "ANTHROPIC_BASE_URL": "providers.anthropic.base_url",
     "OPENAI_API_KEY": "providers.openai.api_key",
     "GEMINI_API_KEY": "providers.gemini.api_key",

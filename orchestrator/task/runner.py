@@ -29,6 +29,7 @@ from harnesses.base import (
 )
 from identity.pack import Agent, Pack, Route
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
+from kennel.credentials import SIGN_IN_NOTES, Credential, credential_for
 from kennel.relay import PLACEHOLDER_KEY
 from orchestrator.boundary.gitops import Change, Repo, guard_repo_config
 from orchestrator.boundary.layer import Layer, Layers
@@ -153,18 +154,24 @@ class TaskRunner:
         installed = harness.executable() is not None
         if harness.provider is None:
             return Availability(installed, True, "no model needed")
-        provider = self._settings.providers.get(harness.provider)
-        has_key = provider is not None and bool(provider.api_key)
+        cred = self._credential(harness.provider)
+        has_key = cred is not None
         detail = (
-            "ready"
+            ("ready" if cred is None or cred.kind == "api_key" else f"ready ({cred.shown})")
             if installed and has_key
             else (
                 f"`{harness.binary}` not installed"
                 if not installed
                 else f"no {harness.provider} API key configured"
+                + (f" ({SIGN_IN_NOTES[harness.name]})" if harness.name in SIGN_IN_NOTES else "")
             )
         )
         return Availability(installed, has_key, detail)
+
+    def _credential(self, vendor: str) -> Credential | None:
+        """The owner's key or subscription token for ``vendor`` (kennel/credentials.py)."""
+        provider = self._settings.providers.get(vendor)
+        return credential_for(self._settings.home_dir, vendor, provider)
 
     def default_harness(self) -> str:
         wanted = self._settings.harness.default
@@ -528,6 +535,7 @@ class TaskRunner:
             relay: RelaySpec | None = None
             mcp: McpServer | None = None
             more_mcp: tuple[McpServer, ...] = ()
+            subscription = False
             relay_url = f"http://127.0.0.1:{layout.relay_port}"
             if harness.provider is not None:
                 # Memory rides on the relay's socket (/mcp): only runs with a relay get it.
@@ -549,10 +557,13 @@ class TaskRunner:
                     )
                     handler = _both(handler, owners)
                 provider = settings.providers[harness.provider]
+                cred = self._credential(harness.provider)
+                subscription = cred is not None and cred.kind == "oauth"
                 relay = RelaySpec(
                     upstream=provider.base_url,
                     provider=harness.provider,
-                    api_key=provider.api_key,
+                    api_key=cred.value if cred is not None else None,
+                    auth=cred.kind if cred is not None else "api_key",
                     harness=harness.name,
                     task_id=handle.task_id,
                     log_path=settings.home_dir / "relay.jsonl",
@@ -595,6 +606,7 @@ class TaskRunner:
                 kennel=self._kennel.name,
                 mcp=mcp,
                 more_mcp=more_mcp,
+                subscription=subscription,
                 instructions=instructions_for(handle.agent),
                 skills=handed,
             )
