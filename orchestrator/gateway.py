@@ -281,9 +281,11 @@ class Gateway:
             self._release(session.key)
 
     def _release(self, key: SessionKey) -> None:
-        """The chat is idle: its waiting messages run, in the order they came."""
+        """The chat is idle: its waiting messages run, in the order they came, and a
+        member's diff kept for the owner's busy chat is offered there (approvals.py)."""
         for inbound, text in self._deferred.pop(key, ()):
             self._queue(inbound).put_nowait((inbound, text))
+        self._s.approvals.rested(key, self._s.supervisor)
 
     async def replay_unfinished(self, unfinished: list[dict[str, Any]]) -> int:
         """After a restart: queue again the accepted messages that were not handled.

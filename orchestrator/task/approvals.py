@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from core.errors import ApprovalError, GitError
 from core.events import Inbound, SessionKey
 from core.state import State
+from core.tasks import Spawner
 from core.validate import UnsafeName, safe_relative_path
 from orchestrator.boundary.gitops import Change, Repo
 from orchestrator.config import Settings
@@ -33,6 +34,7 @@ from orchestrator.permissions.resolver import Policy
 from orchestrator.permissions.service import Permissions
 from orchestrator.session import Session, Sessions
 from orchestrator.store import Store
+from orchestrator.store.db import key_str
 from orchestrator.store.work import ApprovalRow
 from orchestrator.task import autonomy, diffview, recovery
 from orchestrator.task.crashpoint import crash_point
@@ -104,6 +106,10 @@ class Approvals:
         self._messenger = messenger
         self._workspace = workspace
         self._pages: dict[int, int] = {}  # approval id -> lines already shown by "more"
+        # Members' diffs kept for the owner's chat while it was busy: owner chat ->
+        # (approval id, the run's words), offered in order when it comes to rest. In
+        # memory: after a restart a kept diff stays withdrawable and expires unoffered.
+        self._waiting: dict[SessionKey, list[tuple[int, str]]] = {}
 
     async def policy(self, key: SessionKey, repo: str) -> Policy:
         """The layered settings for ``repo`` in this chat (autonomy, test command...)."""
@@ -163,12 +169,10 @@ class Approvals:
                     return await self._offer_to_owner(
                         session, owners, task_id, repo, change, said, policy, requester
                     )
-            # The owner's chat is busy: the diff waits here, where its requester may
-            # withdraw it (no), and the owner is told where it waits.
-            await self._tell(
-                owners.key,
-                f"📬 {requester}'s task #{task_id} ({repo}) has a diff waiting in "
-                f"{session.key.channel}:{session.key.chat}: your chat was busy.",
+            # The owner's chat is busy: the diff waits for it to come to rest (``rested``),
+            # and the member's chat is free meanwhile.
+            return await self._queue_for_owner(
+                session, owners.key, task_id, repo, change, said, policy
             )
         nonce = secrets.token_hex(8)
         approval_id = await self._store.work.create_approval(
@@ -274,6 +278,105 @@ class Approvals:
             )
         return approval_id
 
+    async def _queue_for_owner(
+        self,
+        member: Session,
+        owner: SessionKey,
+        task_id: int,
+        repo: str,
+        change: Change,
+        said: str,
+        policy: Policy,
+    ) -> int:
+        """The owner's chat is busy: the approval is kept (bound to the member's chat,
+        never GUARDING there) and offered once the owner's chat is at rest. Caller holds
+        the member's lock."""
+        approval_id = await self._store.work.create_approval(
+            member.key,
+            task_id,
+            repo,
+            secrets.token_hex(8),
+            change.digest,
+            change.base_sha,
+            self._settings.owner,
+            policy.ttl_seconds,
+            tree_sha=change.tree_sha,
+        )
+        self._waiting.setdefault(owner, []).append((approval_id, said))
+        member.data.task_id = None
+        member.data.task_prompt = None
+        member.data.offered_approval = approval_id
+        await member.settle(member.finish)
+        await self._tell(
+            member.key,
+            f"📬 Task #{task_id} is ready. The owner's chat is busy, so the diff goes to them "
+            "as soon as it is free; say withdraw to take it back.",
+        )
+        return approval_id
+
+    def rested(self, key: SessionKey, spawner: Spawner) -> None:
+        """A chat came to rest (``Sessions.on_idle``): a member's diff that waited for the
+        owner's chat is offered there now, as an owned task."""
+        if self._waiting.get(key):
+            try:
+                spawner.spawn(self._offer_waiting(key), name=f"offer:{key.slug}")
+            except RuntimeError:  # stopping: the kept diff stays withdrawable, expires
+                log.info("not offering the diffs kept for %s: stopping", key)
+
+    async def _offer_waiting(self, key: SessionKey) -> None:
+        if self._sessions is None:
+            return
+        owners = await self._sessions.get(key)
+        async with owners.lock:
+            queue = self._waiting.get(key, [])
+            while queue and owners.state is State.ALERT:
+                approval_id, said = queue.pop(0)
+                await self._offer_kept(owners, approval_id, said)
+            if not queue:
+                self._waiting.pop(key, None)
+
+    async def _offer_kept(self, owners: Session, approval_id: int, said: str) -> None:
+        """A kept approval moves to the owner's chat (a new one there, the kept one
+        closed), unless it was withdrawn or expired meanwhile. Caller holds the lock."""
+        row = await self._store.work.get_approval(approval_id)
+        task = await self._store.work.get_task(row.task_id) if row is not None else None
+        if row is None or task is None or row.status != "pending":
+            return
+        member_key = _key_of(row.session)
+        if time.time() > row.expires_at:
+            await self._store.work.decide_approval(row.id, "expired")
+            await self._store.work.set_task_status(row.task_id, "expired")
+            await self._tell(member_key, f"⌛ Task #{row.task_id}'s diff expired unanswered.")
+            return
+        if not await self._store.work.decide_approval(row.id, "handed"):
+            return
+        change = await asyncio.to_thread(change_of, self._workspace.repo(row.repo), row)
+        policy = await self._permissions.policy(owners.key, row.repo)
+        owners.data.task_id, owners.data.repo = row.task_id, row.repo
+        await owners.start_task()
+        where = f"{member_key.channel}:{member_key.chat}"
+        head = (
+            f"📬 {task.requester} asked for this (task #{row.task_id}, in {where}); "
+            "only you apply it."
+        )
+        offered = await self._ask(
+            owners,
+            row.task_id,
+            row.repo,
+            change,
+            head + ("\n" + said.strip() if said.strip() else ""),
+            policy,
+        )
+        if offered and self._sessions is not None:
+            member = await self._sessions.get(member_key)
+            if member.data.offered_approval == row.id:
+                member.data.offered_approval = offered
+                await member.persist()
+            await self._tell(
+                member_key,
+                f"📬 Task #{row.task_id}'s diff went to the owner; say withdraw to take it back.",
+            )
+
     async def withdraw(self, member: Session, subject_id: str) -> str | None:
         """The member's own diff, waiting in the owner's chat, taken back. None when
         nothing of theirs waits there (the words are then an ordinary message)."""
@@ -288,8 +391,11 @@ class Approvals:
         await member.persist()
         if row.status != "pending":
             return f"Task #{row.task_id} was already {row.status}; nothing to withdraw."
-        channel, _, chat = row.session.partition(":")
-        owners = await self._sessions.get(SessionKey(channel, chat))
+        if row.session == key_str(member.key):  # kept until the owner's chat is free
+            await self._store.work.decide_approval(row.id, "withdrawn")
+            await self._store.work.set_task_status(row.task_id, "withdrawn")
+            return f"↩️ Withdrawn: task #{row.task_id}'s diff will not go to the owner."
+        owners = await self._sessions.get(_key_of(row.session))
         async with owners.lock:
             if not await self._store.work.decide_approval(row.id, "withdrawn"):
                 return f"Task #{row.task_id} was answered meanwhile; nothing to withdraw."

@@ -135,7 +135,7 @@ async def test_a_member_withdraws_their_diff_from_the_owners_chat(
     assert git(repo, "rev-parse", "HEAD") == base
 
 
-async def test_when_the_owners_chat_is_busy_the_member_may_still_withdraw(
+async def test_a_diff_kept_while_the_owners_chat_is_busy_goes_to_them_when_it_rests(
     wa_team_factory: Callable[..., Any],
 ) -> None:
     team: WaTeam = await wa_team_factory()
@@ -144,16 +144,42 @@ async def test_when_the_owners_chat_is_busy_the_member_may_still_withdraw(
     team.model.script(ToolCall("ask_user", {"question": "Which release?"}))
     await team.say(OWNER, "plan the next release of demo", wait_for="Which release")
     team.model.script(FIX)
-    said = await team.say(ALICE, "fix the typo in README.md of demo", wait_for="Apply?")
-    assert any("+The quick" in m for m in said)
-    waiting = await team.expect(OWNER_DM, "has a diff waiting in")
-    assert any(ALICE_DM in m and "busy" in m for m in waiting)
+    said = await team.say(ALICE, "fix the typo in README.md of demo", wait_for="busy")
+    assert any("as soon as it is free" in m for m in said)
+    assert not any("+The quick" in m for m in team.to(OWNER_DM) + team.to(ALICE_DM))
+    assert await state_of(team, ALICE_KEY) is State.ALERT  # alice's chat is not locked
     assert await state_of(team, OWNER_KEY) is State.WAITING  # the owner's question stays
-    yes = await team.say(ALICE, "yes", wait_for="Refused")
-    assert any("only the owner can approve" in m for m in yes)
-    await team.say(ALICE, "withdraw", wait_for="Discarded")
-    assert await state_of(team, ALICE_KEY) is State.ALERT
-    assert [s for _k, s in await approvals(team)] == ["rejected"]
+    team.model.script(Text("happy to chat"))
+    await team.say(ALICE, "what does demo's app.py do", wait_for="happy to chat")
+    team.model.script(Text("release 2.0 planned"))
+    await team.say(OWNER, "2.0", wait_for="+The quick")
+    card = team.to(OWNER_DM)
+    assert any("alice asked for this" in m for m in card)
+    await team.expect(ALICE_DM, "went to the owner")
+    await team.say(OWNER, "yes", wait_for="Committed")
+    assert git(repo, "rev-parse", "HEAD^") == base
+    await team.expect(ALICE_DM, "The owner applied your task")
+    assert [s for _k, s in await approvals(team)] == ["handed", "approved"]
+
+
+async def test_a_member_withdraws_a_diff_kept_for_the_owners_busy_chat(
+    wa_team_factory: Callable[..., Any],
+) -> None:
+    team: WaTeam = await wa_team_factory()
+    repo = team.services.workspace.path("demo")
+    base = git(repo, "rev-parse", "HEAD")
+    team.model.script(ToolCall("ask_user", {"question": "Which release?"}))
+    await team.say(OWNER, "plan the next release of demo", wait_for="Which release")
+    team.model.script(FIX)
+    await team.say(ALICE, "fix the typo in README.md of demo", wait_for="busy")
+    said = await team.say(ALICE, "withdraw", wait_for="Withdrawn")
+    assert any("will not go to the owner" in m for m in said)
+    team.model.script(Text("release 2.0 planned"))
+    await team.say(OWNER, "2.0", wait_for="release 2.0 planned")
+    await team.idle()
+    assert not any("+The quick" in m for m in team.to(OWNER_DM))
+    assert await state_of(team, OWNER_KEY) is State.ALERT
+    assert [s for _k, s in await approvals(team)] == ["withdrawn"]
     assert git(repo, "rev-parse", "HEAD") == base
 
 
