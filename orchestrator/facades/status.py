@@ -46,6 +46,8 @@ class StatusFacade:
                 lines.append(f"  by {handle.agent.name} on {handle.harness}")
         if session.data.approval_id is not None:
             lines.append("⏸ a diff waits for your yes/no")
+        if session.data.offered_approval is not None:  # a member's own, with the owner
+            lines.append("📬 your diff waits for the owner (say withdraw to take it back)")
         if session.data.question:
             lines.append(f"❓ waiting for: {session.data.question}")
         lines.append(s.memory.status_line())

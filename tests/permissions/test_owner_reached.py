@@ -105,6 +105,8 @@ async def test_a_members_own_diff_goes_to_the_owner_and_the_member_stays_free(
     assert any("alice asked for this" in m for m in card)
     assert await state_of(team, ALICE_KEY) is State.ALERT
     assert await state_of(team, OWNER_KEY) is State.GUARDING
+    status = await team.say(ALICE, "/status", wait_for="Fetch ·")
+    assert any("your diff waits for the owner" in m for m in status)
     # Alice's chat is not locked for the approval's hour.
     team.model.script(Text("happy to chat"))
     await team.say(ALICE, "what does demo's app.py do", wait_for="happy to chat")
