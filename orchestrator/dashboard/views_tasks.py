@@ -13,6 +13,7 @@ from core.errors import FetchError
 from orchestrator.dashboard.context import Dash, int_arg, text_arg
 from orchestrator.dashboard.queries import PAGE, TaskItem
 from orchestrator.dashboard.timeline import Entry, read_tail, session_key, task_events
+from orchestrator.mcphost.record import calls_of
 from orchestrator.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,10 @@ async def task(dash: Dash, request: web.Request) -> web.Response:
     before = int_arg(request, "before") or None
     calls = await dash.queries.task_calls(item.id, before)
     sums = await dash.queries.task_call_sums(item.id)
+    # The owner's MCP servers' calls of this task (orchestrator/mcphost/record.py).
+    mcp_calls = await asyncio.to_thread(
+        calls_of, dash.services.settings.home_dir / "mcp.jsonl", item.id
+    )
     key = session_key(item.session)
     events: list[Entry] = []
     events_cut = False
@@ -114,6 +119,7 @@ async def task(dash: Dash, request: web.Request) -> web.Response:
         source=source,
         calls=calls,
         sums=sums,
+        mcp_calls=mcp_calls,
         events=events,
         events_cut=events_cut,
     )

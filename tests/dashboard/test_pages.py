@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
@@ -100,6 +101,27 @@ async def test_what_came_from_outside_is_escaped_on_every_page(web: Web) -> None
     assert "edit README.md &lt;script&gt;" in body and "event &lt;script&gt;" not in body
     status, body = await web.get(f"/tasks/{task}")
     assert "event &lt;script&gt;" in body and "edit README.md &lt;script&gt;" in body
+    # The owner's MCP servers' calls of the task (mcp.jsonl), escaped like the rest; a
+    # bad line and another task's call are not shown.
+    record = s.settings.home_dir / "mcp.jsonl"
+    lines = [
+        {
+            "at": 1.0,
+            "task": task,
+            "server": "files",
+            "tool": f"read{EVIL}",
+            "outcome": "ok",
+            "ms": 3,
+        },
+        {"at": 2.0, "task": task + 1, "server": "other", "tool": "x", "outcome": "ok", "ms": 1},
+        {"at": 3.0, "task": task, "server": "files", "tool": "w", "outcome": "refused", "ms": 9},
+    ]
+    record.write_text(
+        "\n".join(json.dumps(x) for x in lines[:2]) + "\nnot json\n" + json.dumps(lines[2]) + "\n"
+    )
+    status, body = await web.get(f"/tasks/{task}")
+    assert "Your MCP servers" in body and "read&lt;script&gt;" in body and "refused" in body
+    assert "other" not in body.split("Your MCP servers")[1]
 
 
 async def test_sessions_search_and_paging(web: Web) -> None:
