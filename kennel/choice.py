@@ -12,6 +12,7 @@ import os
 import socket
 from dataclasses import dataclass
 
+from core.errors import KennelError
 from kennel.settings import KennelSettings
 
 
@@ -19,6 +20,9 @@ from kennel.settings import KennelSettings
 class Choice:
     backend: str  # "docker", "bwrap" or "unsafe-local"
     reason: str  # one line for `fetch doctor`
+
+
+COMPOSE = "compose"  # kennel/compose.py: the Compose project's own kennel image
 
 
 def docker_image(settings: KennelSettings) -> str:
@@ -43,11 +47,17 @@ def docker_unusable(image: str, timeout: float = 3.0) -> str | None:
         return f"docker engine not answering ({_short(err)})"
     try:
         client.ping()
+        if image == COMPOSE:
+            from kennel.compose import compose_image
+
+            image = compose_image(client)
         client.images.get(image)
     except docker.errors.ImageNotFound:
         return f"kennel image {image} is not built (python -m kennel.build)"
     except docker.errors.DockerException as err:
         return f"docker engine not answering ({_short(err)})"
+    except KennelError as err:
+        return str(err)
     except OSError as err:
         return f"docker engine not answering ({_short(err)})"
     finally:

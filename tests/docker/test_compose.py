@@ -58,19 +58,24 @@ def compose(kennel_image: str, docker_client: Any, tmp_path: Path) -> Iterator[d
     env = {
         **os.environ,
         "FETCH_ENV_FILE": str(env_file),
-        "FETCH_IMAGE": orchestrator,
-        "FETCH_KENNEL_IMAGE": kennel_image,
         "FETCH_HTTP_PORT": str(port),
         "COMPOSE_PROJECT_NAME": project,
     }
     base = [binary, "-f", str(ROOT / "docker-compose.yml"), "-p", project]
-    info = {"port": str(port), "project": project}
+    # Compose names the images it builds after the project (docker-compose.yml names
+    # none): the images built already stand in for them (`up --no-build` below).
+    names = {"kennel": f"{project}_kennel", "fetch": f"{project}_fetch"}
+    docker_client.images.get(kennel_image).tag(names["kennel"], "latest")
+    docker_client.images.get(orchestrator).tag(names["fetch"], "latest")
+    info = {"port": str(port), "project": project, "kennel_image": kennel_image}
     try:
         yield {**info, "base": json.dumps(base), "env": json.dumps(env)}
     finally:
         subprocess.run(
             [*base, "down", "-v", "--remove-orphans"], env=env, capture_output=True, timeout=120
         )
+        for name in names.values():
+            docker_client.images.remove(f"{name}:latest", noprune=True)
 
 
 def _run(compose: dict[str, str], *args: str, timeout: float = 180) -> str:
@@ -156,6 +161,16 @@ def test_compose_config_up_status_down(compose: dict[str, str]) -> None:
     # harness runs inside a kennel container, the diff comes back, yes commits it.
     said = _conversation(compose, "fix the typo in README.md of demo", "Apply? (yes/no)")
     assert "README.md +1" in said and "+The quick" in said, said
+    # Its kennel was made from this project's own kennel image, found by Compose's
+    # labels (kennel/compose.py), never from a shared name.
+    kennels = subprocess.run(
+        ["docker", "ps", "--filter", "label=fetch.kennel", "--format", "{{.Image}} {{.Labels}}"],
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    ours = [k for k in kennels if "/data/home" in k]
+    wanted = _image(["docker", "image", "inspect", "--format", "{{.Id}}", compose["kennel_image"]])
+    assert ours and all(k.split()[0] == wanted for k in ours), (ours, wanted)
     done = _conversation(compose, "yes", "Committed")
     sha = re.search(r"Committed ([0-9a-f]{7,40}) to demo", done)
     assert sha, done
