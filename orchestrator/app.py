@@ -338,7 +338,7 @@ class App:
             stack.callback(messenger.closed, channel.name)
         if self.http is not None and self.web_auth is not None:
             # The dashboard (orchestrator/dashboard/): the token holder's pages.
-            mount_dashboard(self.http, self.web_auth, services, self.channels)
+            mount_dashboard(self.http, self.web_auth, services, self.channels, gateway.receive)
         if self.http is not None and self.http.routes:  # polling-only: no listener at all
             add_health(self.http, lambda: self.serving)
             add_favicon(self.http)  # browsers ask on every page: no 404 in their console

@@ -9,9 +9,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from aiohttp import web
 
-from channels.base import Channel
+from channels.base import Channel, InboundSink
 from channels.http.auth import WebAuth
 from orchestrator.dashboard.costcache import CostSums
+from orchestrator.dashboard.live import LiveStreams
 from orchestrator.dashboard.queries import DashboardQueries
 from orchestrator.dashboard.render import Renderer
 from orchestrator.services import Services
@@ -35,6 +36,8 @@ class Dash:
     render: Renderer
     queries: DashboardQueries
     costs: CostSums
+    live: LiveStreams  # the live pages' event streams
+    sink: InboundSink | None = None  # the gateway: a task page's buttons speak through it
 
     def page(self, request: web.Request, name: str, code: int = 200, **ctx: Any) -> web.Response:
         return self.render.html(
@@ -43,7 +46,7 @@ class Dash:
             csrf=self.auth.csrf_token(request),
             path=request.path,
             chat=self.channel("web") is not None,  # the web chat's link in the menu
-            **ctx,
+            **{"live": "", "note": "", **ctx},
         )
 
     def channel(self, name: str) -> Channel | None:

@@ -271,6 +271,55 @@ class DashboardQueries:
         r = rows[0]
         return int(r[0]), int(r[1]), int(r[2]), float(r[3]), float(r[4])
 
+    async def pending_approval(self, task_id: int) -> tuple[str, str] | None:
+        """(nonce, chat) of the approval the task's diff waits on: the page's buttons
+        are bound to it, and its chat is where the answer goes (a member's diff waits
+        in the owner's chat)."""
+        rows = await self._rows(
+            "SELECT nonce, session FROM approvals WHERE task_id = ? AND status = 'pending'"
+            " ORDER BY id DESC LIMIT 1",
+            (task_id,),
+        )
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    # -- what a live page follows (orchestrator/dashboard/live.py) -------------------
+    async def task_fingerprint(self, task_id: int) -> tuple[Any, ...]:
+        rows = await self._rows(
+            "SELECT status, finished, length(COALESCE(result, '')), checks,"
+            " (SELECT MAX(id) FROM usage WHERE task = ?),"
+            " (SELECT id || status FROM approvals WHERE task_id = ? ORDER BY id DESC LIMIT 1),"
+            " (SELECT sha FROM commits WHERE task_id = ? ORDER BY id DESC LIMIT 1)"
+            " FROM tasks WHERE id = ?",
+            (task_id, task_id, task_id, task_id),
+        )
+        return tuple(rows[0]) if rows else ()
+
+    async def session_fingerprint(self, key: str) -> tuple[Any, ...]:
+        rows = await self._rows(
+            "SELECT state, updated, (SELECT MAX(id) FROM messages WHERE session = ?),"
+            " (SELECT MAX(id) FROM tasks WHERE session = ?),"
+            " (SELECT group_concat(status) FROM tasks WHERE session = ? AND id >="
+            " (SELECT COALESCE(MAX(id), 0) - 20 FROM tasks WHERE session = ?))"
+            " FROM sessions WHERE key = ?",
+            (key, key, key, key, key),
+        )
+        return tuple(rows[0]) if rows else ()
+
+    async def snippets(self, keys: list[str], query: str) -> dict[str, str]:
+        """Per chat, the newest message whose text contains ``query`` (the search's
+        match, for a snippet); chats that matched by their key only are left out."""
+        found: dict[str, str] = {}
+        pattern = like(query)
+        for key in keys:
+            rows = await self._rows(
+                "SELECT text FROM messages WHERE session = ? AND text LIKE ? ESCAPE '\\'"
+                " ORDER BY id DESC LIMIT 1",
+                (key, pattern),
+            )
+            if rows:
+                found[key] = rows[0][0]
+        return found
+
     # -- errors --------------------------------------------------------------------
     async def failed_tasks(self, limit: int = PAGE) -> list[TaskItem]:
         marks = ",".join("?" * len(FAILED_TASKS))

@@ -65,6 +65,16 @@ def _money(usd: float | None) -> str:
     return f"${value:,.4f}" if 0 < value < 1 else f"${value:,.2f}"
 
 
+def _tokens(count: int | float | None) -> str:
+    """Token counts as people read them: 950, 12.3k, 4.1M."""
+    n = float(count or 0)
+    if n < 1000:
+        return f"{n:.0f}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k".replace(".0k", "k")
+    return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
+
+
 def _ms(value: float | None) -> str:
     if value is None:
         return "—"
@@ -89,6 +99,7 @@ class Renderer:
         self.env.filters["money"] = _money
         self.env.filters["ms"] = _ms
         self.env.filters["span"] = _span
+        self.env.filters["tok"] = _tokens
         self.env.globals["utc"] = UTC
 
     def html(self, name: str, code: int = 200, **context: Any) -> web.Response:

@@ -10,13 +10,15 @@ from functools import partial
 
 from aiohttp import web
 
-from channels.base import Channel
+from channels.base import Channel, InboundSink
 from channels.http import HttpServer
 from channels.http.auth import WebAuth
 from orchestrator.dashboard import views_costs, views_ops, views_sessions, views_tasks
+from orchestrator.dashboard.actions import task_action
 from orchestrator.dashboard.assets import STATIC_PREFIX, static_files, static_handler
 from orchestrator.dashboard.context import Dash
 from orchestrator.dashboard.costcache import CostSums
+from orchestrator.dashboard.live import LiveStreams
 from orchestrator.dashboard.queries import DashboardQueries
 from orchestrator.dashboard.render import Renderer
 from orchestrator.services import Services
@@ -42,6 +44,9 @@ ROUTES: tuple[tuple[str, str, View], ...] = (
     ("GET", "/sessions/{key:.+}", views_sessions.session),
     ("GET", "/tasks", views_tasks.tasks),
     ("GET", "/tasks/{id}", views_tasks.task),
+    ("POST", "/tasks/{id}/{verb}", task_action),
+    ("GET", "/live/tasks/{id}", views_tasks.task_live),
+    ("GET", "/live/sessions/{key:.+}", views_sessions.session_live),
     ("GET", "/costs", views_costs.costs),
     ("GET", "/errors", views_ops.errors),
     ("GET", "/memory", views_ops.memory),
@@ -79,8 +84,15 @@ def _answered(
     return page
 
 
-def mount(http: HttpServer, auth: WebAuth, services: Services, channels: Sequence[Channel]) -> Dash:
-    """Add every dashboard route to ``http`` (before it starts)."""
+def mount(
+    http: HttpServer,
+    auth: WebAuth,
+    services: Services,
+    channels: Sequence[Channel],
+    sink: InboundSink | None = None,
+) -> Dash:
+    """Add every dashboard route to ``http`` (before it starts). ``sink`` is the
+    gateway: a task page's buttons are said through it, as from the phone."""
     render = Renderer(services.settings.timezone)
     dash = Dash(
         services=services,
@@ -89,7 +101,10 @@ def mount(http: HttpServer, auth: WebAuth, services: Services, channels: Sequenc
         render=render,
         queries=DashboardQueries(services.store.db),
         costs=CostSums(services.store.db, render.tz),
+        live=LiveStreams(),
+        sink=sink,
     )
+    http.on_shutdown(dash.live.close)  # open live pages end with the listener
     for method, path, view in ROUTES:
         http.add_route(method, path, auth.require_auth(_answered(partial(view, dash), dash)))
     # The CSS and the script are not secret (no data in them): a login page may use them.

@@ -1,16 +1,21 @@
 """Tasks: the list (searchable by prompt or repo, filterable by status, paged) and one
-task: prompt, harness, status, its diff (the commit it became, or the change waiting for
-approval), the test results, the harness's events and the model calls it paid for."""
+task: prompt, harness, status, its progress, its diff (the commit it became, or the
+change waiting for approval), the test results, the harness's events and the model calls
+it paid for. The page follows the task live (``live.py``) and can stop, pause and resume
+it and answer its diff (``actions.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 from aiohttp import web
 
 from core.errors import FetchError
+from orchestrator.dashboard.actions import controls_of
 from orchestrator.dashboard.context import Dash, int_arg, text_arg
+from orchestrator.dashboard.diffhtml import split_files
 from orchestrator.dashboard.queries import PAGE, TaskItem
 from orchestrator.dashboard.timeline import Entry, read_tail, session_key, task_events
 from orchestrator.mcphost.record import calls_of
@@ -107,6 +112,7 @@ async def task(dash: Dash, request: web.Request) -> web.Response:
         entries, older = await asyncio.to_thread(read_tail, dash.services.journal.path(key))
         events, events_cut = task_events(entries, item.id)
         events_cut = events_cut or older
+    preamble, files = split_files(patch)
     return dash.page(
         request,
         "dash/task.html",
@@ -115,6 +121,8 @@ async def task(dash: Dash, request: web.Request) -> web.Response:
         commit=commit,
         approval=approval,
         patch=patch,
+        preamble=preamble,
+        files=files,
         cut=cut,
         source=source,
         calls=calls,
@@ -122,7 +130,54 @@ async def task(dash: Dash, request: web.Request) -> web.Response:
         mcp_calls=mcp_calls,
         events=events,
         events_cut=events_cut,
+        progress=progress_of(events),
+        controls=await controls_of(dash, item),
+        note=text_arg(request, "note"),
+        live=f"/live/tasks/{item.id}",
     )
+
+
+def progress_of(events: list[Entry]) -> tuple[int, list[str], str]:
+    """(the CLI's steps, the files it changed, newest first, its last step) from the
+    task's events: what the phone's checklist says, as the page shows it."""
+    steps = sum(e.kind == "tool_use" for e in events)
+    files: list[str] = []
+    for e in reversed(events):
+        if e.kind == "file_change" and e.text and e.text not in files:
+            files.append(e.text)
+    last = next((e.text for e in reversed(events) if e.kind == "tool_use"), "")
+    return steps, files[:5], last
+
+
+async def task_live(dash: Dash, request: web.Request) -> web.StreamResponse:
+    """The task page's live stream: one ``change`` event per change of what it shows."""
+    try:
+        task_id = int(request.match_info["id"])
+    except ValueError:
+        raise web.HTTPNotFound() from None
+    item = await dash.queries.task(task_id)
+    if item is None:
+        raise web.HTTPNotFound()
+    key = session_key(item.session)
+    journal = dash.services.journal.path(key) if key is not None else None
+
+    async def fingerprint() -> tuple[object, ...]:
+        handle = dash.services.runner.running(key) if key is not None else None
+        paused = handle.paused if handle is not None and handle.task_id == task_id else None
+        return (
+            await dash.queries.task_fingerprint(task_id),
+            paused,
+            await asyncio.to_thread(_size, journal),
+        )
+
+    return await dash.live.serve(request, fingerprint)
+
+
+def _size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else -1
+    except OSError:
+        return -1
 
 
 async def _task_diff(
