@@ -29,7 +29,7 @@ OAUTH_BETA = "oauth-2025-04-20"
 SIGN_IN_NOTES = {
     "codex": "a ChatGPT sign-in is not supported through Fetch's relay yet: use an API key",
     "gemini-cli": "a Google sign-in is not supported through Fetch's relay: use an API key",
-    "copilot-cli": "a GitHub sign-in is not supported through Fetch's relay: use a provider key",
+    "copilot": "a GitHub sign-in is not supported through Fetch's relay: use a provider key",
 }
 
 

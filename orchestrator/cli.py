@@ -225,8 +225,13 @@ def _doctor(settings: Settings) -> int:
         if harness.provider is None:
             detail = "no model needed"
         else:
-            key = settings.providers.get(harness.provider)
-            detail = "key configured" if key and key.api_key else f"no {harness.provider} key"
+            from kennel.credentials import SIGN_IN_NOTES, credential_for
+
+            provider = settings.providers.get(harness.provider)
+            cred = credential_for(settings.home_dir, harness.provider, provider)
+            detail = (f"{cred.shown} configured" if cred else f"no {harness.provider} key") + (
+                f"; {SIGN_IN_NOTES[harness.name]}" if harness.name in SIGN_IN_NOTES else ""
+            )
         print(
             f"harness:   {harness.name}: {'installed' if installed else 'NOT installed'}, {detail}"
         )

@@ -117,3 +117,21 @@ def test_a_bad_token_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
         input="",
     )
     assert done.returncode == 2 and "ChatGPT sign-in is not supported" in done.stderr
+
+
+def test_doctor_says_which_credential_and_what_cannot_sign_in(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert _login(home, TOKEN).returncode == 0
+    env = {"PATH": os.environ.get("PATH", ""), "FETCH_HOME": str(home), "HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    out = done.stdout
+    assert "claude-code: " in out and "subscription token configured" in out, out
+    assert "ChatGPT sign-in is not supported" in out and "Google sign-in" in out
+    assert TOKEN not in out + done.stderr
