@@ -63,7 +63,12 @@ async def _instincts(ctx: Context) -> None:
     if not await ctx.permit(f"instinct:{instinct.name}", f"/{instinct.name}"):
         raise StopPropagation
     if not instinct.while_working and ctx.session.state is State.WORKING:
-        await ctx.reply(f"⏳ /{instinct.name} has to wait until the task finishes (/stop ends it).")
+        # Kept, not dropped: the gateway runs it, in order, once the chat is idle again.
+        ctx.deferred = True
+        await ctx.reply(
+            f"⏳ /{instinct.name} waits until the task finishes; I'll run it then "
+            "(/stop ends the task)."
+        )
         raise StopPropagation
     # Its effect closes its inbound row in the same transaction: exactly once.
     with once.handling(ctx.inbound.channel, ctx.inbound.message_id):
