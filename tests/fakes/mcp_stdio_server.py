@@ -46,10 +46,18 @@ def secret() -> str:
 def fetch_url(url: str) -> str:
     """GET a URL (through HTTP_PROXY when set)."""
     try:
-        with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=10) as answer:
             return f"{answer.status} {answer.read(200).decode()}"
     except Exception as err:
         return f"failed: {err}"
+
+
+@server.tool()
+def crash() -> str:
+    """Print garbage where JSON-RPC belongs, then die mid-call."""
+    sys.stdout.write("}}} not json-rpc {{{\n")
+    sys.stdout.flush()
+    os._exit(7)
 
 
 @server.tool()

@@ -6,6 +6,7 @@ is cut off with one line and the gateway goes on."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -18,7 +19,7 @@ from aiohttp import web
 from kennel.bwrap import probe
 from orchestrator.mcphost.gateway import Caller, Gateway
 from orchestrator.mcphost.settings import McpServerSettings
-from orchestrator.mcphost.upstream import Upstream
+from orchestrator.mcphost.upstream import McpDown, Upstream
 from tests.fakes.require import missing
 
 SERVER = Path(__file__).resolve().parents[1] / "fakes" / "mcp_stdio_server.py"
@@ -109,7 +110,7 @@ async def test_calls_go_through_the_guard_to_the_sandboxed_server(served: Served
     assert served.decisions == [("fake", "echo"), ("fake", "secret"), ("fake", "whoami")]
     assert [c["outcome"] for c in served.calls] == ["ok", "ok", "refused"]
     listing = "\n".join(served.gateway.listing())
-    assert "mcp:fake — echo, slow, big, secret, fetch_url, whoami" in listing
+    assert "mcp:fake — echo, slow, big, secret, fetch_url, crash, whoami" in listing
     # The one that could not start is named with why, once, and does not stop the rest.
     assert "mcp:broken — down:" in listing and "no database" in listing, listing
 
@@ -170,3 +171,23 @@ async def test_a_server_reaches_only_its_declared_hosts(tmp_path: Path) -> None:
         await ok.cleanup()
         await other.cleanup()
     assert hits == {"ok": ["/x"], "other": []}
+
+
+async def test_garbage_and_a_crash_mid_call_cut_the_server_off(tmp_path: Path) -> None:
+    """Junk on stdout before serving is skipped (the server still answers); a server that
+    prints garbage and dies during a call is cut off with one line, at once."""
+    upstream = Upstream("g", _settings("--garbage", timeout_seconds=20), home=tmp_path / "h")
+    await upstream.start()
+    try:
+        assert upstream.state == "up", upstream.why
+        assert (await upstream.call("echo", {"text": "x"})).content[0].text == "echo: x"
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(McpDown) as cut:
+            await upstream.call("crash", {})
+        assert asyncio.get_running_loop().time() - started < 15  # not the 20 s timeout
+        assert "cut off" in str(cut.value) or "not available" in str(cut.value), cut.value
+        with pytest.raises(McpDown):
+            await upstream.call("echo", {"text": "again"})
+        assert upstream.state == "down" and upstream.why
+    finally:
+        await upstream.stop()
