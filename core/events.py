@@ -22,9 +22,18 @@ class SessionKey:
 
 @dataclass(frozen=True, slots=True)
 class Attachment:
+    """A file a person sent, kept by the adapter (after the gate) at ``path``.
+
+    ``refused`` says why it was not taken (too long, too big, a type Fetch does not read):
+    then nothing was downloaded and ``path`` is empty."""
+
     kind: str  # "image" | "audio" | "document"
     path: str
     mime: str = ""
+    name: str = ""  # the file name the sender gave (documents), else ""
+    seconds: float = 0.0  # audio: its length as the channel declared it
+    size: int = 0  # bytes
+    refused: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,8 @@ from orchestrator.config import Settings
 from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.dashboard import mount as mount_dashboard
 from orchestrator.gateway import Gateway
+from orchestrator.hearing.ears import Ears
+from orchestrator.hearing.transcriber import Transcriber
 from orchestrator.improve.review import keep_review_job
 from orchestrator.mcphost.service import McpHost, sandbox_owner
 from orchestrator.memory import Memory
@@ -109,6 +111,7 @@ def build_channels(
                 settings.home_dir,
                 trigger=settings.gateway.trigger,
                 gate=AllowlistGate(settings.allowlist),
+                max_audio_seconds=settings.transcription.max_seconds,
             )
         )
     if settings.telegram.enabled:
@@ -120,6 +123,8 @@ def build_channels(
                 http=http,
                 public_url=settings.telegram.webhook_url,
                 gate=AllowlistGate(settings.allowlist),
+                home=settings.home_dir,
+                max_audio_seconds=settings.transcription.max_seconds,
             )
         )
     if settings.webhook.enabled:
@@ -163,6 +168,7 @@ class App:
         self._stack: AsyncExitStack | None = None
         self.services: Services | None = None
         self.gateway: Gateway | None = None
+        self.ears: Ears | None = None  # the channels' sink: voice notes heard, then the gateway
         self.serving = False
         # Why the web pages are off although they were wanted (the default port taken).
         self.web_off: str | None = None
@@ -294,6 +300,19 @@ class App:
         await services.improver.start()  # /improve runs a restart cut short: marked so
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway
+        # Voice notes become typed text in front of the gateway (orchestrator/hearing/).
+        transcriber = Transcriber(settings.transcription, record=costs.record)
+        stack.push_async_callback(transcriber.close)
+        ears = Ears(
+            gateway.receive,
+            gateway.allowed,
+            messenger,
+            supervisor,
+            transcriber,
+            settings.transcription,
+            refusal=costs.refusal,
+        )
+        self.ears = ears
         if settings.scheduler.enabled:
             scheduler = Scheduler(
                 settings, store, gateway.receive, messenger, supervisor, self.clock
@@ -332,7 +351,7 @@ class App:
                 channel.outbox.keep = ChatKeep(
                     store.outbox, channel.name, settings.webchat.outbox_size
                 )
-            await channel.start(gateway.receive, supervisor)  # its tasks are ours too
+            await channel.start(ears.receive, supervisor)  # its tasks are ours too
             stack.push_async_callback(channel.stop)
             messenger.opened(channel.name)
             stack.callback(messenger.closed, channel.name)
@@ -387,7 +406,10 @@ class App:
     async def drain(self) -> None:
         """Wait until every accepted message is handled and no harness runs."""
         assert self.gateway is not None and self.services is not None
-        while not self.gateway.idle() or self.services.supervisor.running("run:"):  # noqa: ASYNC110
+        supervisor = self.services.supervisor
+        while (  # noqa: ASYNC110
+            not self.gateway.idle() or supervisor.running("run:") or supervisor.running("hear:")
+        ):
             await asyncio.sleep(0.05)
 
 

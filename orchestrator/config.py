@@ -34,6 +34,7 @@ from harnesses.settings import HarnessSettings
 from kennel.settings import KennelSettings, ProviderSettings, default_providers
 from orchestrator.blocks.settings import BlockSettings
 from orchestrator.costs.settings import BudgetSettings, Price
+from orchestrator.hearing.settings import TranscriptionSettings
 from orchestrator.improve.settings import ImproveSettings
 from orchestrator.mcphost.settings import McpSettings
 from orchestrator.permissions.settings import MEMBER_NAME, MemberSettings, PermissionSettings
@@ -138,6 +139,8 @@ class Settings(StrictSettings):
     repos: dict[str, dict[str, Any]] = Field(default_factory=dict)
     chats: dict[str, dict[str, Any]] = Field(default_factory=dict)
     model: ModelSettings = ModelSettings()
+    # Voice notes -> text (orchestrator/hearing/): OpenAI-compatible /audio/transcriptions.
+    transcription: TranscriptionSettings = TranscriptionSettings()
     providers: dict[str, ProviderSettings] = Field(default_factory=default_providers)
     harness: HarnessSettings = HarnessSettings()
     kennel: KennelSettings = KennelSettings()
@@ -289,6 +292,8 @@ _ENV_KEYS: dict[str, str] = {
     "FETCH_MODEL_BASE_URL": "model.base_url",
     "FETCH_MODEL_API_KEY": "model.api_key",
     "FETCH_MODEL": "model.name",
+    "FETCH_TRANSCRIPTION_BASE_URL": "transcription.base_url",
+    "FETCH_TRANSCRIPTION_API_KEY": "transcription.api_key",
     "FETCH_HARNESS": "harness.default",
     "FETCH_KENNEL": "kennel.backend",
     "FETCH_KENNEL_IMAGE": "kennel.docker.image",

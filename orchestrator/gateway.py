@@ -76,7 +76,7 @@ def to_payload(inbound: Inbound) -> dict[str, Any]:
     # Not dataclasses.asdict: its deep copy cost more than the rest of the gateway.
     payload = {f.name: getattr(inbound, f.name) for f in fields(Inbound)}
     payload["attachments"] = [
-        {"kind": a.kind, "path": a.path, "mime": a.mime} for a in inbound.attachments
+        {f.name: getattr(a, f.name) for f in fields(Attachment)} for a in inbound.attachments
     ]
     return payload
 

@@ -103,6 +103,29 @@ class BotApi:
                 continue
             raise TelegramApiError(method, self._redact(description), code, wait)
 
+    async def download(self, file_id: str, limit: int, *, seconds: float = 120.0) -> bytes:
+        """A file a message carries: ``getFile`` for its path, then its bytes from the
+        file endpoint, refused past ``limit`` bytes (whatever the message declared)."""
+        found = await self.call("getFile", {"file_id": file_id})
+        path = found.get("file_path") if isinstance(found, dict) else None
+        if not isinstance(path, str) or not path or ".." in path.split("/"):
+            raise TelegramApiError("getFile", "answer carries no usable file_path")
+        if self._session is None:
+            raise TelegramApiError("getFile", "client is not open")
+        url = f"{self._base}/file/bot{self._token}/{path}"
+        try:
+            async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=seconds)) as resp:
+                if resp.status != 200:
+                    raise TelegramApiError("download", f"HTTP {resp.status}", resp.status)
+                data = bytearray()
+                async for chunk in resp.content.iter_chunked(65536):
+                    data += chunk
+                    if len(data) > limit:
+                        raise TelegramApiError("download", f"file is over {limit} bytes")
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise TelegramApiError("download", self._redact(f"request failed: {err!r}")) from err
+        return bytes(data)
+
     async def _post(
         self, method: str, url: str, params: dict[str, Any], seconds: float
     ) -> dict[str, Any]:

@@ -27,21 +27,28 @@ import re
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from channels import media as accepted
 from channels.base import Capabilities, InboundSink
 from channels.http import HttpServer
 from channels.telegram.api import BotApi, TelegramApiError
 from channels.telegram.format import LIMIT, approval_keyboard, to_html
 from channels.telegram.updates import (
+    DOWNLOAD_LIMIT,
     SeenUpdates,
+    TgMedia,
     from_owner,
     gate_probe,
+    media_of,
     message_ref,
     parse_ref,
     to_inbound,
+    with_media,
 )
 from channels.telegram_settings import TelegramSettings
 from core.errors import ConfigError, SendFailed
@@ -101,10 +108,16 @@ class TelegramChannel:
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.time,
         gate: Gate | None = None,
+        home: Path | None = None,
+        max_audio_seconds: int = 0,
     ) -> None:
         if not settings.token:
             raise ConfigError("telegram.token", "", "the bot token from @BotFather")
         self._owner = settings.owner_id
+        # Where a file the owner (or a member) sent is kept: FETCH_HOME/sessions/<chat>/media.
+        # No home: files are refused with a line (nothing to keep them in).
+        self._sessions_root = home / "sessions" if home is not None else None
+        self._max_audio_seconds = max_audio_seconds  # transcription.max_seconds
         # The gateway's own question, asked before anything is done for a sender: a
         # stranger gets no toast, no typing, no delivery (and the log says so, sparingly).
         self._gate: Gate = gate or OwnerOnlyGate()
@@ -301,10 +314,31 @@ class TelegramChannel:
             query = update.get("callback_query")
             if isinstance(query, dict) and who is not None:
                 await self._answer_button(query, inbound)
+            message = update.get("message")
+            limit = self._max_audio_seconds
+            found = media_of(message, limit) if isinstance(message, dict) else None
+            if inbound is not None and found is not None:
+                inbound = await self._fetch_media(inbound, found)  # after the gate, only
             if inbound is not None and self._sink is not None:
                 await self._sink(inbound)
         except Exception:  # one bad update (or a failing gateway) must not stop the channel
             log.exception("telegram: update %s could not be handled", update_id)
+
+    async def _fetch_media(self, inbound: Inbound, found: TgMedia) -> Inbound:
+        if found.refused:
+            return with_media(inbound, found)
+        if self._sessions_root is None:
+            return with_media(inbound, found, why="files cannot be kept (no home folder)")
+        try:
+            data = await self._api.download(found.file_id, DOWNLOAD_LIMIT)
+        except TelegramApiError as err:
+            log.warning("telegram: download of %s failed: %s", inbound.message_id, err)
+            return with_media(inbound, found, why="the download failed")
+        folder = accepted.media_dir(self._sessions_root, inbound.key)
+        path = await asyncio.to_thread(
+            accepted.save, folder, inbound.message_id, found.mime, found.kind, data
+        )
+        return with_media(inbound, replace(found, size=len(data)), str(path))
 
     async def _answer_button(self, query: dict[str, Any], inbound: Inbound | None) -> None:
         # Until answered, Telegram shows a spinner on the button.

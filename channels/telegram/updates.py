@@ -13,10 +13,12 @@ import logging
 import re
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from channels import media as accepted
 from channels.telegram.format import CALLBACK_NO, CALLBACK_YES
-from core.events import Inbound
+from core.events import Attachment, Inbound
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,92 @@ CHANNEL = "telegram"
 GROUP_TYPES = {"group", "supergroup"}
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 ANSWERS = {CALLBACK_YES: ("yes", "👍"), CALLBACK_NO: ("no", "👎")}
+# What the Bot API lets a bot download (getFile): bigger files cannot be fetched at all.
+DOWNLOAD_LIMIT = 20 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TgMedia:
+    """A file a message carries, described: the channel downloads it after the gate."""
+
+    kind: str  # image | audio | document
+    file_id: str
+    mime: str
+    size: int
+    label: str  # "voice note 0:07", "image", "document crash.log": how the text names it
+    seconds: int = 0
+    name: str = ""
+    refused: str = ""  # why it is not fetched (type, size, length); "" to fetch
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _int(value: object) -> int:
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def media_of(message: Mapping[str, Any], max_audio_seconds: int = 0) -> TgMedia | None:
+    """The voice note, audio, photo or document of ``message`` (None: it has none)."""
+    for field_, voice in (("voice", True), ("audio", False)):
+        audio = message.get(field_)
+        if isinstance(audio, dict) and isinstance(audio.get("file_id"), str):
+            seconds = _int(audio.get("duration"))
+            label = ("voice note" if voice else "audio") + (
+                f" {_duration(seconds)}" if seconds else ""
+            )
+            mime = accepted.base_mime(str(audio.get("mime_type") or "audio/ogg"))
+            size = _int(audio.get("file_size"))
+            why = accepted.problem("audio", mime, size, DOWNLOAD_LIMIT) or ""
+            if not why and 0 < max_audio_seconds < seconds:
+                why = (
+                    f"it is {_duration(seconds)} long; the limit is "
+                    f"{_duration(max_audio_seconds)} (transcription.max_seconds)"
+                )
+            name = str(audio.get("file_name") or "")
+            return TgMedia("audio", audio["file_id"], mime, size, label, seconds, name, why)
+    photos = message.get("photo")
+    if isinstance(photos, list) and photos:
+        sizes = [p for p in photos if isinstance(p, dict) and isinstance(p.get("file_id"), str)]
+        if sizes:  # Telegram sends each photo in several sizes: the largest is the photo
+            best = max(sizes, key=lambda p: _int(p.get("width")) * _int(p.get("height")))
+            size = _int(best.get("file_size"))
+            why = accepted.problem("image", "image/jpeg", size, DOWNLOAD_LIMIT) or ""
+            return TgMedia("image", best["file_id"], "image/jpeg", size, "image", refused=why)
+    doc = message.get("document")
+    if isinstance(doc, dict) and isinstance(doc.get("file_id"), str):
+        name = str(doc.get("file_name") or "")
+        mime = accepted.base_mime(str(doc.get("mime_type") or "application/octet-stream"))
+        size = _int(doc.get("file_size"))
+        kind = "image" if mime in accepted.ACCEPTED["image"] else "document"
+        why = accepted.problem(kind, mime, size, DOWNLOAD_LIMIT) or ""
+        label = f"document {name}" if name else "document"
+        return TgMedia(kind, doc["file_id"], mime, size, label, name=name, refused=why)
+    return None
+
+
+def with_media(inbound: Inbound, found: TgMedia, path: str = "", why: str = "") -> Inbound:
+    """``inbound`` with its file: kept at ``path``, or refused (audio: by the ears, in a
+    line of their own; other files: said in the text, as WhatsApp does)."""
+    why = why or found.refused
+    if found.kind == "audio":
+        att = Attachment(
+            "audio",
+            path if not why else "",
+            found.mime,
+            found.name,
+            found.seconds,
+            found.size,
+            why,
+        )
+        return replace(inbound, attachments=(att,))
+    if why:
+        note = f"[{found.label} not received: {why}]"
+        placeholder = inbound.text == f"[{found.label}]"
+        return replace(inbound, text=note if placeholder else f"{inbound.text}\n{note}")
+    att = Attachment(found.kind, path, found.mime, found.name, size=found.size)
+    return replace(inbound, attachments=(att,))
 
 
 def parse_button(data: object) -> tuple[str, str, str | None] | None:
@@ -61,6 +149,8 @@ def _from_message(message: Mapping[str, Any], owner_id: str | None) -> Inbound |
     chat = message.get("chat")
     who = _sender(message.get("from"), owner_id)
     text = message.get("text") or message.get("caption")
+    if not isinstance(text, str) and (found := media_of(message)) is not None:
+        text = f"[{found.label}]"  # the gateway answers an empty text with "empty message"
     if not isinstance(chat, dict) or who is None or not isinstance(text, str):
         return None  # stickers, joins, channel posts: nothing to answer
     # A lone surrogate ("\ud800" in the JSON) is no character and cannot be stored;

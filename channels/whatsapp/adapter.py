@@ -92,6 +92,7 @@ class WhatsAppChannel:
         probe_interval: float = 60.0,
         pacer: Pacer | None = None,
         clock: Callable[[], float] = time.time,
+        max_audio_seconds: int = 0,
     ) -> None:
         self.capabilities = Capabilities(
             message_limit=SAFE_CHARS,
@@ -106,6 +107,8 @@ class WhatsAppChannel:
         )
         self.on_alert = on_alert
         self._settings = settings
+        # Longer audio is refused before its download (transcription.max_seconds).
+        self._max_audio_seconds = max_audio_seconds
         self._store_dir = home / "whatsapp"
         self._sessions_root = home / "sessions"
         self._client: WhatsAppClient = client or NeonizeClient(self._store_dir / "device.db")
@@ -323,7 +326,11 @@ class WhatsAppChannel:
             log.debug("whatsapp: %s is the echo of a send in flight", message_id)
             return
         ctx = NormalizeContext(
-            self._owner, self._settings.max_media_bytes, self._client.own_users(), self._ledger.lids
+            self._owner,
+            self._settings.max_media_bytes,
+            self._client.own_users(),
+            self._ledger.lids,
+            self._max_audio_seconds,
         )
         decision = route(event, ctx, self._rules, self._ledger)
         if decision.message is None or not decision.deliver:
@@ -371,7 +378,10 @@ class WhatsAppChannel:
         path = await asyncio.to_thread(
             media.save, folder, inbound.message_id, ref.mime, ref.kind, data
         )
-        return replace(inbound, attachments=(Attachment(ref.kind, str(path), ref.mime),))
+        kept = Attachment(
+            ref.kind, str(path), ref.mime, name=ref.name, seconds=ref.seconds, size=len(data)
+        )
+        return replace(inbound, attachments=(kept,))
 
     def _remember(self, message_id: str, seen: _Seen) -> None:
         self._seen[message_id] = seen

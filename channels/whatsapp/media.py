@@ -1,64 +1,25 @@
-"""What media Fetch accepts from WhatsApp, and where a received file is kept.
-
-Images and voice notes only, by an allowlist of MIME types, under the size limit in
-``whatsapp.max_media_bytes``. Files go to ``FETCH_HOME/sessions/{channel}_{chat}/media/``
-next to the session's journal, named by the message id so a replayed message overwrites
-its own file instead of adding a copy.
-"""
+"""What media Fetch accepts from WhatsApp: the channels' shared rules (``channels/media.py``)."""
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
+from channels.media import (
+    ACCEPTED,
+    DEFAULT_MIME,
+    base_mime,
+    kind_of,
+    media_dir,
+    megabytes,
+    problem,
+    save,
+)
 
-from core.events import SessionKey
-
-# base MIME type -> file extension
-ACCEPTED: dict[str, dict[str, str]] = {
-    "image": {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"},
-    "audio": {
-        "audio/ogg": ".ogg",
-        "audio/mpeg": ".mp3",
-        "audio/mp4": ".m4a",
-        "audio/aac": ".aac",
-        "audio/amr": ".amr",
-    },
-}
-DEFAULT_MIME = {"image": "image/jpeg", "audio": "audio/ogg"}
-
-
-def base_mime(mime: str) -> str:
-    """``"audio/ogg; codecs=opus"`` -> ``"audio/ogg"``."""
-    return mime.split(";", 1)[0].strip().lower()
-
-
-def megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MB"
-
-
-def problem(kind: str, mime: str, size: int, limit: int) -> str | None:
-    """Why this media is refused, in words for the owner; None when it is accepted."""
-    allowed = ACCEPTED.get(kind)
-    if allowed is None:
-        return f"{kind} files are not supported (images and voice notes are)"
-    if base_mime(mime) not in allowed:
-        return f"{base_mime(mime) or 'unknown type'} is not an accepted {kind} type"
-    if size > limit:
-        return f"{megabytes(size)} is over the {megabytes(limit)} limit"
-    return None
-
-
-def media_dir(sessions_root: Path, key: SessionKey) -> Path:
-    return sessions_root / key.slug / "media"
-
-
-def save(folder: Path, message_id: str, mime: str, kind: str, data: bytes) -> Path:
-    """Write ``data`` (owner-only permissions) and return its path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    safe_id = re.sub(r"[^A-Za-z0-9_-]", "_", message_id)[:80] or "media"
-    path = folder / (safe_id + ACCEPTED[kind].get(base_mime(mime), ".bin"))
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    return path
+__all__ = [
+    "ACCEPTED",
+    "DEFAULT_MIME",
+    "base_mime",
+    "kind_of",
+    "media_dir",
+    "megabytes",
+    "problem",
+    "save",
+]

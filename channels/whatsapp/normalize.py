@@ -26,7 +26,7 @@ from channels.whatsapp.jids import (
     jid_str,
     sender_number,
 )
-from core.events import Inbound
+from core.events import Attachment, Inbound
 
 CHANNEL = "whatsapp"
 # Containers that only wrap the real message.
@@ -38,7 +38,7 @@ _WRAPPERS = (
     "documentWithCaptionMessage",
 )
 # Kinds we do not read but should tell the owner about (they may have meant something).
-_UNSUPPORTED_MEDIA = {"videoMessage": "video", "ptvMessage": "video", "documentMessage": "document"}
+_UNSUPPORTED_MEDIA = {"videoMessage": "video", "ptvMessage": "video"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,18 +47,21 @@ class NormalizeContext:
     max_media_bytes: int
     own_users: frozenset[str] = frozenset()  # the linked account's user parts (number, LID)
     lids: Mapping[str, str] = field(default_factory=dict)  # LID user -> number, learned
+    max_audio_seconds: int = 0  # longer audio is refused before the download; 0: no limit
 
 
 @dataclass(frozen=True, slots=True)
 class MediaRef:
     """Media accepted for download: the adapter fetches ``message`` through the client."""
 
-    kind: str  # image | audio
+    kind: str  # image | audio | document
     mime: str
     declared_bytes: int
     label: str  # "image", "voice note 0:07": how the text names it
     captioned: bool  # the Inbound text is the caption, not a placeholder
     message: Any = field(compare=False, repr=False)  # the waE2E Message holding the media
+    seconds: int = 0  # audio: its declared length
+    name: str = ""  # document: the file name the sender gave
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,23 +119,44 @@ class _Body:
     reply_to: str | None = None
     reaction: str | None = None
     media: MediaRef | None = None
+    refused: Attachment | None = None  # audio refused before any download
 
 
 def _media_body(kind: str, content: Any, message: Any, ctx: NormalizeContext) -> _Body:
     mime = content.mimetype or media.DEFAULT_MIME[kind]
     caption = str(getattr(content, "caption", "") or "")
+    name = str(getattr(content, "fileName", "") or "") if kind == "document" else ""
+    seconds = int(content.seconds) if kind == "audio" else 0
     if kind == "audio":
         label = "voice note" if content.PTT else "audio"
         if content.seconds:
             label += f" {_duration(content.seconds)}"
+    elif name:
+        label = f"document {name}"
     else:
         label = kind
     refusal = media.problem(kind, mime, int(content.fileLength), ctx.max_media_bytes)
+    if refusal is None and kind == "audio" and 0 < ctx.max_audio_seconds < seconds:
+        refusal = (
+            f"it is {_duration(seconds)} long; the limit is {_duration(ctx.max_audio_seconds)} "
+            "(transcription.max_seconds)"
+        )
+    if refusal is not None and kind == "audio":
+        # Said by the ears in front of the gateway ("🎙 Not heard: ..."), never stored.
+        gone = Attachment("audio", "", media.base_mime(mime), seconds=seconds, refused=refusal)
+        return _Body(f"[{label}]", _quoted_id(content), refused=gone)
     if refusal is not None:
         note = f"[{label} not received: {refusal}]"
         return _Body(f"{caption}\n{note}" if caption else note, _quoted_id(content))
     ref = MediaRef(
-        kind, media.base_mime(mime), int(content.fileLength), label, bool(caption), message
+        kind,
+        media.base_mime(mime),
+        int(content.fileLength),
+        label,
+        bool(caption),
+        message,
+        seconds,
+        name,
     )
     return _Body(caption or f"[{label}]", _quoted_id(content), media=ref)
 
@@ -154,6 +178,8 @@ def _body(message: Any, ctx: NormalizeContext) -> _Body | Skipped:
         return _media_body("image", message.imageMessage, message, ctx)
     if message.HasField("audioMessage"):
         return _media_body("audio", message.audioMessage, message, ctx)
+    if message.HasField("documentMessage"):
+        return _media_body("document", message.documentMessage, message, ctx)
     for name, kind in _UNSUPPORTED_MEDIA.items():
         if message.HasField(name):
             content = getattr(message, name)
@@ -198,5 +224,6 @@ def normalize(event: Any, ctx: NormalizeContext) -> Normalized | Skipped:
         from_owner=from_owner,
         reply_to=body.reply_to,
         reaction=body.reaction,
+        attachments=(body.refused,) if body.refused is not None else (),
     )
     return Normalized(inbound, is_self_chat=is_self_chat, is_from_me=is_from_me, media=body.media)

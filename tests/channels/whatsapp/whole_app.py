@@ -25,13 +25,14 @@ OWNER_DIRECT: dict[str, str] = {
 
 
 def whatsapp_channel(settings: Settings, client: FakeWhatsAppClient) -> WhatsAppChannel:
-    """The channel as the app wires it: the settings' trigger and allowlist gate."""
+    """The channel as the app wires it: the settings' trigger, allowlist gate and audio limit."""
     return WhatsAppChannel(
         settings.whatsapp,
         settings.home_dir,
         client=client,
         trigger=settings.gateway.trigger,
         gate=AllowlistGate(settings.allowlist),
+        max_audio_seconds=settings.transcription.max_seconds,
     )
 
 

@@ -1,0 +1,1 @@
+"""Voice notes as typed text: transcription through OpenAI-compatible endpoints."""
