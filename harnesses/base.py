@@ -18,8 +18,10 @@ from core.errors import UnknownHarness
 
 # "question": the CLI ended its turn asking the owner (text); the runner WAITS for the
 # answer and resumes the CLI's session with it (orchestrator/task/runner.py).
+# "input": the CLI took a message written to its stdin (steering: the prompt, then what
+# the owner sent while it ran; orchestrator/task/steer.py).
 EventKind = Literal[
-    "session", "text", "tool_use", "file_change", "usage", "done", "error", "question"
+    "session", "text", "tool_use", "file_change", "usage", "done", "error", "question", "input"
 ]
 
 
@@ -89,6 +91,10 @@ class HarnessRequest:
     instructions: str = ""
     # Skills handed to the CLI, (name, description, body) each, in the CLI's own format.
     skills: tuple[tuple[str, str, str], ...] = ()
+    # The prompt goes to the CLI's stdin (``Harness.input_line``), which stays open for
+    # the owner's messages while it runs; only for a ``steerable`` harness in a kennel
+    # that passes stdin on.
+    steer: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,9 @@ class Harness(ABC):
     provider: ClassVar[str | None]  # which relay upstream it needs; None = no model
     binary: ClassVar[str]
     summary: ClassVar[str]
+    # The CLI reads messages on stdin while it runs (``input_line``) and says when it took
+    # each (an ``input`` event); the others get what is sent meanwhile after the task.
+    steerable: ClassVar[bool] = False
 
     def __init_subclass__(cls, *, name: str, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -117,6 +126,10 @@ class Harness(ABC):
             raise ValueError(f"harness {name!r} is defined twice")
         cls.name = name
         _CATALOG[name] = cls
+
+    def input_line(self, text: str) -> bytes:
+        """One message for the CLI's stdin (``steerable`` harnesses only)."""
+        raise NotImplementedError(f"{self.name} reads no input while it runs")
 
     def executable(self) -> str | None:
         return shutil.which(self.binary)

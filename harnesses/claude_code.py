@@ -20,16 +20,32 @@ class ClaudeCode(Harness, name="claude-code"):
     provider = "anthropic"
     binary = "claude"
     summary = "Claude Code CLI (Anthropic Messages)"
+    # Streaming JSON input (measured with 2.1.197): a message written while a turn runs
+    # reaches the model's next request ("The user sent a new message while you were
+    # working: ..."), or starts a turn of its own when it comes after the last one (a
+    # second ``result``); --replay-user-messages echoes each one as it is taken, so the
+    # runner knows when stdin may be closed (the CLI then ends).
+    steerable = True
+
+    def input_line(self, text: str) -> bytes:
+        message = {"role": "user", "content": [{"type": "text", "text": text}]}
+        return (json.dumps({"type": "user", "message": message}) + "\n").encode()
 
     def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
         # User memory: $CLAUDE_CONFIG_DIR/CLAUDE.md (the pack member's instructions).
         write_user_instructions(req, host_state_dir, "claude")
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
+        # Steered: the prompt is the first line on stdin, not an argument.
+        prompt = (
+            ["--input-format", "stream-json", "--replay-user-messages"]
+            if req.steer
+            else [req.prompt]
+        )
         argv = [
             self.binary,
             "-p",
-            req.prompt,
+            *prompt,
             "--output-format",
             "stream-json",
             "--verbose",
@@ -84,6 +100,8 @@ class ClaudeCode(Harness, name="claude-code"):
             return list(self._assistant(obj))
         if kind == "result":
             return self._result(obj)
+        if kind == "user" and obj.get("isReplay"):
+            return [HarnessEvent("input", _text_of(obj.get("message")))]
         return []
 
     @staticmethod
@@ -122,3 +140,12 @@ class ClaudeCode(Harness, name="claude-code"):
         else:
             events.append(HarnessEvent("done", text, session))
         return events
+
+
+def _text_of(message: Any) -> str:
+    """The text of a user message as Claude Code echoes it (a string or text blocks)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    parts = [b.get("text", "") for b in content or [] if isinstance(b, dict)]
+    return "".join(str(p) for p in parts)

@@ -98,6 +98,9 @@ class ExecSpec:
     git: Path | None = None
     # A setup run only (never with ``relay``): package registries through the proxy.
     egress: EgressSpec | None = None
+    # The CLI's stdin is a pipe Fetch writes (``KennelProcess.write_input``): the owner's
+    # messages reach a running CLI that reads them (steering); else it is /dev/null.
+    steer: bool = False
 
     @property
     def forwarded(self) -> bool:
@@ -123,6 +126,10 @@ class BackendProcess(Protocol):
 
     async def resume(self) -> None: ...
 
+    async def write_input(self, data: bytes) -> bool: ...
+
+    def close_input(self) -> None: ...
+
 
 class KennelProcess(Protocol):
     def lines(self) -> AsyncIterator[str]:
@@ -144,6 +151,13 @@ class KennelProcess(Protocol):
     async def resume(self) -> None:
         """Continue (SIGCONT) everything ``pause`` stopped."""
 
+    async def write_input(self, data: bytes) -> bool:
+        """Write ``data`` to the CLI's stdin (started with ``ExecSpec.steer``); False when
+        it has no such pipe, or the pipe is closed or broken (the CLI has ended)."""
+
+    def close_input(self) -> None:
+        """Close the CLI's stdin (end of its input: a CLI that reads it then ends)."""
+
     def relay_tokens(self) -> tuple[int, int]:
         """Input and output tokens the relay counted for this process ((0, 0) without
         one): some CLIs report no usage themselves."""
@@ -159,6 +173,10 @@ class Kennel(Protocol):
 
     def isolation(self) -> str:
         """One line a person can read: what this backend protects against."""
+
+    @property
+    def steerable(self) -> bool:
+        """True when a run's CLI can be given a stdin pipe (``ExecSpec.steer``)."""
 
     def owner(self) -> tuple[int, int] | None:
         """The uid:gid the CLI runs as, when it is not Fetch's own: the run's folders

@@ -345,6 +345,7 @@ class BwrapKennel:
         return ISOLATION.format(uid=uid)
 
     host_mounts = True  # the run's overlay, mounted by the host, is what bwrap binds
+    steerable = True  # bwrap and the launcher pass a stdin pipe on (--stdin)
 
     def layout(self, tree: Path, harness: str, repo: Path | None = None) -> Layout:
         # The tree is shown where the owner's repository is (paths read as the owner
@@ -428,6 +429,8 @@ class BwrapKennel:
                 argv += userns_argv(uid, gid)
         argv += [sys.executable, "-I", "-S", str(Path(launcher.__file__).resolve())]
         argv += self._limits.launcher_args()
+        if spec.steer:
+            argv.append("--stdin")  # the CLI reads the owner's steering messages
         if spec.forwarded:
             argv += ["--port", str(spec.layout.relay_port), "--socket", str(RELAY_SEEN)]
         return [*argv, "--", *spec.argv]
@@ -457,9 +460,13 @@ class BwrapKennel:
         # The run's cgroups (kennel/limits.py), joined before bwrap starts, gone after it.
         group = await asyncio.to_thread(open_run, self._limits, host_support())
         if group is None:
-            return await start_group(argv, cwd="/", env=spec.env, name=spec.argv[0])
+            return await start_group(
+                argv, cwd="/", env=spec.env, name=spec.argv[0], stdin=spec.steer
+            )
         try:
-            proc = await start_group(group.wrap(argv), cwd="/", env=spec.env, name=spec.argv[0])
+            proc = await start_group(
+                group.wrap(argv), cwd="/", env=spec.env, name=spec.argv[0], stdin=spec.steer
+            )
         except BaseException:
             await asyncio.to_thread(group.remove)
             raise

@@ -166,6 +166,10 @@ class DockerKennel:
             f"limits {s.memory} RAM, {s.cpus:g} CPUs, {s.pids} processes"
         )
 
+    # An exec's stdin is not attached (the engine's socket would carry it): a message
+    # sent while the task runs is kept for after it instead (orchestrator/task/steer.py).
+    steerable = False
+
     @property
     def host_mounts(self) -> bool:
         """A warm container binds its folders once. A run's overlay, mounted by the host
@@ -792,6 +796,12 @@ class DockerProcess:
     async def resume(self) -> None:
         with suppress(*ENGINE_ERRORS):
             await asyncio.to_thread(self._inside, self._tree_script("CONT"))
+
+    async def write_input(self, data: bytes) -> bool:
+        return False  # an exec is started without stdin: messages wait for the task's end
+
+    def close_input(self) -> None:
+        pass
 
     async def terminate(self, grace: float) -> float:
         started = time.monotonic()

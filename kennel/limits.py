@@ -375,6 +375,12 @@ class Limited:
     async def resume(self) -> None:
         await self._proc.resume()
 
+    async def write_input(self, data: bytes) -> bool:
+        return await self._proc.write_input(data)
+
+    def close_input(self) -> None:
+        self._proc.close_input()
+
 
 # -- fetch doctor -------------------------------------------------------------------------
 

@@ -71,6 +71,7 @@ class LocalKennel:
         self._path_env = path_env
 
     host_mounts = True
+    steerable = True  # the CLI's stdin can be a pipe (kennel/launcher.py --stdin)
 
     def owner(self) -> tuple[int, int] | None:
         return None  # the CLI runs as Fetch's own user: the unsafe part of this mode
@@ -133,6 +134,8 @@ class LocalKennel:
         argv += [sys.executable, "-I", "-S", launcher.__file__]
         if netns:
             argv.append("--netns")
+        if spec.steer:
+            argv.append("--stdin")  # the CLI reads the owner's steering messages
         if spec.forwarded:
             argv += [
                 "--port",
@@ -142,4 +145,6 @@ class LocalKennel:
             ]
         argv += ["--", *spec.argv]
         # The run's state folder was made fresh by the host (orchestrator/boundary/).
-        return await start_group(argv, cwd=str(spec.repo), env=spec.env, name=spec.argv[0])
+        return await start_group(
+            argv, cwd=str(spec.repo), env=spec.env, name=spec.argv[0], stdin=spec.steer
+        )

@@ -131,6 +131,23 @@ class GroupProcess:
     def stderr_tail(self) -> str:
         return "\n".join(self._stderr)
 
+    async def write_input(self, data: bytes) -> bool:
+        stdin = self._proc.stdin
+        if stdin is None or stdin.is_closing() or self._proc.returncode is not None:
+            return False
+        try:
+            stdin.write(data)
+            # Bounded: a CLI that stopped reading (paused, wedged) must not hold the
+            # message's handler; what was written stays in the pipe.
+            await asyncio.wait_for(stdin.drain(), 5.0)
+        except (ConnectionError, TimeoutError, RuntimeError):
+            return False
+        return True
+
+    def close_input(self) -> None:
+        if self._proc.stdin is not None and not self._proc.stdin.is_closing():
+            self._proc.stdin.close()
+
     def alive_pids(self) -> list[int]:
         pids = [p for p in descendants(self.pid) if _pid_alive(p)]
         if self._proc.returncode is None and _pid_alive(self.pid):
@@ -192,15 +209,18 @@ def _pid_alive(pid: int) -> bool:
     return state not in {"Z", "X"}
 
 
-async def start_group(argv: list[str], *, cwd: str, env: dict[str, str], name: str) -> GroupProcess:
+async def start_group(
+    argv: list[str], *, cwd: str, env: dict[str, str], name: str, stdin: bool = False
+) -> GroupProcess:
     """Start ``argv`` in a new process group with exactly ``env`` (never Fetch's own), no
-    stdin and piped output; ``name`` is the CLI the owner asked for, for the error."""
+    stdin (``stdin``: a pipe Fetch writes, for steering) and piped output; ``name`` is the
+    CLI the owner asked for, for the error."""
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd,
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,

@@ -52,6 +52,12 @@ class RelayedProcess:
     async def resume(self) -> None:
         await self._proc.resume()
 
+    async def write_input(self, data: bytes) -> bool:
+        return await self._proc.write_input(data)
+
+    def close_input(self) -> None:
+        self._proc.close_input()
+
     def relay_tokens(self) -> tuple[int, int]:
         if self._relay is None:
             return (0, 0)

@@ -49,12 +49,20 @@ async def _while_working(ctx: Context) -> None:
             "it, /stop cancels it."
         )
         return
+    # Steering: the task's subject (or the owner) talks to a CLI that reads its input
+    # while it runs (orchestrator/task/steer.py); anyone else's words never reach it.
+    if ctx.subject.id in (handle.requester, OWNER) and (
+        harness := await ctx.services.runner.steer(ctx.session.key, ctx.text)
+    ):
+        await ctx.reply(f"📨 passed to {harness} (task #{handle.task_id}).")
+        return
     # Not dropped: the gateway keeps the message and runs it, in order, once the chat
     # is idle again (never as the answer to the task's diff or question).
     ctx.deferred = True
     await ctx.reply(
-        f"⏳ Busy with task #{handle.task_id} ({handle.harness}, {elapsed:.0f} s): "
-        f"{handle.prompt[:60]}\nI'll take this up as soon as it is done. /stop cancels it."
+        f"📥 kept for after the task: task #{handle.task_id} ({handle.harness}, "
+        f"{elapsed:.0f} s) is busy with {handle.prompt[:60]}\n"
+        "I'll take this up as soon as it is done. /stop cancels it."
     )
 
 

@@ -50,6 +50,7 @@ from orchestrator.task.progress import Progress
 from orchestrator.task.setup import SCRIPT as SETUP_SCRIPT
 from orchestrator.task.setup import Setup
 from orchestrator.task.setup import plan as setup_plan
+from orchestrator.task.steer import Steering
 from orchestrator.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ class RunHandle:
     # the card says of it ("🧰 setup ran (41 s)", a failure and its output's tail).
     setup: Path | None = None
     setup_line: str = ""
+    # The CLI's stdin while it reads the owner's messages (orchestrator/task/steer.py).
+    steering: Steering | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,6 +390,21 @@ class TaskRunner:
         _release(handle)
         return PauseResult(handle.task_id, handle.harness, 0)
 
+    # -- steering ----------------------------------------------------------------------
+    async def steer(self, key: SessionKey, text: str) -> str | None:
+        """Pass ``text`` to the chat's running CLI; the harness's name when it was
+        written, None when the CLI reads nothing now (not steerable, paused, between
+        turns, ended): the caller keeps the message for after the task."""
+        handle = self._runs.get(key)
+        if handle is None or handle.paused or handle.steering is None:
+            return None
+        if not await handle.steering.send(text):
+            return None
+        self._messenger.record(
+            key, "harness", text[:EVENT_CHARS], task=handle.task_id, kind="steer"
+        )
+        return handle.harness
+
     # -- stopping ----------------------------------------------------------------------
     async def stop(self, key: SessionKey) -> StopResult | None:
         handle = self._runs.get(key)
@@ -583,6 +601,9 @@ class TaskRunner:
                 else ""
             )
             prompt = handle.answer if handle.answer is not None else handle.prompt
+            # The owner's messages reach the CLI while it runs when both it and the
+            # kennel can take them (orchestrator/task/steer.py).
+            steer = harness.steerable and self._kennel.steerable
             handed = (
                 await asyncio.to_thread(
                     self._skills.for_cli, session.data.active_skills, handle.repo
@@ -609,6 +630,7 @@ class TaskRunner:
                 subscription=subscription,
                 instructions=instructions_for(handle.agent),
                 skills=handed,
+                steer=steer,
             )
             # A fresh state folder the host just made: prepare writes where no kennel
             # has been, then the folder is handed to the kennel's uid.
@@ -617,10 +639,20 @@ class TaskRunner:
             argv, env = harness.command(req)
             # The kennel starts the relay with the process and stops it when it ends.
             spec = ExecSpec(
-                tuple(argv), env, layer.tree, layout, relay=relay, git=repo.path / ".git"
+                tuple(argv),
+                env,
+                layer.tree,
+                layout,
+                relay=relay,
+                git=repo.path / ".git",
+                steer=steer,
             )
             proc = await self._kennel.exec(spec)
             handle.proc = proc
+            if steer:
+                steering = handle.steering = Steering(proc, harness)
+                stack.push_async_callback(self._unsteer, session.key, handle, steering)
+                await steering.send(req.prompt)
             # What the CLI must keep to resume (its transcript) comes back as data, into
             # Fetch's own folder, once the process is gone (callbacks run last first).
             stack.push_async_callback(asyncio.to_thread, layer.keep_state)
@@ -634,6 +666,8 @@ class TaskRunner:
                 async for line in proc.lines():
                     for event in harness.parse(line):
                         handle.events.append(event)
+                        if handle.steering is not None:
+                            handle.steering.on_event(event)
                         # The task's event timeline (the dashboard's task page).
                         self._messenger.record(
                             session.key,
@@ -680,6 +714,20 @@ class TaskRunner:
                 )
             if final.kind == "error":
                 raise HarnessFailed(f"{harness.name} reported an error: {final.text[:500]}")
+
+    async def _unsteer(self, key: SessionKey, handle: RunHandle, steering: Steering) -> None:
+        """The CLI has ended (or was stopped): nothing more reaches it, and a message it
+        never took is said, so the owner can send it again (not on /stop or shutdown)."""
+        steering.close()
+        if handle.steering is steering:
+            handle.steering = None
+        missed = steering.untaken()
+        current = asyncio.current_task()
+        if missed and not handle.stop_requested and not (current and current.cancelling()):
+            shown = "\n".join(f"• {_short(m)}" for m in missed)
+            await self._messenger.send(
+                key, f"📭 {handle.harness} ended before reading:\n{shown}\nSend it again."
+            )
 
     async def _test(
         self, session: Session, handle: RunHandle, repo: Repo

@@ -13,12 +13,17 @@ import pytest
 from orchestrator.config import Settings
 from tests.conftest import Driver, git, start_driver, tree_snapshot
 
-# First turn: asks. A turn that resumes session s-42 uses the answer ($2, the -p prompt).
+# First turn: asks. A turn that resumes session s-42 uses the answer: the prompt, which
+# Claude Code reads as the first stream-json line on stdin (steering, orchestrator/task/
+# steer.py), echoed back as taken like --replay-user-messages does.
 ASKING = """#!/bin/sh
+read -r line
+word=$(printf '%s' "$line" | sed 's/.*"text": "\\([^"]*\\)".*/\\1/')
 echo '{"type":"system","subtype":"init","session_id":"s-42"}'
+printf '%s\\n' "$line" | sed 's/}$/, "isReplay": true}/'
 case " $* " in
   *" --resume s-42 "*)
-    sed -i "s/Teh/$2/" README.md
+    sed -i "s/Teh/$word/" README.md
     echo '{"type":"result","subtype":"success","result":"Used your word.","session_id":"s-42"}'
     ;;
   *)

@@ -1,7 +1,8 @@
-"""A message sent while a task runs is never dropped (issue 22): it is kept (still
-``queued`` in SQLite, so a restart would replay it) and answered after the task, in the
-order it came, once the chat is idle again (here: after the diff is answered). A real
-CLI (a stand-in ``claude`` that works for ~3 s) in the real kennel."""
+"""A message sent while a task runs is never dropped (issue 22): when the CLI reads no
+input while it runs (Gemini CLI; Claude Code is steered instead: tests/e2e/test_steering.py)
+it is kept (still ``queued`` in SQLite, so a restart would replay it) and answered after
+the task, in the order it came, once the chat is idle again (here: after the diff is
+answered). A real CLI (a stand-in ``gemini`` that works for ~3 s) in the real kennel."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from tests.conftest import start_driver
 SLOW = (
     "#!/bin/sh\nsed -i 's/Teh/The/' README.md\n"
     "i=0; while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done\n"
-    'echo \'{"type":"result","subtype":"success","result":"fixed it"}\'\n'
+    'echo \'{"type":"init","session_id":"g-1"}\'\n'
+    'echo \'{"type":"message","role":"assistant","content":"fixed it"}\'\n'
+    'echo \'{"type":"result","status":"success"}\'\n'
 )
 
 
@@ -38,18 +41,20 @@ async def test_messages_during_a_task_are_answered_after_it_in_order(
 ) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    cli = bin_dir / "claude"
+    cli = bin_dir / "gemini"
     cli.write_text(SLOW)
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    settings = make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x")
+    settings = make_settings(FETCH_HARNESS="gemini-cli", GEMINI_API_KEY="sk-x")
     app, fetch = await start_driver(settings)
     try:
         await fetch.ask("fix the typo in README.md of demo", "On it")
         await fetch.push("thanks", message_id="during-1")
-        assert "take this up as soon as it is done" in await fetch.expect("Busy with task")
+        assert "take this up as soon as it is done" in await fetch.expect(
+            "📥 kept for after the task"
+        )
         await fetch.push("bye", message_id="during-2")
-        await fetch.expect("Busy with task")
+        await fetch.expect("📥 kept for after the task")
         # A command that cannot run during a task is kept the same way.
         await fetch.push("/workspace demo", message_id="during-3")
         assert "I'll run it then" in await fetch.expect("/workspace waits")
