@@ -144,6 +144,10 @@ class FakeTelegramApi:
         self._changed: asyncio.Condition | None = None
         self._closing = False
         self._runner: web.AppRunner | None = None
+        # Files a message may carry: file_id -> (file_path, bytes); served by getFile and
+        # GET /file/bot<token>/<file_path>, as the Bot API does.
+        self.files: dict[str, tuple[str, bytes]] = {}
+        self.downloads: list[str] = []  # file paths fetched, in order
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -152,6 +156,7 @@ class FakeTelegramApi:
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._handle)
         app.router.add_get("/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._file)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
@@ -239,6 +244,47 @@ class FakeTelegramApi:
                 }
             }
         )
+
+    def add_file(self, data: bytes, suffix: str = "") -> str:
+        """Keep ``data`` as a file a message can carry; returns its file_id."""
+        file_id = f"FILE{len(self.files) + 1:04d}"
+        self.files[file_id] = (f"documents/file_{len(self.files) + 1}{suffix}", data)
+        return file_id
+
+    def push_media(
+        self,
+        field_name: str,
+        media: Any,
+        *,
+        caption: str | None = None,
+        chat_id: int = 42,
+        from_id: int = 42,
+    ) -> dict[str, Any]:
+        """A message carrying ``media`` under ``field_name`` (voice, audio, photo,
+        document), in the Bot API's shape: no ``text``, maybe a ``caption``."""
+        message: dict[str, Any] = {
+            "message_id": self._new_message_id(str(chat_id)),
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": "private"},
+            "from": {"id": from_id, "is_bot": False, "first_name": "Owner"},
+            field_name: media,
+        }
+        if caption is not None:
+            message["caption"] = caption
+        return self.push_update({"message": message})
+
+    def push_voice(
+        self, data: bytes, *, duration: int = 4, chat_id: int = 42, from_id: int = 42
+    ) -> dict[str, Any]:
+        file_id = self.add_file(data, ".oga")
+        voice = {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "duration": duration,
+            "mime_type": "audio/ogg",
+            "file_size": len(data),
+        }
+        return self.push_media("voice", voice, chat_id=chat_id, from_id=from_id)
 
     def replay(self, update: dict[str, Any]) -> None:
         self._replays.append(update)
@@ -455,6 +501,23 @@ class FakeTelegramApi:
             raise _Fail(400, "Bad Request: bad webhook: an HTTPS URL must be provided")
         self.webhook = dict(params)
         return True
+
+    async def _api_getFile(self, params: dict[str, Any]) -> Any:
+        found = self.files.get(str(params.get("file_id") or ""))
+        if found is None:
+            raise _Fail(400, "Bad Request: invalid file_id")
+        path, data = found
+        return {"file_id": params["file_id"], "file_size": len(data), "file_path": path}
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        path = request.match_info["path"]
+        self.downloads.append(path)
+        for known, data in self.files.values():
+            if known == path:
+                return web.Response(body=data, content_type="application/octet-stream")
+        return web.Response(status=404)
 
     async def _api_deleteWebhook(self, params: dict[str, Any]) -> Any:
         self.webhook = None
