@@ -10,6 +10,11 @@
   ticket leaves the address bar at once, and what stays in the history opens nothing.
   Sessions end after a day unused or a week in all; ``POST /logout`` ends one on the
   server. Failed logins are limited per client address.
+* ``GET /login`` with no ticket, and every 401 page, show a form with one field: paste
+  the web token (``FETCH_HOME/web-token``) or a login link there. ``POST /login`` takes
+  it (rate-limited like links; a POST from another site's page is refused by its
+  ``Origin``), so a phone that never saw the start banner can still log in.
+* Every page offers ``POST /logout`` (a CSRF-checked form).
 * ``Authorization: Bearer <token>`` is accepted for scripts (no cookie, no CSRF: a
   browser never sends that header cross-site on its own).
 * ``require_auth`` wraps an aiohttp handler: no valid cookie or bearer -> 401 page that
@@ -30,7 +35,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from aiohttp import web
 
@@ -55,6 +60,8 @@ LOGIN_HINT = (
     "(each link works once; `fetch login` prints a new one)."
 )
 LINK_SPENT = "That login link is not valid, was used already or is over a day old. " + LOGIN_HINT
+WRONG_TOKEN = "That is not the web token nor a valid login link. " + LOGIN_HINT
+_FORM_CSP = "default-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 
 def load_token(home: Path) -> str:
@@ -210,10 +217,14 @@ class WebAuth:
 
     def install(self, http: HttpServer) -> None:
         http.add_route("GET", LOGIN_PATH, self._login)
+        http.add_route("POST", LOGIN_PATH, self._login_form)
         http.add_route("POST", "/logout", self.require_auth(self._logout))
         http.add_route("GET", LOGGED_OUT_PATH, self._logged_out)
 
     async def _login(self, request: web.Request) -> web.StreamResponse:
+        target = _local_path(request.query.get("next", "/"))
+        if "token" not in request.query:  # the login page itself
+            return _page(200, "Log in", LOGIN_HINT, login_next=target)
         client = request.remote or "?"
         if self.limiter.blocked(client):
             log.warning("web login: too many failed attempts from %s", client)
@@ -221,9 +232,33 @@ class WebAuth:
         if not self.sessions.redeem(request.query.get("token", "")):
             self.limiter.failed(client)
             log.warning("web login: a wrong, used or expired link from %s", client)
-            return _page(401, "Wrong link", LINK_SPENT)
+            return _page(401, "Wrong link", LINK_SPENT, login_next=target)
+        return self._logged_in(request, target)
+
+    async def _login_form(self, request: web.Request) -> web.StreamResponse:
+        """The login page's form: the web token itself, or a login link (or its ticket)."""
+        if not _same_origin(request):
+            return _page(403, "Refused", "That form was not sent from this server's page.")
+        client = request.remote or "?"
+        if self.limiter.blocked(client):
+            log.warning("web login: too many failed attempts from %s", client)
+            return _page(429, "Too many tries", "Too many failed logins; wait a minute.")
+        form = await request.post()
+        raw, target = form.get("token", ""), form.get("next", "/")
+        given = raw.strip() if isinstance(raw, str) else ""
+        target = _local_path(target if isinstance(target, str) else "/")
+        if not self._token_ok(given) and not self.sessions.redeem(_ticket_in(given)):
+            self.limiter.failed(client)
+            log.warning("web login: a wrong token or link typed in from %s", client)
+            return _page(401, "Wrong token", WRONG_TOKEN, login_next=target)
+        return self._logged_in(request, target)
+
+    def _token_ok(self, given: str) -> bool:
+        return bool(given) and hmac.compare_digest(given.encode(), self._token.encode())
+
+    def _logged_in(self, request: web.Request, target: str) -> web.Response:
         # 303 to a path without the ticket: it leaves the address bar at once.
-        response = _see_other(_local_path(request.query.get("next", "/")))
+        response = _see_other(target)
         response.set_cookie(
             COOKIE,
             self.sessions.begin(),
@@ -242,7 +277,7 @@ class WebAuth:
         return response
 
     async def _logged_out(self, request: web.Request) -> web.StreamResponse:
-        return _page(200, "Logged out", "Logged out. " + LOGIN_HINT)
+        return _page(200, "Logged out", "Logged out. " + LOGIN_HINT, login_next="/")
 
 
 def _see_other(location: str) -> web.Response:
@@ -256,31 +291,65 @@ def _local_path(target: str) -> str:
     return target
 
 
+def _ticket_in(given: str) -> str:
+    """A pasted login link's ticket (its ``token=``), or what was pasted as is."""
+    if "?" in given:
+        found = parse_qs(urlsplit(given).query).get("token")
+        return found[0] if found else ""
+    return given
+
+
+def _same_origin(request: web.Request) -> bool:
+    """A browser names the page a form came from; one of another site is refused (a
+    script or curl sends no Origin at all)."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc == request.host
+
+
 def _wants_json(request: web.Request) -> bool:
     accept = request.headers.get("Accept", "")
     return "application/json" in accept or "text/event-stream" in accept
 
 
-def _page(status: int, title: str, text: str) -> web.Response:
+def _login_form(target: str) -> str:
+    """The token field: no script, no style (the CSP allows neither here)."""
+    return (
+        f'<form id="login" method="post" action="{LOGIN_PATH}">'
+        '<p><label for="token">Web token or login link</label><br>'
+        '<input type="password" id="token" name="token" required autocomplete="current-password"'
+        ' autocapitalize="off" spellcheck="false" size="24"></p>'
+        f'<input type="hidden" name="next" value="{html.escape(target)}">'
+        '<p><button type="submit">Log in</button></p></form>'
+        "<p><small>The token is in <code>FETCH_HOME/web-token</code>; "
+        "<code>fetch login</code> prints a new link.</small></p>"
+    )
+
+
+def _page(status: int, title: str, text: str, login_next: str | None = None) -> web.Response:
+    form = _login_form(login_next) if login_next is not None else ""
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Fetch · {html.escape(title)}</title></head>"
         f'<body><main><h1>{html.escape(title)}</h1><p id="auth-hint">{html.escape(text)}</p>'
-        "</main></body></html>"
+        f"{form}</main></body></html>"
     )
     return web.Response(
         status=status,
         text=body,
         content_type="text/html",
-        headers={**_NO_STORE, "Content-Security-Policy": "default-src 'none'"},
+        headers={**_NO_STORE, "Content-Security-Policy": _FORM_CSP},
     )
 
 
 def unauthorized(request: web.Request) -> web.Response:
     if _wants_json(request):
         return web.json_response({"error": LOGIN_HINT}, status=401, headers=_NO_STORE)
-    return _page(401, "Log in", LOGIN_HINT)
+    # Back to this page once logged in; a POST's page is not worth returning to.
+    target = request.path_qs if request.method == "GET" else "/"
+    return _page(401, "Log in", LOGIN_HINT, login_next=_local_path(target))
 
 
 def forbidden(request: web.Request, text: str) -> web.Response:

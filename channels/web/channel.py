@@ -77,6 +77,10 @@ class WebChatChannel:
         self._streams: set[asyncio.Task[Any]] = set()
         # The nonce of the newest diff per chat: a button of any older one is stale.
         self._latest_nonce: dict[str, str] = {}
+        # Diffs answered here (their nonces): a reloaded page shows their buttons off,
+        # and a second press is refused.
+        self._answered: set[str] = set()
+        self._latest_diff: dict[str, str] = {}  # chat -> the newest diff's message id
         self._assets = {p.name: p.read_bytes() for p in STATIC.iterdir() if p.is_file()}
         guard = auth.require_auth
         http.add_route("GET", "/chat", guard(self._page))
@@ -93,6 +97,12 @@ class WebChatChannel:
         if self._sink is not None:
             raise RuntimeError("web chat already started")
         await self.outbox.restore()  # what was said before a restart (a durable keep)
+        for event in self.outbox.since(self.chat, 0).events:  # which diff waits, which not
+            if event.nonce and event.kind == "owner":
+                self._answered.add(event.nonce)
+            elif event.nonce:
+                self._latest_nonce[self.chat] = event.nonce
+                self._latest_diff[self.chat] = event.message_id
         self._sink, self._closing = sink, False
 
     async def stop(self) -> None:
@@ -128,6 +138,7 @@ class WebChatChannel:
         )
         if message.approval_nonce:
             self._latest_nonce[message.chat] = message.approval_nonce
+            self._latest_diff[message.chat] = event.message_id
         return SendResult(message_id=event.message_id)
 
     async def set_typing(self, chat: str, typing: bool) -> None:
@@ -174,6 +185,13 @@ class WebChatChannel:
             return web.json_response(
                 {"error": "Fetch could not accept the message; see its log"}, status=500
             )
+        if (  # the waiting diff's own button: kept as answered (a press on another
+            # message answers nothing: the gateway drops it)
+            inbound.approval_nonce is not None
+            and inbound.reply_to == self._latest_diff.get(self.chat)
+        ):
+            self._answered.add(inbound.approval_nonce)
+            await self.outbox.put(self.chat, inbound.text, owner=True, nonce=inbound.approval_nonce)
         if is_form:  # the page without script: back to it
             return web.Response(status=303, headers={"Location": "/chat"})
         return web.json_response(
@@ -211,6 +229,8 @@ class WebChatChannel:
                 raise _Refused(400, "a diff's button says yes or no")
             if self._latest_nonce.get(self.chat) != nonce:
                 raise _Refused(409, "that diff is no longer the one waiting; use the newest")
+            if nonce in self._answered:
+                raise _Refused(409, "that diff was answered already")
             # A reaction: the gateway drops it unless it answers the diff that waits now,
             # so a late press can never be read as a "yes" to something else.
             reaction, text = _ANSWERS[answer], answer

@@ -26,15 +26,22 @@ class _Card:
 
 
 def _cards(events: list[Event]) -> list[_Card]:
-    """The conversation as the owner sees it: edits replace their message's text."""
+    """The conversation as the owner sees it: edits replace their message's text. A
+    nonce on a reply makes it a diff; on the owner's own line, it is a diff's answer."""
     cards: dict[str, _Card] = {}
     for event in events:
         if event.kind == "edit" and event.message_id in cards:
             cards[event.message_id].text = event.text
             continue
         who = "owner" if event.kind == "owner" else "fetch"
-        cards[event.message_id] = _Card(event.message_id, who, event.text, event.nonce)
+        nonce = event.nonce if who == "fetch" else None
+        cards[event.message_id] = _Card(event.message_id, who, event.text, nonce)
     return list(cards.values())
+
+
+def _answers(events: list[Event]) -> dict[str, str]:
+    """nonce -> what the owner answered (yes/no) to that diff, from this page."""
+    return {e.nonce: e.text for e in events if e.kind == "owner" and e.nonce}
 
 
 def render_text(text: str) -> str:
@@ -75,15 +82,25 @@ def _answer_form(card: _Card, csrf: str, answer: str, label: str, stale: bool) -
     )
 
 
-def render_card(card: _Card, csrf: str, newest_diff: str | None) -> str:
+def render_card(
+    card: _Card, csrf: str, newest_diff: str | None, answers: dict[str, str] | None = None
+) -> str:
+    answered = (answers or {}).get(card.nonce or "")
     classes = f"msg {card.who}" + (" diff" if card.nonce else "")
+    classes += " answered" if answered is not None else ""
     buttons = ""
     if card.nonce:
-        stale = card.message_id != newest_diff
+        stale = card.message_id != newest_diff or answered is not None
+        said = (
+            f'<span class="said">answered: {html.escape(answered)}</span>'
+            if answered is not None
+            else ""
+        )
         buttons = (
             f'<div class="buttons" data-nonce="{html.escape(card.nonce)}">'
             + _answer_form(card, csrf, "yes", "Approve", stale)
             + _answer_form(card, csrf, "no", "Reject", stale)
+            + said
             + "</div>"
         )
     return (
@@ -98,7 +115,8 @@ def render_page(events: list[Event], csrf: str, gap: bool) -> str:
     newest = diffs[-1] if diffs else None
     last_id = events[-1].id if events else 0
     older = '<p class="note">Older messages are not shown.</p>' if gap else ""
-    log = "".join(render_card(card, csrf, newest) for card in cards)
+    answers = _answers(events)
+    log = "".join(render_card(card, csrf, newest, answers) for card in cards)
     token = html.escape(csrf)
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -108,7 +126,10 @@ def render_page(events: list[Event], csrf: str, gap: bool) -> str:
         '<link rel="stylesheet" href="/chat/static/chat.css">'
         '<script src="/chat/static/chat.js" defer></script></head><body>'
         '<header><a href="/" class="home">Dashboard</a><h1>Chat with Fetch</h1>'
-        '<span id="status" class="status">offline</span></header>'
+        '<span id="status" class="status">offline</span>'
+        f'<form method="post" action="/logout" class="logout"><input type="hidden" name="csrf"'
+        f' value="{token}"><button type="submit" id="logout">Log out</button></form>'
+        "</header>"
         f'<main id="log" data-last-id="{last_id}" aria-live="polite">{older}{log}</main>'
         '<form id="send" method="post" action="/chat/send">'
         f'<input type="hidden" name="csrf" value="{token}">'

@@ -93,7 +93,7 @@
     body.className = "text";
     renderText(body, ev.text);
     card.appendChild(body);
-    if (ev.nonce) {
+    if (ev.nonce && ev.kind !== "owner") {
       // A newer diff makes every older one's buttons stale (the server refuses them too).
       for (const old of log.querySelectorAll(".buttons button")) old.disabled = true;
       card.classList.add("diff");
@@ -108,9 +108,25 @@
     card.scrollIntoView({ block: "end" });
   }
 
+  function markAnswered(nonce, answer) {
+    // The owner's answer to a diff (from this page or another): its buttons are done.
+    for (const box of log.querySelectorAll(".buttons")) {
+      if (box.dataset.nonce !== nonce) continue;
+      for (const b of box.querySelectorAll("button")) b.disabled = true;
+      box.closest(".msg").classList.add("answered");
+      if (!box.querySelector(".said")) {
+        const said = document.createElement("span");
+        said.className = "said";
+        said.textContent = "answered: " + answer;
+        box.appendChild(said);
+      }
+    }
+  }
+
   function onEvent(raw) {
     const ev = JSON.parse(raw.data);
     log.dataset.lastId = String(ev.id);
+    if (ev.kind === "owner" && ev.nonce) markAnswered(ev.nonce, ev.text);
     if (ev.kind === "edit") {
       const card = log.querySelector(`[data-message-id="${CSS.escape(ev.message_id)}"] .text`);
       if (card) {

@@ -159,7 +159,13 @@ async def test_a_button_when_no_diff_waits_starts_nothing(web: Web) -> None:
         # Still the newest diff the page has seen, but nothing waits: a late press is
         # never read as a "yes" to whatever comes next.
         assert (await web.chat.answer(diff, "yes"))[0] == 202
-        assert await _quiet(stream, 1.0) == []
+        # Only the owner's own press is echoed (bound to that diff: a reloaded page
+        # shows its buttons off); Fetch says and does nothing.
+        heard = await _quiet(stream, 1.0)
+        assert [(e.kind, e.data["nonce"]) for e in heard] == [("owner", diff.data["nonce"])]
+        # A second press on the same diff is refused here.
+        status, body = await web.chat.answer(diff, "yes")
+        assert status == 409 and "answered already" in body["error"]
     assert git(web.repo, "rev-parse", "HEAD") == head and web.state() is State.ALERT
 
 
