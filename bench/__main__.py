@@ -4,7 +4,7 @@
 ``--only`` picks benchmarks. Each benchmark is also runnable alone:
 ``python -m bench.roundtrip [--profile]``, ``python -m bench.coldstart``,
 ``python -m bench.memory``, ``python -m bench.flood``, ``python -m bench.agent``,
-``python -m bench.webchat [N]``.
+``python -m bench.webchat [N]``, ``python -m bench.voice [N]``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from bench import (
     scheduler_bench,
     setup_phase,
     skills_prompt,
+    voice,
     webchat,
 )
 
@@ -68,6 +69,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "skills": (skills_prompt.run, skills_prompt.render, 2_000, 100),
     "costs": (costs.run, costs.render, 200, 20),
     "webchat": (webchat.run, webchat.render, 500, 50),
+    # A voice note's arrival to "🎙 heard" against a text's answer (instant transcription).
+    "voice": (voice.run, voice.render, 100, 20),
 }
 
 
