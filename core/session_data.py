@@ -13,6 +13,10 @@ class SessionData:
 
     repo: str | None = None
     harness: str | None = None
+    # /model: the orchestrator's chain entry tried first (its name), and each coding
+    # CLI's model (harness name -> model); unset: the configured defaults.
+    model: str | None = None
+    cli_models: dict[str, str] = field(default_factory=dict)
     task_id: int | None = None
     task_prompt: str | None = None
     task_agent: str | None = None  # the pack member that took the task (identity/pack.py)

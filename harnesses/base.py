@@ -119,6 +119,9 @@ class Harness(ABC):
     # The CLI reads messages on stdin while it runs (``input_line``) and says when it took
     # each (an ``input`` event); the others get what is sent meanwhile after the task.
     steerable: ClassVar[bool] = False
+    # /model: names this CLI takes for its model, the first its default when none is set
+    # (offered on the phone; any other name may still be given, the CLI judges it).
+    models: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, *, name: str, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -26,6 +26,8 @@ class ClaudeCode(Harness, name="claude-code"):
     # second ``result``); --replay-user-messages echoes each one as it is taken, so the
     # runner knows when stdin may be closed (the CLI then ends).
     steerable = True
+    # Its own default first (2.1.197 sends claude-opus-4-8), then the aliases --model takes.
+    models = ("claude-opus-4-8", "opus", "sonnet", "haiku")
 
     def input_line(self, text: str) -> bytes:
         message = {"role": "user", "content": [{"type": "text", "text": text}]}

@@ -89,6 +89,7 @@ class Codex(Harness, name="codex"):
     provider = "openai"
     binary = "codex"
     summary = "OpenAI Codex CLI (Responses API)"
+    models = (DEFAULT_MODEL,)
 
     def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
         home = host_state_dir / "codex"

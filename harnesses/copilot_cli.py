@@ -44,6 +44,7 @@ class CopilotCli(Harness, name="copilot"):
     provider = "openai"
     binary = "copilot"
     summary = "GitHub Copilot CLI (BYOK, OpenAI Chat Completions)"
+    models = (DEFAULT_MODEL, "claude-sonnet-4.5")
 
     def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
         for sub in ("home", "copilot", "tmp"):

@@ -45,6 +45,7 @@ class GeminiCli(Harness, name="gemini-cli"):
     provider = "gemini"
     binary = "gemini"
     summary = "Gemini CLI (Gemini API)"
+    models = (DEFAULT_MODEL, "gemini-2.5-pro")
 
     def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
         settings = {

@@ -130,6 +130,30 @@ class Harnesses(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ModelOption:
+    """One model /model offers: the orchestrator's (``family`` "orchestrator", on the
+    chain entry ``where``) or a coding CLI's (``family`` is the harness's name)."""
+
+    family: str
+    name: str
+    where: str = ""
+
+
+class Models(Protocol):
+    """/model: the orchestrator's chain and each CLI's models; the chat's choice lives in
+    its session data (``model``: a chain entry's name, ``cli_models``: per harness)."""
+
+    def options(self) -> list[ModelOption]:
+        """The orchestrator's first (in the chain's order), then each CLI's (its own
+        default first)."""
+        ...
+
+    def families(self) -> list[str]:
+        """The coding CLIs that take a model (harness names)."""
+        ...
+
+
 class Status(Protocol):
     """/status: the report is built by the application (it knows every part)."""
 
@@ -250,6 +274,8 @@ class InstinctContext(Protocol):
     def workspace(self) -> Workspace: ...
     @property
     def harnesses(self) -> Harnesses: ...
+    @property
+    def models(self) -> Models: ...
     @property
     def status(self) -> Status: ...
     @property

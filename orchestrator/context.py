@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from orchestrator.facades.harnesses import HarnessesFacade
     from orchestrator.facades.identity import IdentityFacade
     from orchestrator.facades.improve import ImproveFacade
+    from orchestrator.facades.models import ModelsFacade
     from orchestrator.facades.skills import SkillsFacade
     from orchestrator.facades.status import StatusFacade
     from orchestrator.facades.tasks import TasksFacade
@@ -104,6 +105,13 @@ class Context:
     @property
     def harnesses(self) -> HarnessesFacade:
         return self.services.facades.harnesses
+
+    @property
+    def models(self) -> ModelsFacade:
+        from orchestrator.facades.models import ModelsFacade
+
+        s = self.services
+        return ModelsFacade(s.planner.chain, s.harnesses, s.runner.pack, s.settings.harness.model)
 
     @property
     def status(self) -> StatusFacade:

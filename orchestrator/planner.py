@@ -16,6 +16,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from core.errors import FetchError
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from orchestrator.context import Context
 
 log = logging.getLogger(__name__)
+# The chain entry the chat chose with /model (None: the chain's order), for this turn.
+CHOSEN: ContextVar[str | None] = ContextVar("fetch_chosen_model", default=None)
 SUMMARY_PROMPT = (
     "Summarise these earlier messages of a chat between a developer (the owner) and Fetch, "
     "their coding assistant, in at most 120 words: what was asked, decided and done, and "
@@ -85,7 +88,9 @@ class Planner:
         if self.costs is not None:
             self.costs.check()  # a spent budget: no call (BudgetReached)
         try:
-            response, _ = await self.chain.complete(messages, tools, on_attempt=self._spend)
+            response, _ = await self.chain.complete(
+                messages, tools, on_attempt=self._spend, prefer=CHOSEN.get()
+            )
         except ChainFailed as err:
             raise PlannerUnavailable(str(err)) from err
         return response
@@ -111,12 +116,15 @@ class Planner:
     async def run(self, ctx: Context, text: str) -> None:
         if not self.chain.configured:
             raise PlannerUnavailable("no orchestrator model is configured")
+        # The chat's /model choice, for every call of this turn (summaries included).
+        chosen = CHOSEN.set(ctx.session.data.model)
         try:
             await self._run(ctx, text)
         except BudgetReached as err:
             await ctx.reply(f"🛑 {err}")
         finally:
             self._spend = None
+            CHOSEN.reset(chosen)
 
     async def _run(self, ctx: Context, text: str) -> None:
         if self.costs is not None:

@@ -17,6 +17,16 @@ class StatusFacade:
     def __init__(self, services: Services) -> None:
         self._s = services
 
+    def _model(self, session: SessionPort) -> str:
+        """The orchestrator's model for this chat: the chain entry it chose (/model) or
+        the chain's first."""
+        chain = self._s.planner.chain
+        if not chain.configured:
+            return "none (tasks go straight to the harness)"
+        first = chain.ordered(session.data.model)[0]
+        picked = " (/model)" if session.data.model == first.name else ""
+        return f"{chain.model_of(first)} on {first.name}{picked}"
+
     async def report(self, session: SessionPort) -> str:
         s = self._s
         harness_name = session.data.harness or s.runner.default_harness()
@@ -27,15 +37,10 @@ class StatusFacade:
             lines.append(f"harness: {harness_name} ({avail.detail})")
         except Exception as err:  # an unknown harness name must not break /status
             lines.append(f"harness: {harness_name} ({err})")
+        if cli_model := session.data.cli_models.get(harness_name):
+            lines[-1] += f" · model {cli_model} (/model)"
         lines.append(f"sandbox: {s.kennel.isolation()}")
-        lines.append(
-            "model: "
-            + (
-                s.settings.model.name
-                if s.planner.configured
-                else "none (tasks go straight to the harness)"
-            )
-        )
+        lines.append("model: " + self._model(session))
         handle = s.runner.running(session.key)
         if handle is not None:
             lines.append(

@@ -140,6 +140,14 @@ class ProviderChain:
                 await client.close()
             endpoint.clients.clear()
 
+    def ordered(self, prefer: str | None) -> list[Endpoint]:
+        """The endpoints in the order tried: ``prefer`` (a name) first, if it is one."""
+        first = [e for e in self.endpoints if e.name == prefer]
+        return first + [e for e in self.endpoints if e.name != prefer]
+
+    def model_of(self, endpoint: Endpoint) -> str:
+        return endpoint.model or self.default_model
+
     def status_lines(self) -> list[str]:
         return [line for e in self.endpoints if (line := e.keys.status())]
 
@@ -150,12 +158,14 @@ class ProviderChain:
         *,
         model: str | None = None,
         on_attempt: Callable[[Attempt], None] | None = None,
+        prefer: str | None = None,
     ) -> tuple[Any, Attempt]:
         """A chat completion from the first endpoint that gives one, and its attempt.
 
         When every endpoint failed with something that may pass (no answer, a timeout,
         5xx, 429, a page that is not a completion), the chain is tried again after a
-        backoff, at most ``model.max_retries`` more rounds, within the bounds."""
+        backoff, at most ``model.max_retries`` more rounds, within the bounds. ``prefer``:
+        the entry a chat chose (/model), tried first; the others stay its fallbacks."""
         if not self.endpoints:
             raise ChainFailed([], "no orchestrator model is configured")
         call = _Call(self._monotonic() + self.total_seconds, messages, tools, model, on_attempt)
@@ -168,7 +178,7 @@ class ProviderChain:
                 log.info("model endpoints all failed; trying again in %.1fs", wait)
                 await self._sleep(wait)
             again = False
-            for endpoint in self.endpoints:
+            for endpoint in self.ordered(prefer):
                 try:
                     response, retryable = await self._endpoint(endpoint, call, said[endpoint.name])
                 except _GaveUp as why:

@@ -284,6 +284,8 @@ class TaskRunner:
         handle = RunHandle(task_id, harness.name, repo_name, prompt, requester, agent=member)
         if member.model and member.harness == harness.name:
             handle.model = member.model
+        # The chat's /model choice for this CLI wins, as its /harness choice does.
+        handle.model = session.data.cli_models.get(harness.name) or handle.model
         self._runs[key] = handle
         log.info("task %s: %s (%s) on %s", task_id, member.name, route.reason, harness.name)
         handle.progress = Progress(

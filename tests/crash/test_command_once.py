@@ -58,6 +58,7 @@ CASES: dict[str, tuple[Case, ...]] = {
     ),
     "workspace": (Case("/workspace demo"),),
     "harness": (Case("/harness demo"),),
+    "model": (Case("/model claude-code sonnet"),),
     "remind": (Case("/remind call mom in 3 hours"),),
     "schedule": (Case(f"/schedule {TASK} at 9am"),),
     "cron": (

@@ -16,6 +16,7 @@ from instincts.contract import (
     CommandInfo,
     HarnessInfo,
     InstinctContext,
+    ModelOption,
     PausedTask,
     SessionPort,
     StoppedTask,
@@ -123,6 +124,21 @@ class FakeWorkspace:
     async def use(self, session: SessionPort, name: str) -> str:
         session.data.repo = name
         return f"using {name}"
+
+
+class FakeModels:
+    OPTIONS = (
+        ModelOption("orchestrator", "gpt-4o-mini", "openai"),
+        ModelOption("orchestrator", "qwen2.5", "local"),
+        ModelOption("claude-code", "claude-opus-4-8"),
+        ModelOption("claude-code", "sonnet"),
+    )
+
+    def options(self) -> list[ModelOption]:
+        return list(self.OPTIONS)
+
+    def families(self) -> list[str]:
+        return ["claude-code"]
 
 
 class FakeHarnesses:
@@ -264,6 +280,7 @@ class FakeContext:
     commits: FakeCommits = field(default_factory=FakeCommits)
     workspace: FakeWorkspace = field(default_factory=FakeWorkspace)
     harnesses: FakeHarnesses = field(default_factory=FakeHarnesses)
+    models: FakeModels = field(default_factory=FakeModels)
     status: FakeStatus = field(default_factory=FakeStatus)
     skills: FakeSkills = field(default_factory=FakeSkills)
     grants: FakeGrants = field(default_factory=FakeGrants)
@@ -445,3 +462,35 @@ async def test_cost_reports_for_the_asking_chat_under_its_aliases() -> None:
     for word in ("cost", "costs", "spend"):
         ctx = await run(f"/{word}")
         assert ctx.cost.asked == [ctx.session.key] and ctx.said == ["💰 cost"]
+
+
+async def test_model_lists_and_sets_per_chat() -> None:
+    listing = (await run("/model")).said[-1]
+    assert "▶ gpt-4o-mini on openai" in listing and "• qwen2.5 on local" in listing
+    assert "claude-code: ▶ claude-opus-4-8 · sonnet" in listing
+    session = FakeSession()
+    said = (await run("/model qwen2.5", session)).said[-1]
+    assert "qwen2.5 on local" in said and session.data.model == "local"
+    await run("/model local", session)  # by the chain entry's name too
+    assert session.data.model == "local" and session.persisted == 2
+    assert "▶ qwen2.5 on local" in (await run("/model", session)).said[-1]
+    said = (await run("/model claude-code sonnet", session)).said[-1]
+    assert session.data.cli_models == {"claude-code": "sonnet"} and "sonnet" in said
+    assert "claude-code: claude-opus-4-8 · ▶ sonnet" in (await run("/model", session)).said[-1]
+    # A name the CLI was not offered: kept, with a note; a bad one: refused.
+    said = (await run("/model claude-code my-model", session)).said[-1]
+    assert "not one I know" in said and session.data.cli_models["claude-code"] == "my-model"
+    said = (await run("/model claude-code --dangerously-skip-permissions", session)).said[-1]
+    assert "letters, digits" in said and session.data.cli_models["claude-code"] == "my-model"
+    await run("/model claude-code default", session)
+    await run("/model default", session)
+    assert session.data.cli_models == {} and session.data.model is None
+
+
+async def test_model_refuses_what_it_does_not_know() -> None:
+    session = FakeSession()
+    said = (await run("/model gpt-9", session)).said[-1]
+    assert "not in the orchestrator's chain" in said and session.data.model is None
+    assert "No coding CLI called 'nosuch'" in (await run("/model nosuch x", session)).said[-1]
+    assert "Too many words" in (await run("/model a b c", session)).said[-1]
+    assert session.persisted == 0
