@@ -536,6 +536,10 @@ class Repo:
         self._preflight()
         if self._run("write-tree") == self._run("rev-parse", f"{new}^{{tree}}"):
             return
+        # The index's stat data first: a workspace copied or restored from a backup has
+        # files whose times differ from the index's, and read-tree would call each one
+        # "not uptodate" and refuse (their content is what decides, not their times).
+        self._run("update-index", "-q", "--refresh")
         self._run("read-tree", "-m", "-u", old, new)
 
     def discard(self) -> None:
