@@ -289,4 +289,25 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX outbox_waiting ON outbox(channel, id) WHERE sent IS NULL;
     CREATE INDEX outbox_chat ON outbox(channel, chat, id);
     """,
+    # 15: one conversation across devices (/link, orchestrator/links.py). A device's chat
+    # (the web chat, the terminal) joined to the owner's WhatsApp or Telegram chat: its
+    # messages run in that chat's session. A code shown in one chat, typed in the other:
+    # only its hash is kept, with its expiry; used once.
+    """
+    CREATE TABLE links (
+        device_channel TEXT NOT NULL,
+        device_chat    TEXT NOT NULL,
+        home_channel   TEXT NOT NULL,
+        home_chat      TEXT NOT NULL,
+        created        REAL NOT NULL,
+        PRIMARY KEY (device_channel, device_chat)
+    );
+    CREATE TABLE link_codes (
+        code_hash TEXT PRIMARY KEY,
+        channel   TEXT NOT NULL,
+        chat      TEXT NOT NULL,
+        expires   REAL NOT NULL,
+        used      REAL
+    );
+    """,
 )
