@@ -82,6 +82,9 @@ class Tasks(Protocol):
     """/stop /pause /resume: end, hold or continue this chat's running task, if there
     is one; /autonomy and /project: how this chat's tasks are committed, and where."""
 
+    def requester(self, key: SessionKey) -> str | None:
+        """Whose task runs in this chat (its subject id), or None."""
+
     async def stop(self, key: SessionKey) -> StoppedTask | None: ...
     async def pause(self, key: SessionKey) -> PausedTask | None: ...
     async def resume(self, key: SessionKey) -> PausedTask | None: ...
@@ -111,6 +114,13 @@ class Workspace(Protocol):
 
     def listing(self, active: str | None) -> str: ...
     async def use(self, session: SessionPort, name: str) -> str: ...
+
+
+class Files(Protocol):
+    """/send: a repository file back to this chat (an image as an image); the answer is
+    the phone text, a refusal raises with one line."""
+
+    async def send(self, args: str) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +162,15 @@ class Models(Protocol):
     def families(self) -> list[str]:
         """The coding CLIs that take a model (harness names)."""
         ...
+
+
+class Linking(Protocol):
+    """/link: one conversation across the owner's devices (the web chat or the terminal
+    with their WhatsApp or Telegram chat); each answer is the phone text."""
+
+    async def offer(self) -> str: ...
+    async def redeem(self, code: str) -> str: ...
+    async def unlink(self) -> str: ...
 
 
 class Status(Protocol):
@@ -220,6 +239,9 @@ class Grants(Protocol):
 
     @property
     def for_owner(self) -> bool: ...
+    @property
+    def subject_id(self) -> str:
+        """Who sent this message (``owner``, a member's name, an allowlist entry)."""
     def listing(self) -> str: ...
     async def revoke(self, grant_id: int) -> str: ...
     async def answer(self, nonce: str, yes: bool, scope: str) -> str:
@@ -273,9 +295,13 @@ class InstinctContext(Protocol):
     @property
     def workspace(self) -> Workspace: ...
     @property
+    def files(self) -> Files: ...
+    @property
     def harnesses(self) -> Harnesses: ...
     @property
     def models(self) -> Models: ...
+    @property
+    def linking(self) -> Linking: ...
     @property
     def status(self) -> Status: ...
     @property

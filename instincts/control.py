@@ -10,11 +10,24 @@ from instincts.router import InstinctRouter
 router = InstinctRouter("control")
 
 
+def _not_theirs(ctx: InstinctContext) -> str | None:
+    """A running task in a shared chat is stopped, paused or resumed only by whom it is
+    for, or by the owner: a member's /stop does not end the owner's work."""
+    whose = ctx.tasks.requester(ctx.session.key)
+    if whose is None or ctx.grants.for_owner or whose == ctx.grants.subject_id:
+        return None
+    return f"🔒 The running task is {whose}'s: only they or the owner can stop or pause it."
+
+
 @router.command(
     "stop", aliases=("cancel", "abort"), help="stop the running task now", bypass_queue=True
 )
 async def stop(ctx: InstinctContext, args: str) -> None:
     session = ctx.session
+    refused = _not_theirs(ctx)
+    if refused is not None:
+        await ctx.reply(refused)
+        return
     result = await ctx.tasks.stop(session.key)
     if result is not None:
         leftover = (
@@ -48,6 +61,10 @@ async def stop(ctx: InstinctContext, args: str) -> None:
 
 @router.command("pause", help="hold the running task (or stop taking tasks) until /resume")
 async def pause(ctx: InstinctContext, args: str) -> None:
+    refused = _not_theirs(ctx)
+    if refused is not None:
+        await ctx.reply(refused)
+        return
     held = await ctx.tasks.pause(ctx.session.key)
     if held is not None:
         await ctx.reply(
@@ -71,6 +88,10 @@ async def pause(ctx: InstinctContext, args: str) -> None:
 
 @router.command("resume", help="continue the paused task, or take tasks again")
 async def resume(ctx: InstinctContext, args: str) -> None:
+    refused = _not_theirs(ctx)
+    if refused is not None:
+        await ctx.reply(refused)
+        return
     going = await ctx.tasks.resume(ctx.session.key)
     if going is not None:
         await ctx.reply(f"▶️ Resumed task #{going.task_id}: {going.harness} is running again.")

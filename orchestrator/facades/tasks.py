@@ -28,6 +28,10 @@ class TasksFacade:
         self._permissions = permissions
         self._workspace = workspace
 
+    def requester(self, key: SessionKey) -> str | None:
+        handle = self._runner.running(key)
+        return handle.requester if handle is not None else None
+
     async def stop(self, key: SessionKey) -> StoppedTask | None:
         result = await self._runner.stop(key)
         if result is None:

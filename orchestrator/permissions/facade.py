@@ -18,6 +18,10 @@ class GrantsFacade:
     def for_owner(self) -> bool:
         return self._subject.is_owner
 
+    @property
+    def subject_id(self) -> str:
+        return self._subject.id
+
     def listing(self) -> str:
         return self._permissions.listing()
 

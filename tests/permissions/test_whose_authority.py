@@ -192,3 +192,26 @@ async def test_a_members_turn_is_not_shown_the_owner_block(
     team.model.script(Text("owner answered"))
     await team.say(OWNER, "what is the staging password", wait_for="owner answered")
     assert "hunter2" in str(team.messages_sent()[0]["content"])
+
+
+async def test_a_member_cannot_stop_the_owners_task_in_a_group(
+    wa_team_factory: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group's running task is stopped (or paused) only by whom it is for, or the owner:
+    alice's /stop is refused and the task goes on; the owner's /stop ends it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\nsleep 60\n")  # a CLI that works on
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    team: WaTeam = await wa_team_factory(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x")
+    team.model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    )
+    await team.say(OWNER, "fix the typo in README.md of demo", group=True, wait_for="On it")
+    said = await team.say(ALICE, "/stop", group=True, wait_for="only they or the owner")
+    assert any("The running task is owner's" in m for m in said), said
+    session = await team.services.sessions.get(GROUP_KEY)
+    assert session.state is State.WORKING
+    said = await team.say(OWNER, "/stop", group=True, wait_for="Stopped task")
+    assert any("Stopped task #" in m for m in said)

@@ -90,8 +90,13 @@ class FakeMemory:
 
 
 class FakeTasks:
-    def __init__(self, running: bool) -> None:
+    def __init__(self, running: bool, whose: str = "owner") -> None:
         self.running = running
+        self.whose = whose
+        self.stopped = False
+
+    def requester(self, key: SessionKey) -> str | None:
+        return self.whose if self.running and not self.stopped else None
 
     async def stop(self, key: SessionKey) -> StoppedTask | None:
         return StoppedTask(3, "demo", 0.25, 1) if self.running else None
@@ -117,6 +122,15 @@ class FakeCommits:
         return "undone"
 
 
+class FakeFiles:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def send(self, args: str) -> str:
+        self.asked.append(args)
+        return f"📎 Sent {args} of demo."
+
+
 class FakeWorkspace:
     def listing(self, active: str | None) -> str:
         return f"repos, active {active}"
@@ -139,6 +153,23 @@ class FakeModels:
 
     def families(self) -> list[str]:
         return ["claude-code"]
+
+
+class FakeLinking:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def offer(self) -> str:
+        self.calls.append("offer")
+        return "🔗 Link code: 123456"
+
+    async def redeem(self, code: str) -> str:
+        self.calls.append(f"redeem {code}")
+        return "🔗 Linked"
+
+    async def unlink(self) -> str:
+        self.calls.append("unlink")
+        return "🔗 Unlinked"
 
 
 class FakeHarnesses:
@@ -203,6 +234,11 @@ class FakeGrants:
 
     for_owner: bool = True
     calls: list[tuple[str, ...]] = field(default_factory=list)
+    who: str = ""
+
+    @property
+    def subject_id(self) -> str:
+        return self.who or ("owner" if self.for_owner else "alice")
 
     def listing(self) -> str:
         return "no grants"
@@ -279,8 +315,10 @@ class FakeContext:
     tasks: FakeTasks = field(default_factory=lambda: FakeTasks(False))
     commits: FakeCommits = field(default_factory=FakeCommits)
     workspace: FakeWorkspace = field(default_factory=FakeWorkspace)
+    files: FakeFiles = field(default_factory=FakeFiles)
     harnesses: FakeHarnesses = field(default_factory=FakeHarnesses)
     models: FakeModels = field(default_factory=FakeModels)
+    linking: FakeLinking = field(default_factory=FakeLinking)
     status: FakeStatus = field(default_factory=FakeStatus)
     skills: FakeSkills = field(default_factory=FakeSkills)
     grants: FakeGrants = field(default_factory=FakeGrants)
@@ -354,6 +392,33 @@ async def test_stop_forgets_a_question_or_reports_the_stopped_task() -> None:
     )
     said = (await run("/stop", ctx=ctx)).said[0]
     assert "Stopped task #3: demo ended in 0.25 s" in said and "1 process(es)" in said
+
+
+async def test_a_member_cannot_stop_or_pause_someone_elses_task() -> None:
+    """In a shared chat the running task is stopped, paused or resumed only by whom it
+    is for, or by the owner (a member's /stop used to end the owner's work)."""
+    for word in ("/stop", "/pause", "/resume"):
+        ctx = FakeContext(
+            Inbound("terminal", "g", "alice", "1", word),
+            FakeSession(state=State.WORKING),
+            REGISTRY,
+            tasks=FakeTasks(True, whose="owner"),
+        )
+        ctx.grants = FakeGrants(for_owner=False, who="alice")
+        said = (await run(word, ctx=ctx)).said
+        assert said == [
+            "🔒 The running task is owner's: only they or the owner can stop or pause it."
+        ]
+    # Their own task, yes; and the owner may stop a member's.
+    for who, owner in (("alice", False), ("owner", True)):
+        ctx = FakeContext(
+            Inbound("terminal", "g", who, "1", "/stop"),
+            FakeSession(state=State.WORKING),
+            REGISTRY,
+            tasks=FakeTasks(True, whose="alice"),
+        )
+        ctx.grants = FakeGrants(for_owner=owner, who=who)
+        assert "Stopped task #3" in (await run("/stop", ctx=ctx)).said[0]
 
 
 async def test_cron_talks_to_its_facade_only() -> None:
