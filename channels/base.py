@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from core.events import Inbound, Outbound, SendResult
+from core.events import Inbound, Outbound, OutboundFile, SendResult
 from core.tasks import Spawner
 from core.text import Measure
 
@@ -36,6 +36,10 @@ class Capabilities:
     sends_per_minute: int = 0
     # Only ever write to chats that wrote first (WhatsApp's ban rules).
     reply_only: bool = False
+    # Files sent (/send): the biggest document and image the channel takes, in bytes;
+    # 0: it sends no files (the channel then need not implement ``FileSender``).
+    file_limit: int = 0
+    image_limit: int = 0
 
 
 class Channel(Protocol):
@@ -58,3 +62,12 @@ class Channel(Protocol):
 
     def health(self) -> str:
         """One line for /status: connected? last traffic? why not?"""
+
+
+@runtime_checkable
+class FileSender(Protocol):
+    """A channel that can send a file (``Capabilities.file_limit`` > 0)."""
+
+    async def send_file(self, file: OutboundFile) -> SendResult:
+        """Send one file, as a picture when ``file.kind`` is "image", else a document;
+        within the limits the capabilities declare (the messenger checked them)."""

@@ -79,5 +79,19 @@ class Outbound:
 
 
 @dataclass(frozen=True, slots=True)
+class OutboundFile:
+    """A file Fetch sends (``/send``): its bytes, read safely by the caller; ``kind``
+    "image" is shown as a picture where the channel can, anything else as a document."""
+
+    channel: str
+    chat: str
+    name: str
+    data: bytes = field(repr=False)
+    mime: str = "application/octet-stream"
+    kind: str = "document"  # image | document
+    caption: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SendResult:
     message_id: str

@@ -242,6 +242,7 @@ class Grants(Protocol):
     @property
     def subject_id(self) -> str:
         """Who sent this message (``owner``, a member's name, an allowlist entry)."""
+
     def listing(self) -> str: ...
     async def revoke(self, grant_id: int) -> str: ...
     async def answer(self, nonce: str, yes: bool, scope: str) -> str:

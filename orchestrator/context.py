@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     from orchestrator.facades.blocks import BlocksFacade
     from orchestrator.facades.commits import CommitsFacade
     from orchestrator.facades.cost import CostFacade
+    from orchestrator.facades.files import FilesFacade
     from orchestrator.facades.harnesses import HarnessesFacade
     from orchestrator.facades.identity import IdentityFacade
     from orchestrator.facades.improve import ImproveFacade
+    from orchestrator.facades.link import LinkFacade
     from orchestrator.facades.models import ModelsFacade
     from orchestrator.facades.skills import SkillsFacade
     from orchestrator.facades.status import StatusFacade
@@ -103,6 +105,12 @@ class Context:
         return self.services.facades.workspace
 
     @property
+    def files(self) -> FilesFacade:
+        from orchestrator.facades.files import FilesFacade
+
+        return FilesFacade(self)
+
+    @property
     def harnesses(self) -> HarnessesFacade:
         return self.services.facades.harnesses
 
@@ -112,6 +120,13 @@ class Context:
 
         s = self.services
         return ModelsFacade(s.planner.chain, s.harnesses, s.runner.pack, s.settings.harness.model)
+
+    @property
+    def linking(self) -> LinkFacade:
+        from orchestrator.facades.link import LinkFacade
+
+        s = self.services
+        return LinkFacade(s.links, s.permissions, s.messenger, self.subject, self.inbound.key)
 
     @property
     def status(self) -> StatusFacade:

@@ -10,9 +10,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from channels.base import Channel
+from channels.base import Channel, FileSender
 from core.errors import ChannelError, FetchError
-from core.events import Outbound, SendResult, SessionKey
+from core.events import Outbound, OutboundFile, SendResult, SessionKey
 from core.text import split_message
 from orchestrator.store import Journal, Store
 
@@ -63,6 +63,15 @@ class Messenger:
         # Channels that have started (App marks them): a notice to any other waits in
         # the durable outbox (``notify``).
         self._open: set[str] = set()
+        # Last step of every destination: a linked pair's replies go to the chat the
+        # owner last wrote from (orchestrator/links.py; set by the app).
+        self.device: Callable[[SessionKey], SessionKey] | None = None
+
+    def _to(self, key: SessionKey) -> SessionKey:
+        """Where a message for session ``key`` goes: its route (a scheduled job's run
+        reports to its chat), then the device of a linked pair."""
+        key = self._routes.get(key, key)
+        return self.device(key) if self.device is not None else key
 
     def record(self, key: SessionKey, role: str, text: str, **extra: Any) -> None:
         """A line in the chat's journal that is not a message (a tool call of the
@@ -90,7 +99,7 @@ class Messenger:
         told at start-up): sent now if the channel has started, else kept in the
         durable outbox and sent by ``deliver_held`` once it has. Never raises for a
         channel that is down: start-up does not stop for it."""
-        to = self._routes.get(key, key)
+        to = self._to(key)
         if to.channel in self._open:
             try:
                 await self.send(key, text)
@@ -147,7 +156,7 @@ class Messenger:
     async def typing(self, key: SessionKey, on: bool) -> None:
         """A typing indicator while Fetch works, where the channel has one; a failure to
         show it is never worth failing the work for."""
-        key = self._routes.get(key, key)
+        key = self._to(key)
         channel = self._channels.get(key.channel)
         if channel is None or not channel.capabilities.typing:
             return
@@ -179,9 +188,11 @@ class Messenger:
         """Send ``text`` to the chat of ``key``. ``edit_of`` replaces an earlier message in
         place where the channel can edit (progress), else it is sent as a new message."""
         log_key = key
-        key = self._routes.get(key, key)
+        key = self._to(key)
         channel = self.channel(key.channel)
         caps = channel.capabilities
+        if edit_of and self.device is not None and edit_of not in self._sent.get(key.channel, {}):
+            edit_of = None  # sent on the pair's other device: this one gets a new message
         if caps.markup != "json":
             text = phone_wrap(text)
         # Recorded before it is sent: whatever the owner can see is already in the log.
@@ -214,3 +225,43 @@ class Messenger:
             )
             self._remember(key.channel, last.message_id)
         return last
+
+    async def send_file(
+        self, key: SessionKey, name: str, data: bytes, mime: str, *, caption: str = ""
+    ) -> SendResult:
+        """Send a file to the chat of ``key``: an image as a picture (where the channel
+        shows one and it is within its image limit), anything else as a document.
+        ``ChannelError`` with one clear line when the channel sends no files or the
+        file is over its limit."""
+        log_key = key
+        key = self._to(key)
+        channel = self.channel(key.channel)
+        caps = channel.capabilities
+        if not caps.file_limit or not isinstance(channel, FileSender):
+            raise ChannelError(f"the {key.channel} channel cannot send files")
+        image = mime in SHOWN_IMAGES and 0 < len(data) <= caps.image_limit
+        if not image and len(data) > caps.file_limit:
+            raise ChannelError(
+                f"{name} is {_mb(len(data))}; {key.channel} takes files up to "
+                f"{_mb(caps.file_limit)}"
+            )
+        line = f"📎 {name} ({_mb(len(data))})" + (f": {caption}" if caption else "")
+        self._store.messages.log(log_key, "out", line)
+        try:
+            self._journal.append(log_key, "fetch", line)
+        except OSError as err:
+            log.warning("journal: file to %s not recorded: %s", log_key, err)
+        kind = "image" if image else "document"
+        sent = await channel.send_file(
+            OutboundFile(key.channel, key.chat, name, data, mime, kind, caption)
+        )
+        self._remember(key.channel, sent.message_id)
+        return sent
+
+
+# Pictures every channel shows inline; anything else (an SVG, a TIFF) goes as a document.
+SHOWN_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB" if size >= 100_000 else f"{size / 1024:.0f} KB"

@@ -7,6 +7,7 @@ becomes a ``TelegramApiError``; the token never appears in a message or a log li
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -102,6 +103,42 @@ class BotApi:
                 await asyncio.sleep(wait)
                 continue
             raise TelegramApiError(method, self._redact(description), code, wait)
+
+    async def upload(
+        self,
+        method: str,
+        params: dict[str, Any],
+        field: str,
+        filename: str,
+        data: bytes,
+        mime: str,
+        *,
+        seconds: float = 120.0,
+    ) -> Any:
+        """A method that takes a file (sendDocument, sendPhoto): multipart/form-data,
+        ``data`` as ``field``; the ``result`` of the answer, errors as ``call``'s."""
+        if self._session is None:
+            raise TelegramApiError(method, "client is not open")
+        form = aiohttp.FormData()
+        for key, value in params.items():
+            form.add_field(key, value if isinstance(value, str) else json.dumps(value))
+        form.add_field(field, data, filename=filename, content_type=mime)
+        url = f"{self._base}/bot{self._token}/{method}"
+        try:
+            async with self._session.post(
+                url, data=form, timeout=aiohttp.ClientTimeout(total=seconds)
+            ) as resp:
+                answer = await resp.json(content_type=None)
+                status = resp.status
+        except (aiohttp.ClientError, TimeoutError, ValueError) as err:
+            raise TelegramApiError(method, self._redact(f"request failed: {err!r}")) from err
+        if not isinstance(answer, dict):
+            raise TelegramApiError(method, f"unexpected answer (HTTP {status})", status)
+        if answer.get("ok") is True:
+            return answer.get("result")
+        code = answer.get("error_code")
+        description = self._redact(str(answer.get("description") or "no description"))
+        raise TelegramApiError(method, description, code if isinstance(code, int) else None)
 
     async def download(self, file_id: str, limit: int, *, seconds: float = 120.0) -> bytes:
         """A file a message carries: ``getFile`` for its path, then its bytes from the

@@ -52,7 +52,7 @@ from channels.telegram.updates import (
 )
 from channels.telegram_settings import TelegramSettings
 from core.errors import ConfigError, SendFailed
-from core.events import Inbound, Outbound, SendResult
+from core.events import Inbound, Outbound, OutboundFile, SendResult
 from core.gate import Gate, OwnerOnlyGate
 from core.tasks import Spawner, cancel_and_wait
 from core.text import utf16_units
@@ -93,6 +93,9 @@ class TelegramChannel:
         markup="markdown",
         can_react=True,
         typing=True,
+        # The Bot API's upload limits: 50 MB a document, 10 MB a photo.
+        file_limit=50 * 1024 * 1024,
+        image_limit=10 * 1024 * 1024,
     )
 
     def __init__(
@@ -390,6 +393,20 @@ class TelegramChannel:
         except TelegramApiError as err:
             raise SendFailed(str(err)) from err
         return SendResult(message_id=message_ref(message.chat, sent))
+
+    async def send_file(self, file: OutboundFile) -> SendResult:
+        if self._task is None:
+            raise SendFailed("telegram channel is not started")
+        image = file.kind == "image"
+        method, field = ("sendPhoto", "photo") if image else ("sendDocument", "document")
+        params: dict[str, Any] = {"chat_id": str(file.chat)}
+        if file.caption:
+            params["caption"] = file.caption[:1024]  # Telegram's caption limit
+        try:
+            result = await self._api.upload(method, params, field, file.name, file.data, file.mime)
+        except TelegramApiError as err:
+            raise SendFailed(str(err)) from err
+        return SendResult(message_id=message_ref(file.chat, self._message_id(result, method)))
 
     def _reply_params(self, message: Outbound, params: dict[str, Any]) -> None:
         target = parse_ref(message.reply_to) if message.reply_to else None

@@ -54,7 +54,7 @@ from channels.whatsapp.pacing import Pacer
 from channels.whatsapp.trigger import TriggerRules, route
 from channels.whatsapp_settings import WhatsAppSettings
 from core.errors import ChannelError, SendFailed
-from core.events import Attachment, Inbound, Outbound, SendResult
+from core.events import Attachment, Inbound, Outbound, OutboundFile, SendResult
 from core.gate import Gate, OwnerOnlyGate
 from core.tasks import Spawner, cancel_and_wait
 from core.throttle import LogThrottle
@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 AlertHandler = Callable[[str], None]
 SEEN_KEEP = 500  # recent inbound messages kept for quoting and read receipts
 DOWNLOAD_TIMEOUT = 120.0
+# What WhatsApp takes from a linked device: images up to 16 MB, documents up to 100 MB.
+IMAGE_LIMIT = 16 * 1024 * 1024
+FILE_LIMIT = 100 * 1024 * 1024
 STOP_GRACE = 2.0
 
 
@@ -104,6 +107,8 @@ class WhatsAppChannel:
             min_send_interval=settings.min_send_interval_seconds,
             sends_per_minute=settings.sends_per_minute,
             reply_only=True,
+            file_limit=FILE_LIMIT,
+            image_limit=IMAGE_LIMIT,
         )
         self.on_alert = on_alert
         self._settings = settings
@@ -414,6 +419,24 @@ class WhatsAppChannel:
             )
         else:
             sent = await self._send_text(jid, message.chat, message.text, message.reply_to)
+        return SendResult(message_id=sent)
+
+    async def send_file(self, file: OutboundFile) -> SendResult:
+        """An image as a picture, anything else as a document; reply-only and paced
+        like every message."""
+        if self._health.alert:
+            raise WhatsAppUnavailable(f"WhatsApp is unavailable: {self._health.alert}")
+        if not self._may_message(file.chat):
+            raise RecipientNotAllowed(file.chat)
+        await self._pacer.acquire()
+        try:
+            sent = await self._client.send_media(
+                parse_jid(file.chat), file.data, file.kind, file.mime, file.name, file.caption
+            )
+        except Exception as err:
+            raise SendFailed(f"WhatsApp file to {file.chat} failed: {err}") from err
+        self._ledger.record_sent(sent, file.chat)
+        self._health.outbound()
         return SendResult(message_id=sent)
 
     def _may_message(self, chat: str) -> bool:

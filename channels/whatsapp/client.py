@@ -67,6 +67,12 @@ class WhatsAppClient(Protocol):
 
     async def download(self, message: Any) -> bytes: ...
 
+    async def send_media(
+        self, to: Any, data: bytes, kind: str, mime: str, name: str, caption: str
+    ) -> str:
+        """Upload ``data`` and send it as an image (``kind`` "image") or a document;
+        returns the new message's id."""
+
     async def pair_phone(self, phone: str) -> str:
         """Ask WhatsApp for a pairing code for ``phone`` (needs a live, unpaired connection)."""
 
@@ -178,6 +184,18 @@ class NeonizeClient:
 
     async def download(self, message: Any) -> bytes:
         return bytes(await self._client.download_any(message))
+
+    async def send_media(
+        self, to: Any, data: bytes, kind: str, mime: str, name: str, caption: str
+    ) -> str:
+        # neonize uploads (encrypted, to WhatsApp's media servers) while building.
+        if kind == "image":
+            message = await self._client.build_image_message(data, caption=caption or None)
+        else:
+            message = await self._client.build_document_message(
+                data, caption=caption or None, title=name, filename=name, mimetype=mime
+            )
+        return await self.send_message(to, message)
 
     async def pair_phone(self, phone: str) -> str:
         return str(await self._client.PairPhone(phone, show_push_notification=True))

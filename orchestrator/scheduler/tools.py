@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.agent.send_file import send_file
 from orchestrator.scheduler.replies import label, listing
 from orchestrator.scheduler.requests import schedule_parts
 from orchestrator.tools import ToolRegistry, ToolResult
@@ -94,14 +95,18 @@ def register_tools(registry: ToolRegistry) -> None:
         await scheduler.cancel(job)
         return ToolResult(f"cancelled {label(job)}")
 
+    # One tool for words and files (the request's bytes are counted: tests/agent/
+    # test_wire_bytes.py): ``file`` sends a repo file with ``text`` as its caption.
     @registry.tool(
         "send_message",
-        "Message the owner now (also from a scheduled job).",
-        {"text": {"type": "string"}},
+        "Message the owner now (also from a job); file: a repo path too.",
+        {"text": {"type": "string"}, "file": {"type": "string"}, "repo": {"type": "string"}},
         ["text"],
     )
     async def send_message(ctx: Context, args: dict[str, Any]) -> ToolResult:
         text = args["text"].strip()
+        if args.get("file"):
+            return await send_file(ctx, args, text)
         if not text:
             return ToolResult("error: the message is empty")
         await ctx.reply(text)  # a job's session is routed to the owner's chat

@@ -78,6 +78,19 @@ class Message:
     history: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Upload:
+    """A file a bot sent (sendDocument / sendPhoto), as the multipart form carried it."""
+
+    method: str
+    chat_id: str
+    message_id: int
+    filename: str
+    content_type: str
+    data: bytes
+    caption: str
+
+
 class _TelegramHtml(HTMLParser):
     """Parses like Telegram: known tags only, balanced, entities decoded."""
 
@@ -148,12 +161,13 @@ class FakeTelegramApi:
         # GET /file/bot<token>/<file_path>, as the Bot API does.
         self.files: dict[str, tuple[str, bytes]] = {}
         self.downloads: list[str] = []  # file paths fetched, in order
+        self.uploads: list[Upload] = []  # files the bot sent, in order
 
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
         self._changed = asyncio.Condition()
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)  # uploads, as the API
         app.router.add_post("/bot{token}/{method}", self._handle)
         app.router.add_get("/bot{token}/{method}", self._handle)
         app.router.add_get("/file/bot{token}/{path:.+}", self._file)
@@ -518,6 +532,28 @@ class FakeTelegramApi:
             if known == path:
                 return web.Response(body=data, content_type="application/octet-stream")
         return web.Response(status=404)
+
+    async def _upload(self, method: str, field_name: str, params: dict[str, Any]) -> Any:
+        chat = str(params.get("chat_id") or "")
+        part = params.get(field_name)
+        if not chat or not isinstance(part, web.FileField):
+            raise _Fail(400, f"Bad Request: there is no {field_name} in the request")
+        data = part.file.read()
+        limit = 10 * 1024 * 1024 if field_name == "photo" else 50 * 1024 * 1024
+        if len(data) > limit:
+            raise _Fail(413, "Request Entity Too Large")
+        mid = self._new_message_id(chat)
+        caption = str(params.get("caption") or "")
+        self.uploads.append(
+            Upload(method, chat, mid, part.filename, part.content_type, data, caption)
+        )
+        return {"message_id": mid, "date": int(time.time()), "chat": {"id": int(chat)}}
+
+    async def _api_sendDocument(self, params: dict[str, Any]) -> Any:
+        return await self._upload("sendDocument", "document", params)
+
+    async def _api_sendPhoto(self, params: dict[str, Any]) -> Any:
+        return await self._upload("sendPhoto", "photo", params)
 
     async def _api_deleteWebhook(self, params: dict[str, Any]) -> Any:
         self.webhook = None

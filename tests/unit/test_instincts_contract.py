@@ -559,3 +559,13 @@ async def test_model_refuses_what_it_does_not_know() -> None:
     assert "No coding CLI called 'nosuch'" in (await run("/model nosuch x", session)).said[-1]
     assert "Too many words" in (await run("/model a b c", session)).said[-1]
     assert session.persisted == 0
+
+
+async def test_link_offers_pairs_and_undoes() -> None:
+    ctx = await run("/link")
+    assert ctx.said[-1].startswith("🔗 Link code")
+    await run("/link 123456", ctx=ctx)
+    await run("/link off", ctx=ctx)
+    await run("/link 1 2", ctx=ctx)
+    assert ctx.linking.calls == ["offer", "redeem 123456", "unlink"]
+    assert "/link off undoes it" in ctx.said[-1]

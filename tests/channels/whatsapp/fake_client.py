@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import DocumentMessage, ImageMessage
+
 from channels.whatsapp import _neonize as nz
 from channels.whatsapp.client import EventSink
 from channels.whatsapp.jids import jid_str
@@ -151,6 +153,39 @@ class FakeWhatsAppClient:
         if isinstance(self.media, Exception):
             raise self.media
         return self.media
+
+    async def send_media(
+        self, to: Any, data: bytes, kind: str, mime: str, name: str, caption: str
+    ) -> str:
+        """As neonize builds it after the upload: a real image or document message."""
+        message_id = self._new_id()
+        if kind == "image":
+            message = nz.Message(
+                imageMessage=ImageMessage(
+                    mimetype=mime, caption=caption, fileLength=len(data), directPath="/v/up"
+                )
+            )
+        else:
+            message = nz.Message(
+                documentMessage=DocumentMessage(
+                    mimetype=mime,
+                    caption=caption,
+                    title=name,
+                    fileName=name,
+                    fileLength=len(data),
+                    directPath="/v/up",
+                )
+            )
+        self.calls.append(
+            Call(
+                "send_media",
+                jid_str(to),
+                caption,
+                message_id,
+                {"kind": kind, "name": name, "data": data, "message": message},
+            )
+        )
+        return message_id
 
     async def pair_phone(self, phone: str) -> str:
         self.calls.append(Call("pair_phone", extra={"phone": phone}))
