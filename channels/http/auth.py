@@ -300,10 +300,14 @@ def _ticket_in(given: str) -> str:
 
 
 def _same_origin(request: web.Request) -> bool:
-    """A browser names the page a form came from; one of another site is refused (a
-    script or curl sends no Origin at all)."""
+    """A browser says where a form came from; one of another site is refused. It says
+    so in ``Sec-Fetch-Site``, else in ``Origin`` ("null" under the pages' no-referrer
+    policy: not a site's name); a script or curl sends neither."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None:
+        return site in ("same-origin", "none")
     origin = request.headers.get("Origin")
-    if origin is None:
+    if origin is None or origin == "null":
         return True
     return urlsplit(origin).netloc == request.host
 

@@ -100,6 +100,8 @@ class Renderer:
         self.env.filters["ms"] = _ms
         self.env.filters["span"] = _span
         self.env.filters["tok"] = _tokens
+        # The time of day alone: a task's calls fit a phone's table (the page has dates).
+        self.env.filters["clock"] = lambda ts: _when(ts, self.tz)[11:] if ts else "—"
         self.env.globals["utc"] = UTC
 
     def html(self, name: str, code: int = 200, **context: Any) -> web.Response:

@@ -161,6 +161,11 @@ async def test_the_login_page_takes_the_token_and_logout_ends_the_session(web: W
             web.base + "/login", data=form, headers=evil, allow_redirects=False
         ) as r:
             assert r.status == 403
+        cross = {"Sec-Fetch-Site": "cross-site", "Origin": "null"}
+        async with browser.post(
+            web.base + "/login", data=form, headers=cross, allow_redirects=False
+        ) as r:
+            assert r.status == 403
         async with browser.get(web.base + "/tasks", allow_redirects=False) as r:
             assert r.status == 401
         form = {"token": token, "next": "//evil.example/x"}

@@ -14,6 +14,7 @@ document.addEventListener("submit", (event) => {
     event.preventDefault();
     return;
   }
+  document.dispatchEvent(new Event("fetch:leaving")); // a live page stops following
   const button = event.submitter;
   if (button instanceof HTMLButtonElement) {
     window.setTimeout(() => { button.disabled = true; }, 0); // one press, one action
@@ -59,7 +60,11 @@ function followPage() {
   }
   let busy = false;
   let again = false;
+  let leaving = false; // a form was sent: the page is going away
   const refresh = async () => {
+    if (leaving) {
+      return;
+    }
     if (busy) {
       again = true;
       return;
@@ -112,7 +117,12 @@ function followPage() {
     state.textContent = "reconnecting…";
     state.className = "live-state down";
   };
-  window.addEventListener("pagehide", () => source.close());
+  const stop = () => {
+    leaving = true;
+    source.close();
+  };
+  window.addEventListener("pagehide", stop);
+  document.addEventListener("fetch:leaving", stop);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
