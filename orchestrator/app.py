@@ -297,6 +297,8 @@ class App:
             costs=costs,
         )
         await services.blocks.load()  # the memory blocks, read once (/identity reads them)
+        await services.links.load()  # chats that share one session (/link)
+        messenger.device = services.links.route  # a pair's replies: where the owner wrote
         await services.improver.start()  # /improve runs a restart cut short: marked so
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway

@@ -184,10 +184,14 @@ class Gateway:
         logged = cleaned.text or inbound.text[:200]
         # Who said it, kept with the line: the model reads a group's history by speaker.
         sender = self._s.permissions.subject_of(inbound).id
-        self._s.store.messages.log(inbound.key, "in", logged, sender=sender)
+        # A linked device's line belongs to the session it shares (/link), and the pair's
+        # replies follow the owner to the chat they wrote from (orchestrator/links.py).
+        home = self._s.links.home_of(inbound.key)
+        self._s.links.spoke(inbound.key)
+        self._s.store.messages.log(home, "in", logged, sender=sender)
         try:
             self._s.journal.append(
-                inbound.key,
+                home,
                 "owner" if inbound.from_owner else inbound.sender,
                 logged,
                 message_id=inbound.message_id,
@@ -238,7 +242,7 @@ class Gateway:
         while True:
             inbound, text = await queue.get()
             try:
-                session = await self._s.sessions.get(key)
+                session = await self._s.sessions.get(self._s.links.home_of(key))
                 # The session's lock is FIFO: each sender's worker waits its turn, so one
                 # sender's backlog cannot starve the others in the same chat.
                 async with session.lock:
@@ -258,14 +262,14 @@ class Gateway:
                 log.exception("message %s in %s failed", inbound.message_id, key)
 
     async def _handle(self, inbound: Inbound, text: str) -> None:
-        session = await self._s.sessions.get(inbound.key)
+        session = await self._s.sessions.get(self._s.links.home_of(inbound.key))
         ctx = Context(inbound=inbound, session=session, services=self._s, text=text)
         deferred = False
         try:
             await dispatch(ctx)
             deferred = ctx.deferred
             if not deferred:
-                self._s.memory.observe(inbound.key)
+                self._s.memory.observe(session.key)
         finally:
             if deferred:
                 self._defer(session, inbound, text)

@@ -22,6 +22,7 @@ from orchestrator.facades.status import StatusFacade
 from orchestrator.facades.tasks import TasksFacade
 from orchestrator.facades.workspace import WorkspaceFacade
 from orchestrator.improve.service import Improver
+from orchestrator.links import Links
 from orchestrator.memory.facade import MemoryFacade
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
@@ -85,9 +86,11 @@ class Services:
     improver: Improver = field(init=False)  # self-improvement PRs (orchestrator/improve/)
     blocks: Blocks = field(init=False)  # memory blocks (orchestrator/blocks/)
     facades: Facades = field(init=False)
+    links: Links = field(init=False)  # chats that share one session (/link)
 
     def __post_init__(self) -> None:
         self.blocks = Blocks(self.store.blocks, self.settings.blocks)
+        self.links = Links(self.store.links)
         self.improver = Improver(
             settings=self.settings,
             store=self.store,

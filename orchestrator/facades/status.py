@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from instincts.contract import SessionPort
+from orchestrator.facades.link import named
 
 if TYPE_CHECKING:
     from orchestrator.services import Services
@@ -32,6 +33,8 @@ class StatusFacade:
         harness_name = session.data.harness or s.runner.default_harness()
         lines = [f"🐕 Fetch · {session.state}"]
         lines.append(f"repo: {session.data.repo or '(none chosen)'}")
+        if others := s.links.linked(session.key):  # /link: one conversation, two chats
+            lines.append("🔗 one conversation: " + " + ".join(map(named, [session.key, *others])))
         try:
             avail = s.runner.availability(s.harnesses.get(harness_name))
             lines.append(f"harness: {harness_name} ({avail.detail})")

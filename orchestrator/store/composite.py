@@ -13,6 +13,7 @@ from pathlib import Path
 from orchestrator.store.blocks import BlockPort, SqliteBlocks
 from orchestrator.store.db import Database
 from orchestrator.store.inbox import InboxPort, SqliteInbox
+from orchestrator.store.links import SqliteLinks
 from orchestrator.store.messages import MessagePort, SqliteMessages
 from orchestrator.store.outbox import SqliteOutbox
 from orchestrator.store.sessions import SessionPort, SqliteSessions
@@ -30,6 +31,7 @@ class Store:
         self.blocks: BlockPort = SqliteBlocks(self.db)  # memory blocks (orchestrator/blocks/)
         self.usage: UsagePort = SqliteUsage(self.db)  # the cost ledger (store/usage.py)
         self.outbox = SqliteOutbox(self.db)  # notices and the web chat's keep (outbox.py)
+        self.links = SqliteLinks(self.db)  # chats that share a session (/link, links.py)
 
     async def __aenter__(self) -> Store:
         await self.db.open()

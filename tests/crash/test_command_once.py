@@ -59,6 +59,9 @@ CASES: dict[str, tuple[Case, ...]] = {
     "workspace": (Case("/workspace demo"),),
     "harness": (Case("/harness demo"),),
     "model": (Case("/model claude-code sonnet"),),
+    # A code's row (its hash, expiry). Pairing spends the code and makes the link in one
+    # effect transaction (store/links.py); a case cannot type a code it was shown.
+    "link": (Case("/link"),),
     "remind": (Case("/remind call mom in 3 hours"),),
     "schedule": (Case(f"/schedule {TASK} at 9am"),),
     "cron": (

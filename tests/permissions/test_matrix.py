@@ -83,6 +83,7 @@ def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
         "improve",
         "prs",
         "model",  # the orchestrator's model is the owner's spend
+        "link",  # joins a chat to the owner's own conversation
     } | COLLABORATOR_INSTINCTS
     assert set(INSTINCTS) <= known, f"decide who may use {set(INSTINCTS) - known}"
     denied_tools = {
