@@ -73,7 +73,7 @@ class LiveStreams:
             self._streams.add(task)
         try:
             await response.write(b"retry: 2000\n\n")
-            await self._follow(response, fingerprint)
+            await self._follow(request, response, fingerprint)
         except ConnectionResetError:
             return response  # the page went away
         finally:
@@ -83,15 +83,18 @@ class LiveStreams:
             await response.write_eof()
         return response
 
-    async def _follow(self, response: web.StreamResponse, fingerprint: Fingerprint) -> None:
+    async def _follow(
+        self, request: web.Request, response: web.StreamResponse, fingerprint: Fingerprint
+    ) -> None:
         last = await self._read(fingerprint)
         quiet = 0.0
         while not self._closing:
             with suppress(TimeoutError):
                 async with asyncio.timeout(self._poll):
                     await self._wake.wait()
-            if self._closing:
-                return
+            transport = request.transport
+            if self._closing or transport is None or transport.is_closing():
+                return  # stopping, or the page went away: its slot is free at once
             now = await self._read(fingerprint)
             if now != last:
                 last, quiet = now, 0.0
