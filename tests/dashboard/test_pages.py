@@ -225,3 +225,16 @@ async def test_a_page_that_fails_says_so_and_the_listener_keeps_serving(web: Web
     assert status == 500 and "This page failed" in body and "no such table" in body
     status, _ = await web.get("/sessions")
     assert status == 200
+
+
+async def test_every_action_needs_the_csrf_token_even_with_the_cookie(web: Web) -> None:
+    """A logged-in browser's POST without the page's token (a forged form) is refused
+    before any handler runs; the same POST with it is not."""
+    for _method, route in [*ACTIONS, ("POST", "/logout")]:
+        path = route.replace("{id}", "1").replace("{verb}", "pause")
+        for data in ({}, {"csrf": "0" * 64}):
+            async with web.client.post(web.base + path, data=data, allow_redirects=False) as r:
+                assert r.status == 403, (path, data)
+        if path != "/logout":  # last: it ends the session
+            status, _location, _body = await web.post(path, {"csrf": web.csrf()})
+            assert status != 403, path
