@@ -29,6 +29,9 @@ JOB_COLUMNS = (
     "id, kind, text, channel, chat, cron, tz, spec, missed, status, next_at, created, creator"
 )
 OPEN = ("claimed", "delivering", "retry")
+# Why a slot was missed (``job_runs.error``), as the report words it (replies.py).
+OFFLINE = "Fetch was not running"
+CLOCK_JUMP = "the clock jumped forward"
 OWNER = "owner"  # the creator of a job the owner made (the permission model's subject id)
 
 
@@ -143,7 +146,13 @@ class JobPort(Protocol):
 
     # -- claiming --------------------------------------------------------------------
     async def claim_due(
-        self, now: float, holder: str, lease: float, up_since: float, limit: int
+        self,
+        now: float,
+        holder: str,
+        lease: float,
+        up_since: float,
+        limit: int,
+        why_missed: str = ...,
     ) -> tuple[list[Claim], int]: ...
 
     async def reclaim(
@@ -288,7 +297,13 @@ class SqliteJobs:
 
     # -- claiming --------------------------------------------------------------------
     async def claim_due(
-        self, now: float, holder: str, lease: float, up_since: float, limit: int
+        self,
+        now: float,
+        holder: str,
+        lease: float,
+        up_since: float,
+        limit: int,
+        why_missed: str = OFFLINE,
     ) -> tuple[list[Claim], int]:
         """Claim the due slot of up to ``limit`` jobs in one transaction: insert its run,
         advance the job to its next slot, record missed slots. Returns the claims and how
@@ -310,13 +325,13 @@ class SqliteJobs:
                     await db.executemany(
                         "INSERT OR IGNORE INTO job_runs(job_id, slot, status, finished_at,"
                         " error) VALUES (?,?, 'missed', ?, ?)",
-                        [(job.id, s, now, "Fetch was not running") for s in p.missed],
+                        [(job.id, s, now, why_missed) for s in p.missed],
                     )
                 if p.more_missed:
                     await db.execute(
-                        "UPDATE job_runs SET error='Fetch was not running (and more slots'"
-                        " || ' after this one)' WHERE job_id=? AND slot=?",
-                        (job.id, p.missed[-1]),
+                        "UPDATE job_runs SET error=? || ' (and more slots after this one)'"
+                        " WHERE job_id=? AND slot=?",
+                        (why_missed, job.id, p.missed[-1]),
                     )
                 # One-shots keep status 'active' with no next slot until their run ends.
                 await db.execute(

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, replace
 
 from core.events import SessionKey
-from orchestrator.scheduler.jobs import OPEN, OWNER, Claim, Job, Run
+from orchestrator.scheduler.jobs import OFFLINE, OPEN, OWNER, Claim, Job, Run
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.slots import plan
 
@@ -137,7 +137,13 @@ class MemoryJobs:
 
     # -- claiming --------------------------------------------------------------------
     async def claim_due(
-        self, now: float, holder: str, lease: float, up_since: float, limit: int
+        self,
+        now: float,
+        holder: str,
+        lease: float,
+        up_since: float,
+        limit: int,
+        why_missed: str = OFFLINE,
     ) -> tuple[list[Claim], int]:
         due = sorted(
             (
@@ -159,12 +165,12 @@ class MemoryJobs:
                         slot,
                         "missed",
                         finished_at=now,
-                        error="Fetch was not running",
+                        error=why_missed,
                     )
                 )
             if p.more_missed:
                 last = self._runs[self._slots[(job.id, p.missed[-1])]]
-                last.error = "Fetch was not running (and more slots after this one)"
+                last.error = f"{why_missed} (and more slots after this one)"
             # One-shots keep status 'active' with no next slot until their run ends.
             self._jobs[job.id] = replace(job, next_at=p.next_at)
             if p.run_slot is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.scheduler.cron import describe
-from orchestrator.scheduler.jobs import Job, Run
+from orchestrator.scheduler.jobs import CLOCK_JUMP, Job, Run
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.words import next_run_words, when_words
 
@@ -79,7 +79,13 @@ def problems_text(items: list[tuple[Job, Run]], now: float) -> str:
                 if job.missed == "run_once"
                 else "skipped, as set for this job"
             )
-            lines.append(f"⚠️ Missed while I was offline: {label(job)} at {times}{more} — {then}.")
+            jumped = all((r.error or "").startswith(CLOCK_JUMP) for r in missed)
+            why = (
+                "Missed when the clock jumped forward (the machine slept, or its time was set)"
+                if jumped
+                else "Missed while I was offline"
+            )
+            lines.append(f"⚠️ {why}: {label(job)} at {times}{more} — {then}.")
         for _j, run in runs:
             if run.status == "interrupted":
                 lines.append(

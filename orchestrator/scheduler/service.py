@@ -25,7 +25,16 @@ from orchestrator.config import Settings
 from orchestrator.messenger import Messenger
 from orchestrator.scheduler.cron import Cron
 from orchestrator.scheduler.delivery import ChatDelivery, Delivery, Inject, job_session
-from orchestrator.scheduler.jobs import OWNER, Claim, Job, JobPort, Run, SqliteJobs
+from orchestrator.scheduler.jobs import (
+    CLOCK_JUMP,
+    OFFLINE,
+    OWNER,
+    Claim,
+    Job,
+    JobPort,
+    Run,
+    SqliteJobs,
+)
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.lock import SchedulerLock
 from orchestrator.scheduler.ntfy import Ntfy
@@ -75,6 +84,7 @@ class Scheduler:
         # forward jump of the clock between two ticks (a suspend, an NTP step), which is
         # treated like a restart (_notice_jump).
         self._catch_up_since = 0.0
+        self._jumped = False  # the latest catch-up came from a clock jump, not a start
         self._last_tick_at: float | None = None
         self.fired = 0
         self.failures = 0
@@ -178,7 +188,12 @@ class Scheduler:
                 started += 1
         while True:
             claims, handled = await self.jobs.claim_due(
-                now, self.holder, cfg.lease_seconds, self._catch_up_since, CLAIM_BATCH
+                now,
+                self.holder,
+                cfg.lease_seconds,
+                self._catch_up_since,
+                CLAIM_BATCH,
+                CLOCK_JUMP if self._jumped else OFFLINE,
             )
             for claim in claims:
                 self._start(claim)
@@ -204,6 +219,7 @@ class Scheduler:
         if gap > self.settings.scheduler.tick_seconds + MISS_GRACE_SECONDS:
             log.warning("the clock moved %.0f s between two ticks: treated like a restart", gap)
             self._catch_up_since = now
+            self._jumped = True
 
     async def _refresh_summary(self) -> None:
         self._next_due = await self.jobs.next_due()

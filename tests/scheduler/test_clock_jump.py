@@ -37,6 +37,8 @@ async def test_a_forward_jump_runs_the_latest_slot_once_and_reports_the_rest(
     ]
     report = " ".join(rig.said())
     assert "#1 “check the build”" in report and "I ran the latest one late" in report
+    # Said as what happened: not "while I was offline" (Fetch ran all along).
+    assert "Missed when the clock jumped forward" in report and "offline" not in report
     assert (await rig.scheduler.jobs.get(job)).next_at == T0 + 300 * 37  # type: ignore[union-attr]
 
 
