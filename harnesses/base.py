@@ -95,6 +95,10 @@ class HarnessRequest:
     # the owner's messages while it runs; only for a ``steerable`` harness in a kennel
     # that passes stdin on.
     steer: bool = False
+    # Files the owner sent with the task, as the CLI sees them (read-only, outside the
+    # repository); the prompt names each. A CLI that must be told it may read a folder
+    # outside its workdir is told here (Claude Code: --add-dir).
+    attachments: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,10 @@ class ClaudeCode(Harness, name="claude-code"):
         ]
         if req.model:
             argv += ["--model", req.model]
+        # The owner's attachments sit outside the workdir: Read may open them (an image
+        # is read as an image), nothing may edit them (the kennel shows them read-only).
+        for folder in sorted({str(path.parent) for path in req.attachments}):
+            argv += ["--add-dir", folder]
         if req.resume:
             argv += ["--resume", req.resume]
         if req.mcp_servers:

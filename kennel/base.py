@@ -40,6 +40,10 @@ class Layout:
     # sandbox (which needs namespaces an unprivileged container cannot create) may step
     # aside. False on the local backend, where the CLI's own sandbox is what confines it.
     confined: bool = False
+    # Files the owner sent with the task (the run's ``attachments/`` beside its tree):
+    # the host folder and where the CLI sees it, read-only; None where not shown.
+    attachments_host: Path | None = None
+    attachments_seen: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from kennel.relayed import RelayedProcess, start_relayed
 
 RELAY_PORT = 4100
 RELAY_SEEN = Path("/relay/relay.sock")
+ATTACHMENTS_SEEN = Path("/fetch/attachments")  # what the owner sent with the task, read-only
 STATE_ROOT = Path("/fetch/state")  # + /<harness>; /.cache beside them is the repo's cache
 WORK_ROOT = Path("/workspace")  # + /<repo>: the run's tree
 # Host /etc entries programs need (certificates, users, the dynamic loader, Debian's
@@ -359,6 +360,8 @@ class BwrapKennel:
             relay_port=RELAY_PORT,
             path_env=self._path_env,
             confined=True,
+            attachments_host=tree.parent / "attachments",
+            attachments_seen=ATTACHMENTS_SEEN,
         )
 
     def owner(self) -> tuple[int, int] | None:
@@ -408,6 +411,9 @@ class BwrapKennel:
                 raise KennelError(f"{spec.git} is not a real folder: refusing to show it")
             m.add("--ro-bind", spec.git, work / ".git")
         m.add("--bind", spec.layout.state_host, spec.layout.state_seen)
+        shown = spec.layout.attachments_host
+        if shown is not None and spec.layout.attachments_seen is not None and shown.is_dir():
+            m.add("--ro-bind", shown, spec.layout.attachments_seen)
         cache = _shared_cache(self._home, spec)
         if cache is not None:
             m.add("--bind", *cache)

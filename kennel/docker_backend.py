@@ -207,6 +207,9 @@ class DockerKennel:
             relay_port=RELAY_PORT,
             path_env=PATH_ENV,
             confined=True,
+            # Inside the runs folder the container binds already (Fetch's files, 0644).
+            attachments_host=run / "attachments",
+            attachments_seen=RUNS / run.name / "attachments",
         )
 
     def _propagates(self, runs: Path) -> bool:

@@ -92,6 +92,8 @@ class LocalKennel:
             relay_socket=relay_dir(self._home, self.owner()) / "relay.sock",
             relay_port=port,
             path_env=self._path_env,
+            attachments_host=tree.parent / "attachments",
+            attachments_seen=tree.parent / "attachments",
         )
 
     async def close(self) -> None:

@@ -169,7 +169,9 @@ async def start_task(ctx: Context, prompt: str) -> None:
         await ctx.reply("❓ Which repo should I work in?\n" + "\n".join(f"• {n}" for n in names))
         return
     if await ctx.permit(f"repo:{repo}", f"tasks in {repo}"):
-        await ctx.services.runner.start(ctx.session, repo, prompt, ctx.subject.id)
+        await ctx.services.runner.start(
+            ctx.session, repo, prompt, ctx.subject.id, attachments=ctx.inbound.attachments
+        )
 
 
 async def _workspace(ctx: Context) -> None:

@@ -104,7 +104,14 @@ def register_tools(registry: ToolRegistry) -> None:
             )
         if not await ctx.permit(f"repo:{repo}", f"tasks in {repo}"):
             return ToolResult(f"refused: the sender may not work in {repo}", final=True)
-        await ctx.services.runner.start(ctx.session, repo, instruction, ctx.subject.id, agent)
+        await ctx.services.runner.start(
+            ctx.session,
+            repo,
+            instruction,
+            ctx.subject.id,
+            agent,
+            attachments=ctx.inbound.attachments,  # the screenshot the owner sent with it
+        )
         return ToolResult("task handed to the harness", final=True)
 
     @registry.tool(

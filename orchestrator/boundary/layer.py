@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -41,6 +42,9 @@ from orchestrator.boundary.gitops import Change, Repo
 from orchestrator.boundary.walk import Found, Limits, Refused, Tree, shown
 
 log = logging.getLogger(__name__)
+# A run's attachments: the folder's name beside tree/, and how big one file may be.
+ATTACHMENTS = "attachments"
+ATTACH_BYTES = 32 * 1024 * 1024
 OVERLAY_OPTS = "metacopy=off,redirect_dir=off,index=off"
 # What is copied back of a CLI's state after a turn (its transcript, session files):
 # enough for any CLI's resume, bounded so a hostile state folder costs little.
@@ -456,6 +460,44 @@ class Layer:
         (dest / "paths.json").write_text(json.dumps(kept))
         return kept
 
+    @property
+    def attachments(self) -> Path:
+        """Files the owner sent with the task: beside ``tree``, never in the repository,
+        shown read-only to the CLI (``Layout.attachments_seen``)."""
+        return self.root / ATTACHMENTS
+
+    def attach(self, files: list[tuple[str, Path]]) -> list[str]:
+        """Copy ``files`` (name wanted, host file) into ``attachments``: names made safe
+        and unique, regular files only (read with ``O_NOFOLLOW``), each at most
+        ``ATTACH_BYTES``, readable by the kennel's uid and owned by Fetch. Returns the
+        names given, in order; a file that cannot be read is left out (logged)."""
+        folder = self.attachments
+        folder.mkdir(mode=0o755, exist_ok=True)
+        os.chmod(folder, 0o755)  # the kennel's uid reads; only Fetch writes
+        given: list[str] = []
+        for wanted, source in files:
+            name = _attachment_name(wanted, given)
+            try:
+                fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError as err:
+                log.warning("attachment %s not copied: %s", source, err)
+                continue
+            with os.fdopen(fd, "rb") as src:
+                if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                    log.warning("attachment %s is not a file", source)
+                    continue
+                data = src.read(ATTACH_BYTES + 1)
+            if len(data) > ATTACH_BYTES:
+                log.warning("attachment %s is over %d bytes", source, ATTACH_BYTES)
+                continue
+            out = os.open(
+                folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
+            )
+            with os.fdopen(out, "wb") as dst:
+                dst.write(data)
+            given.append(name)
+        return given
+
     def drop(self) -> None:
         """Forget the run: unmount, remove its folder and what it kept. The owner's tree
         was never part of it."""
@@ -464,6 +506,18 @@ class Layer:
         _rm(self._layers.saved(self.name))
         with suppress(OSError):
             self._layers.meta(self.root).unlink(missing_ok=True)
+
+
+def _attachment_name(wanted: str, taken: list[str]) -> str:
+    """A plain file name: the sender's, its path and odd characters dropped, unique."""
+    base = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(wanted).name)
+    base = base.lstrip(".")[:80] or "attachment"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        stem, dot, ext = base.rpartition(".")
+        name = f"{stem}-{n}.{ext}" if dot and stem else f"{base}-{n}"
+    return name
 
 
 def _merge(setup: Path, tree: Path) -> None:

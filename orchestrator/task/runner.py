@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from core.errors import FetchError, GitError, HarnessFailed
-from core.events import SessionKey
+from core.events import Attachment, SessionKey
 from core.session_data import SessionData
 from harnesses.base import (
     Availability,
@@ -44,6 +44,7 @@ from orchestrator.skills.book import SkillBook
 from orchestrator.store import Store
 from orchestrator.store.db import key_str
 from orchestrator.supervisor import TaskSupervisor
+from orchestrator.task import attachments as attached
 from orchestrator.task import testrun
 from orchestrator.task.approvals import Approvals
 from orchestrator.task.progress import Progress
@@ -90,6 +91,10 @@ class RunHandle:
     # while a CLI's question waits; the change read from it once the CLI is done.
     layer: Layer | None = None
     layer_name: str | None = None  # a question's layer, to find again on the answer
+    # What the owner sent with the task (images, files; orchestrator/task/attachments.py)
+    # and the names they were given in the run's attachments/ once copied there.
+    attachments: tuple[Attachment, ...] = ()
+    attached: list[str] | None = None
     change: Change | None = None
     keep_layer: bool = False
     # The repository's setup layer under the run (orchestrator/task/setup.py), and what
@@ -228,6 +233,7 @@ class TaskRunner:
         prompt: str,
         requester: str = "owner",
         agent: str | None = None,
+        attachments: tuple[Attachment, ...] = (),
     ) -> None:
         """Start a run; the caller holds ``session.lock`` and has checked that
         ``requester`` may work in ``repo_name``. Replies on every refusal. ``agent``: the
@@ -282,6 +288,7 @@ class TaskRunner:
         session.data.task_agent = member.name  # the task's pack member (/status)
         await session.start_task()
         handle = RunHandle(task_id, harness.name, repo_name, prompt, requester, agent=member)
+        handle.attachments = attached.usable(attachments)
         if member.model and member.harness == harness.name:
             handle.model = member.model
         # The chat's /model choice for this CLI wins, as its /harness choice does.
@@ -603,6 +610,17 @@ class TaskRunner:
                 else ""
             )
             prompt = handle.answer if handle.answer is not None else handle.prompt
+            shown: tuple[Path, ...] = ()
+            seen = layout.attachments_seen
+            if handle.attachments and seen is not None:
+                if handle.attached is None:  # the first turn: copied once, named once
+                    handle.attached = await asyncio.to_thread(
+                        attached.copy_in, layer, handle.attachments
+                    )
+                    if handle.attached:
+                        note = attached.prompt_note(seen, handle.attached, handle.attachments)
+                        prompt = f"{prompt}\n\n{note}"
+                shown = tuple(seen / name for name in handle.attached)
             # The owner's messages reach the CLI while it runs when both it and the
             # kennel can take them (orchestrator/task/steer.py).
             steer = harness.steerable and self._kennel.steerable
@@ -633,6 +651,7 @@ class TaskRunner:
                 instructions=instructions_for(handle.agent),
                 skills=handed,
                 steer=steer,
+                attachments=shown,
             )
             # A fresh state folder the host just made: prepare writes where no kennel
             # has been, then the folder is handed to the kennel's uid.
