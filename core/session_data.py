@@ -22,6 +22,8 @@ class SessionData:
     task_agent: str | None = None  # the pack member that took the task (identity/pack.py)
     approval_id: int | None = None
     approval_message_id: str | None = None
+    # The task's checklist, ticked once the diff is answered (progress.answer_marks).
+    checklist: dict[str, str] = field(default_factory=dict)
     # A member's own diff handed to the owner's chat (its approval id): "withdraw" here
     # takes it back (orchestrator/task/approvals.py).
     offered_approval: int | None = None

@@ -19,9 +19,10 @@ import logging
 import re
 import secrets
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 
-from core.errors import ApprovalError, GitError
+from core.errors import ApprovalError, FetchError, GitError
 from core.events import Inbound, SessionKey
 from core.state import State
 from core.tasks import Spawner
@@ -632,6 +633,7 @@ class Approvals:
         if not await self._store.work.commit_done(intent.id, sha, message.splitlines()[0]):
             return  # a concurrent answer won; it has replied
         crash_point("commit:recorded")
+        await self._tick(session, "done")
         await self._close(session)
         files = "\n".join(f"• {f.path} +{f.added} −{f.removed}" for f in change.files[:6])
         more = f"\n• …and {len(change.files) - 6} more" if len(change.files) > 6 else ""
@@ -655,6 +657,7 @@ class Approvals:
         # already). The owner's tree was never touched.
         await self._store.work.decide_approval(row.id, "rejected")
         await self._store.work.set_task_status(row.task_id, "rejected")
+        await self._tick(session, "rejected")
         await self._close(session)
         await self._messenger.send(
             session.key,
@@ -663,6 +666,13 @@ class Approvals:
         await self._tell_requester(
             row, f"🗑 The owner said no to your task #{row.task_id}; {row.repo} is unchanged."
         )
+
+    async def _tick(self, session: Session, stage: str) -> None:
+        """The task's checklist past "your review": ✅ after a yes, ❌ after a no."""
+        marks, session.data.checklist = session.data.checklist, {}
+        if marks.get("id") and marks.get(stage):
+            with suppress(FetchError):
+                await self._messenger.send(session.key, marks[stage], edit_of=marks["id"])
 
     async def _close(self, session: Session) -> None:
         session.data.approval_id = None

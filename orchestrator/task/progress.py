@@ -76,6 +76,7 @@ class Progress:
             "coding": ("⏳", "⬚", "⬚"),
             "review": ("✅", "⏳", "⬚"),
             "done": ("✅", "✅", "✅"),
+            "rejected": ("✅", "❌", "⬚"),
             "failed": ("❌", "⬚", "⬚"),
         }[stage]
         return "\n".join(
@@ -106,6 +107,19 @@ class Progress:
             return
         self._last = now
         await self._show("coding")
+
+    def answer_marks(self) -> dict[str, str]:
+        """What the checklist becomes once the owner answers the diff (kept with the
+        session: the answer may come after a restart): its message, and its text after
+        a yes (``done``) or a no (``rejected``). Empty where it cannot be edited."""
+        channel = self._messenger.channel(self._key.channel)
+        if not self._message_id or not channel.capabilities.can_edit:
+            return {}
+        return {
+            "id": self._message_id,
+            "done": self.render("done"),
+            "rejected": self.render("rejected"),
+        }
 
     async def finish(self, stage: str) -> None:
         """The last update (review or failed), only where the checklist can be edited:

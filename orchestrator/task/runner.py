@@ -827,6 +827,7 @@ class TaskRunner:
         await self._store.work.set_task_checks(handle.task_id, checks)
         if handle.progress is not None:
             await handle.progress.finish("review")
+            session.data.checklist = handle.progress.answer_marks()
         await self._approvals.propose(
             session, handle.task_id, handle.repo, change, said, tests=handle.tests
         )

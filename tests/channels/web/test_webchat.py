@@ -99,6 +99,10 @@ async def test_a_task_streams_back_and_approve_commits(web: Web) -> None:
         assert web.state() is State.GUARDING
         status, _ = await web.chat.answer(diff, "yes")
         assert status == 202
+        # The task's checklist ticks past "your review" and "commit" once it is answered.
+        ticked = await stream.until(lambda e: e.kind == "edit" and "✅ commit" in e.text)
+        assert "✅ your review" in ticked.text
+        assert ticked.data["message_id"] == first.data["message_id"]
         done = await stream.until(lambda e: "Committed" in e.text)
     head = git(web.repo, "rev-parse", "HEAD")
     assert head != original and head[:7] in done.text
@@ -117,6 +121,8 @@ async def test_reject_restores_the_tree_and_commits_nothing(web: Web) -> None:
         diff = await stream.until(is_diff)
         assert tree_snapshot(web.repo) == before  # the kennel worked on its own layer
         assert (await web.chat.answer(diff, "no"))[0] == 202
+        ticked = await stream.until(lambda e: e.kind == "edit" and "❌ your review" in e.text)
+        assert "⬚ commit" in ticked.text
         await stream.until(lambda e: "Discarded" in e.text)
     assert tree_snapshot(web.repo) == before
     assert git(web.repo, "rev-parse", "HEAD") == head
