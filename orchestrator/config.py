@@ -64,6 +64,8 @@ class ModelSettings(StrictSettings):
     providers: tuple[ProviderEntry, ...] = ()
     max_attempts: int = Field(6, ge=1, le=50)  # requests per model call, all endpoints
     total_seconds: float = Field(180.0, gt=0, le=3600)  # and the time they may take
+    # base_url's one endpoint takes image content (model.providers: per entry, images).
+    images: bool = False
 
     @model_validator(mode="after")
     def _one_chain(self) -> ModelSettings:

@@ -6,9 +6,11 @@ session note last, so everything before it is a prefix the next turn repeats."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.agent.attached import user_content
 from orchestrator.agent.compaction import Message, Summarise, clip, compact, tokens
 from orchestrator.agent.prompt import frozen_prompt, turn_note
 from orchestrator.skills.active import messages as skill_messages
@@ -75,11 +77,13 @@ async def build_messages(
     fixed += sum(tokens(m["content"]) for m in skills)
     budget = max(RESERVE, settings.context_tokens - fixed - RESERVE)
     history = await compact(history, budget, summarise)
+    attachments = ctx.inbound.attachments
     return [
         {"role": "system", "content": system},
         *skills,
         *history,
-        {"role": "user", "content": text},
+        # The images and files that came with it (orchestrator/agent/attached.py).
+        {"role": "user", "content": await asyncio.to_thread(user_content, text, attachments)},
         {"role": "user", "content": note},
     ]
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import FetchError
 from orchestrator import completion
+from orchestrator.agent.attached import for_endpoint
 from orchestrator.providers.backoff import Backoff, retry_after
 from orchestrator.providers.keys import KeyRing
 from orchestrator.providers.settings import ProviderEntry
@@ -74,6 +75,7 @@ class Endpoint:
     model: str | None
     timeout: float
     keys: KeyRing
+    images: bool = False  # sent image parts (else their words)
     clients: dict[str, AsyncOpenAI] = field(default_factory=dict)
 
     def client(self, key: str) -> AsyncOpenAI:
@@ -99,7 +101,11 @@ def entries_of(settings: ModelSettings) -> tuple[ProviderEntry, ...]:
         return settings.providers
     if settings.base_url:
         keys = (settings.api_key,) if settings.api_key else ()
-        return (ProviderEntry(name="default", base_url=settings.base_url, api_keys=keys),)
+        return (
+            ProviderEntry(
+                name="default", base_url=settings.base_url, api_keys=keys, images=settings.images
+            ),
+        )
     return ()
 
 
@@ -126,6 +132,7 @@ class ProviderChain:
                 e.model,
                 e.timeout or settings.timeout_seconds,
                 KeyRing(e.name, e.api_keys),
+                e.images,
             )
             for e in entries_of(settings)
         ]
@@ -277,7 +284,9 @@ class ProviderChain:
         # Typed loosely on purpose: messages and tools are plain JSON here, built by
         # history.py and the registry, not the SDK's TypedDicts.
         create: Any = endpoint.client(key).chat.completions.create
-        kwargs: dict[str, Any] = {"model": name, "messages": messages, "timeout": timeout}
+        # Image parts only to an endpoint that takes them (orchestrator/agent/attached.py).
+        sent = for_endpoint(messages, endpoint.images)
+        kwargs: dict[str, Any] = {"model": name, "messages": sent, "timeout": timeout}
         if tools:
             kwargs["tools"] = tools
         try:

@@ -33,6 +33,9 @@ class ProviderEntry(StrictSettings):
     api_keys: tuple[str, ...] = ()  # tried in turn: a 401 parks one, a 429 moves on
     model: str | None = None  # default: model.name
     timeout: float | None = Field(None, gt=0, le=3600)  # seconds; default model.timeout
+    # The model takes image content (a screenshot the owner sent); else it is told in
+    # words that an image came (orchestrator/agent/attached.py).
+    images: bool = False
 
     @field_validator("name")
     @classmethod
