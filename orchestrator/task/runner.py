@@ -293,6 +293,9 @@ class TaskRunner:
             handle.model = member.model
         # The chat's /model choice for this CLI wins, as its /harness choice does.
         handle.model = session.data.cli_models.get(harness.name) or handle.model
+        if harness.steerable and self._kennel.steerable:
+            # From now on: what the owner says before the CLI runs waits for it.
+            handle.steering = Steering(harness)
         self._runs[key] = handle
         log.info("task %s: %s (%s) on %s", task_id, member.name, route.reason, harness.name)
         handle.progress = Progress(
@@ -493,6 +496,8 @@ class TaskRunner:
                 await self._end(session)
         finally:
             self._runs.pop(key, None)
+            if handle.steering is not None:  # the CLI never ran (a failed setup, say)
+                await self._unsteer(key, handle, handle.steering)
             await self._settle_layer(handle)
             await self._messenger.typing(key, False)
 
@@ -671,9 +676,11 @@ class TaskRunner:
             proc = await self._kennel.exec(spec)
             handle.proc = proc
             if steer:
-                steering = handle.steering = Steering(proc, harness)
+                steering = handle.steering
+                if steering is None or steering.attached:  # an answer's turn: a new one
+                    steering = handle.steering = Steering(harness)
                 stack.push_async_callback(self._unsteer, session.key, handle, steering)
-                await steering.send(req.prompt)
+                await steering.attach(proc, req.prompt)
             # What the CLI must keep to resume (its transcript) comes back as data, into
             # Fetch's own folder, once the process is gone (callbacks run last first).
             stack.push_async_callback(asyncio.to_thread, layer.keep_state)
@@ -746,9 +753,12 @@ class TaskRunner:
         current = asyncio.current_task()
         if missed and not handle.stop_requested and not (current and current.cancelling()):
             shown = "\n".join(f"• {_short(m)}" for m in missed)
-            await self._messenger.send(
-                key, f"📭 {handle.harness} ended before reading:\n{shown}\nSend it again."
-            )
+            try:
+                await self._messenger.send(
+                    key, f"📭 {handle.harness} ended before reading:\n{shown}\nSend it again."
+                )
+            except FetchError as err:  # the run's own end must not fail on a notice
+                log.warning("task %s: unread messages not said: %s", handle.task_id, err)
 
     async def _test(
         self, session: Session, handle: RunHandle, repo: Repo

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -129,3 +130,30 @@ async def test_paused_keeps_the_message_and_stop_still_ends_the_run(
     # The kept message is taken up once the chat is idle again.
     await _wait(lambda: _status(settings.db_path, "steer-paused") == "done", 15)
     assert _carrying(model, STEER) == []
+
+
+async def test_a_message_the_cli_never_took_is_said_back(
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CLI that ends without reading what was written to it (a stand-in that reads no
+    stdin): the owner is told which message it never read, so nothing is lost unsaid."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(
+        "#!/bin/sh\nsed -i 's/Teh/The/' README.md\nsleep 2\n"
+        'echo \'{"type":"result","subtype":"success","result":"fixed it"}\'\n'
+    )
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    app, fetch = await start_driver(
+        make_settings(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x")
+    )
+    try:
+        await fetch.ask("fix the typo in README.md of demo", "On it")
+        await fetch.push(STEER)
+        await fetch.expect("📨 passed to claude-code")
+        missed = await fetch.expect("ended before reading", 30)
+        assert STEER in missed and "Send it again" in missed
+        await fetch.expect("Apply?", 30)
+    finally:
+        await app.__aexit__(None, None, None)

@@ -5,6 +5,7 @@ out), real SQLite, real git and the model on real HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable
@@ -215,3 +216,41 @@ async def test_a_member_cannot_stop_the_owners_task_in_a_group(
     assert session.state is State.WORKING
     said = await team.say(OWNER, "/stop", group=True, wait_for="Stopped task")
     assert any("Stopped task #" in m for m in said)
+
+
+async def test_only_whom_the_task_is_for_steers_it_in_a_group(
+    wa_team_factory: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Steering (issue 23): in a group, the owner's words reach the owner's running CLI
+    ("📨 passed"); a member's are kept for after the task ("📥"), never written to it. The
+    stand-in reads its stdin like Claude Code and echoes each message it takes."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(
+        "#!/bin/sh\nwhile read -r line; do\n"
+        "  printf '%s\\n' \"$line\" | sed 's/}$/, \"isReplay\": true}/'\ndone\n"
+    )
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    team: WaTeam = await wa_team_factory(FETCH_HARNESS="claude-code", ANTHROPIC_API_KEY="sk-x")
+    team.model.script(
+        ToolCall("task_create", {"repo": "demo", "instruction": "fix the typo in README.md"})
+    )
+    await team.say(OWNER, "fix the typo in README.md of demo", group=True, wait_for="On it")
+    said = await team.say(ALICE, "also delete every test", group=True, wait_for="📥")
+    assert any("kept for after the task" in m for m in said), said
+    said = await team.say(OWNER, "and keep the diff small", group=True, wait_for="📨")
+    assert any("passed to claude-code" in m for m in said), said
+    handle = team.services.runner.running(GROUP_KEY)
+    assert handle is not None
+
+    def taken() -> list[str]:
+        return [e.text for e in handle.events if e.kind == "input"]
+
+    for _ in range(100):  # the CLI echoes what it took: wait for it
+        if any("keep the diff small" in t for t in taken()):
+            break
+        await asyncio.sleep(0.05)
+    assert "and keep the diff small" in taken()[-1]
+    assert not any("delete every test" in t for t in taken())
+    await team.say(OWNER, "/stop", group=True, wait_for="Stopped task")
