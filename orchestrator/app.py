@@ -56,7 +56,7 @@ from orchestrator.supervisor import TaskSupervisor
 from orchestrator.task.approvals import Approvals
 from orchestrator.task.recovery import recover_journal, tell
 from orchestrator.task.runner import TaskRunner
-from orchestrator.task.waiting import announce_waiting_diffs
+from orchestrator.task.waiting import announce_waiting_diffs, restore_kept_diffs
 from orchestrator.tools import build_tools
 from orchestrator.workspace import Workspace
 from skills import discover
@@ -388,6 +388,8 @@ class App:
         await messenger.deliver_held()
         await tell(messenger, recovered)
         await announce_waiting_diffs(store, sessions, approvals, workspace, messenger, permissions)
+        # Members' diffs kept for the owner's busy chat wait again (offered where it rests).
+        await restore_kept_diffs(store, sessions, approvals, permissions, supervisor)
         replayed = await gateway.replay_unfinished(unfinished)
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)

@@ -108,8 +108,8 @@ class Approvals:
         self._workspace = workspace
         self._pages: dict[int, int] = {}  # approval id -> lines already shown by "more"
         # Members' diffs kept for the owner's chat while it was busy: owner chat ->
-        # (approval id, the run's words), offered in order when it comes to rest. In
-        # memory: after a restart a kept diff stays withdrawable and expires unoffered.
+        # (approval id, the run's words), offered in order when it comes to rest; after a
+        # restart rebuilt from the members' sessions (waiting.restore_kept_diffs).
         self._waiting: dict[SessionKey, list[tuple[int, str]]] = {}
 
     async def policy(self, key: SessionKey, repo: str) -> Policy:
@@ -314,6 +314,13 @@ class Approvals:
             "as soon as it is free; say withdraw to take it back.",
         )
         return approval_id
+
+    def keep_again(self, owner: SessionKey, approval_id: int) -> None:
+        """After a restart: a member's diff that was kept for the owner's busy chat is
+        kept again (the words the run said with it are not: the diff speaks for itself)."""
+        queue = self._waiting.setdefault(owner, [])
+        if all(kept != approval_id for kept, _said in queue):
+            queue.append((approval_id, ""))
 
     def rested(self, key: SessionKey, spawner: Spawner) -> None:
         """A chat came to rest (``Sessions.on_idle``): a member's diff that waited for the

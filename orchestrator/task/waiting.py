@@ -14,10 +14,12 @@ import time
 
 from core.errors import FetchError
 from core.state import State
+from core.tasks import Spawner
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
 from orchestrator.session import Sessions
 from orchestrator.store import Store
+from orchestrator.store.db import key_str
 from orchestrator.task import diffview
 from orchestrator.task.approvals import Approvals, change_of
 from orchestrator.workspace import Workspace
@@ -67,3 +69,36 @@ async def announce_waiting_diffs(
             await session.persist()
             told += 1
     return told
+
+
+async def restore_kept_diffs(
+    store: Store,
+    sessions: Sessions,
+    approvals: Approvals,
+    permissions: Permissions,
+    spawner: Spawner,
+) -> int:
+    """After a restart: members' diffs that waited for the owner's busy chat wait again,
+    and are offered at once where that chat is at rest; how many."""
+    kept = 0
+    states = tuple(state.value for state in State)
+    for row in await store.sessions.in_states(states):
+        approval_id = row.data.get("offered_approval")
+        if not isinstance(approval_id, int):
+            continue
+        approval = await store.work.get_approval(approval_id)
+        if (
+            approval is None
+            or approval.status != "pending"
+            or approval.session != key_str(row.key)  # moved to the owner's chat already
+            or approval.expires_at < time.time()
+        ):
+            continue
+        owner = permissions.owner_chat(row.key.channel)
+        if owner is None or owner == row.key:
+            continue
+        approvals.keep_again(owner, approval_id)
+        kept += 1
+        if (await sessions.get(owner)).state is State.ALERT:
+            approvals.rested(owner, spawner)
+    return kept

@@ -202,3 +202,26 @@ async def test_a_members_scheduled_change_is_offered_to_the_owner(
     await team.say(OWNER, "yes", wait_for="Committed")
     assert git(repo, "rev-parse", "HEAD^") == base
     await team.expect(ALICE_DM, "The owner applied your task")
+
+
+async def test_a_kept_diff_survives_a_restart_and_is_offered_when_the_owner_rests(
+    wa_team_factory: Callable[..., Any],
+) -> None:
+    """Kept for the owner's busy chat, then Fetch restarts: the diff waits again (it was
+    in memory only and expired unoffered), and reaches the owner when their chat rests."""
+    team: WaTeam = await wa_team_factory()
+    repo = team.services.workspace.path("demo")
+    base = git(repo, "rev-parse", "HEAD")
+    team.model.script(ToolCall("ask_user", {"question": "Which release?"}))
+    await team.say(OWNER, "plan the next release of demo", wait_for="Which release")
+    team.model.script(FIX)
+    await team.say(ALICE, "fix the typo in README.md of demo", wait_for="busy")
+    await team.app.__aexit__(None, None, None)  # the restart
+    again: WaTeam = await wa_team_factory()
+    assert await state_of(again, OWNER_KEY) is State.WAITING
+    again.model.script(Text("release 2.0 planned"))
+    await again.say(OWNER, "2.0", wait_for="+The quick")
+    assert any("alice asked for this" in m for m in again.to(OWNER_DM))
+    await again.say(OWNER, "yes", wait_for="Committed")
+    assert git(repo, "rev-parse", "HEAD^") == base
+    assert [s for _k, s in await approvals(again)] == ["handed", "approved"]
