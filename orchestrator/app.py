@@ -134,7 +134,7 @@ def build_channels(
     if settings.webchat.enabled and auth is not None:
         from channels.web import WebChatChannel
 
-        channels.append(WebChatChannel(settings.webchat, http, auth))
+        channels.append(WebChatChannel(settings.webchat, http, auth, settings.home_dir))
     return channels
 
 

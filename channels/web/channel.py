@@ -9,6 +9,9 @@ arrives here is the owner's, by construction)::
     GET  /chat/events          the replies as Server-Sent Events (``Last-Event-ID`` or
                                ``?after=`` resumes: nothing is lost while it is kept)
     GET  /chat/static/<file>   the page's own script and style (no CDN)
+    POST /chat/upload          a file (multipart: file, text, id): an audio file is heard
+                               as a voice note, an image or a log goes with the words
+    GET  /chat/files/<t>/<n>   a file Fetch sent (/send), by its unguessable token
 
 A diff arrives with its approval's nonce; its Approve and Reject buttons send "yes" or
 "no" with that nonce and the diff message's id, exactly what a Telegram button sends:
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import mimetypes
 import re
 import uuid
 from contextlib import suppress
@@ -29,14 +33,16 @@ from typing import Any
 
 from aiohttp import web
 
+from channels import media
 from channels.base import Capabilities, InboundSink
 from channels.http import HttpServer
 from channels.http.auth import WebAuth
+from channels.web.files import SHOWN_INLINE, SentFiles, UploadRefused, read_upload
 from channels.web.outbox import Event, Outbox
 from channels.web.page import CSP, render_page
 from channels.webchat_settings import WebChatSettings
 from core.errors import SendFailed
-from core.events import Inbound, Outbound, SendResult
+from core.events import Attachment, Inbound, Outbound, OutboundFile, SendResult, SessionKey
 from core.tasks import Spawner
 
 log = logging.getLogger(__name__)
@@ -64,10 +70,25 @@ class _Refused(Exception):
 class WebChatChannel:
     name = "web"
     # Edits replace the progress message in place; the page renders fences itself.
-    capabilities = Capabilities(message_limit=100_000, can_edit=True, markup="markdown")
+    capabilities = Capabilities(
+        message_limit=100_000,
+        can_edit=True,
+        markup="markdown",
+        file_limit=50 * 1024 * 1024,  # kept on the host, served to the page: a bound
+        image_limit=10 * 1024 * 1024,
+    )
 
-    def __init__(self, settings: WebChatSettings, http: HttpServer, auth: WebAuth) -> None:
+    def __init__(
+        self,
+        settings: WebChatSettings,
+        http: HttpServer,
+        auth: WebAuth,
+        home: Path | None = None,
+    ) -> None:
         self.chat = settings.chat
+        # Uploads and sent files live in the home (none: the chat takes no files).
+        self._sessions_root = home / "sessions" if home is not None else None
+        self._sent = SentFiles(home / "web-files") if home is not None else None
         self._settings = settings
         self._http = http
         self._auth = auth
@@ -87,6 +108,8 @@ class WebChatChannel:
         http.add_route("POST", "/chat/send", guard(self._send))
         http.add_route("GET", "/chat/events", guard(self._events))
         http.add_route("GET", "/chat/static/{name}", self._static)
+        http.add_route("POST", "/chat/upload", guard(self._upload))
+        http.add_route("GET", "/chat/files/{token}/{name}", guard(self._file))
         http.on_shutdown(self._end_streams)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -141,6 +164,14 @@ class WebChatChannel:
             self._latest_diff[message.chat] = event.message_id
         return SendResult(message_id=event.message_id)
 
+    async def send_file(self, file: OutboundFile) -> SendResult:
+        if self._sink is None or self._sent is None:
+            raise SendFailed("web chat is not started")
+        link = await asyncio.to_thread(self._sent.keep, file.name, file.data)
+        said = f"📎 {file.name}" + (f": {file.caption}" if file.caption else "")
+        event = await self.outbox.put(file.chat, f"{said}\n{link}")
+        return SendResult(message_id=event.message_id)
+
     async def set_typing(self, chat: str, typing: bool) -> None:
         return None
 
@@ -161,6 +192,75 @@ class WebChatChannel:
             body=data,
             content_type=kind,
             headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
+        )
+
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        found = (
+            self._sent.find(request.match_info["token"], request.match_info["name"])
+            if (self._sent is not None)
+            else None
+        )
+        if found is None:
+            raise web.HTTPNotFound()
+        data = await asyncio.to_thread(found.read_bytes)
+        mime = media.base_mime(mimetypes.guess_type(found.name)[0] or "")
+        inline = mime in SHOWN_INLINE
+        disposition = "inline" if inline else f'attachment; filename="{found.name}"'
+        return web.Response(
+            body=data,
+            content_type=mime if inline else "application/octet-stream",
+            headers={
+                "Content-Disposition": disposition,
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "no-store",
+                "Content-Security-Policy": "default-src 'none'; sandbox",
+            },
+        )
+
+    async def _upload(self, request: web.Request) -> web.StreamResponse:
+        sink = self._sink
+        if sink is None or self._sessions_root is None:
+            return web.json_response({"error": "Fetch is not running"}, status=503)
+        try:
+            upload = await read_upload(await request.multipart())
+        except UploadRefused as refused:
+            return web.json_response({"error": str(refused)}, status=400)
+        except (ValueError, AssertionError):
+            return web.json_response({"error": "the body is not a multipart form"}, status=400)
+        client_id = upload.client_id if _CLIENT_ID.match(upload.client_id) else uuid.uuid4().hex
+        message_id = "web:" + client_id
+        folder = media.media_dir(self._sessions_root, SessionKey(self.name, self.chat))
+        path = await asyncio.to_thread(
+            media.save, folder, message_id, upload.mime, upload.kind, upload.data
+        )
+        label = {"audio": "audio", "image": "image"}.get(upload.kind, f"document {upload.name}")
+        text = upload.text.strip() or f"[{label}]"
+        attachment = Attachment(
+            upload.kind, str(path), upload.mime, upload.name, size=len(upload.data)
+        )
+        inbound = Inbound(
+            channel=self.name,
+            chat=self.chat,
+            sender=self.chat,
+            message_id=message_id,
+            text=text,
+            from_owner=True,  # behind the web token: only the owner gets here
+            attachments=(attachment,),
+        )
+        await self.outbox.put(
+            self.chat,
+            f"📎 {upload.name}" + (f"\n{upload.text}" if upload.text.strip() else ""),
+            owner=True,
+        )
+        try:
+            await sink(inbound)
+        except Exception:
+            log.exception("web chat: delivering %s failed", message_id)
+            return web.json_response(
+                {"error": "Fetch could not accept the message; see its log"}, status=500
+            )
+        return web.json_response(
+            {"accepted": True, "message_id": message_id}, status=202, headers=_HEADERS
         )
 
     # -- inbound ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from channels.web.files import LINK
 from channels.web.outbox import Event
 from core.text import FENCE
 
@@ -61,6 +62,11 @@ def render_text(text: str) -> str:
                 code = None
         elif code is not None:
             code.append(line)
+        elif (link := LINK.match(line.strip())) is not None:  # a file Fetch sent (/send)
+            if prose:
+                out.append(f'<p class="prose">{html.escape(chr(10).join(prose))}</p>')
+                prose = []
+            out.append(_file_link(line.strip(), link.group(2)))
         else:
             prose.append(line)
     if code is not None:  # an unclosed fence still shows its code
@@ -68,6 +74,15 @@ def render_text(text: str) -> str:
     if prose:
         out.append(f'<p class="prose">{html.escape(chr(10).join(prose))}</p>')
     return "".join(out)
+
+
+def _file_link(href: str, name: str) -> str:
+    """A sent file: a download link, and the picture itself when it is one."""
+    safe = html.escape(href)
+    shown = ""
+    if name.lower().endswith((".png", ".jpg", ".jpeg", ".webp", ".gif")):
+        shown = f'<img src="{safe}" alt="{html.escape(name)}">'
+    return f'<p class="file"><a href="{safe}" download>{html.escape(name)}</a>{shown}</p>'
 
 
 def _answer_form(card: _Card, csrf: str, answer: str, label: str, stale: bool) -> str:
@@ -135,6 +150,9 @@ def render_page(events: list[Event], csrf: str, gap: bool) -> str:
         f'<input type="hidden" name="csrf" value="{token}">'
         '<textarea name="text" id="text" rows="2" required '
         'placeholder="Ask Fetch… (Enter sends, Shift+Enter: new line)"></textarea>'
+        '<label class="attach" title="Send a file: an audio note, a screenshot, a log">📎'
+        '<input type="file" id="file" hidden '
+        'accept="image/*,audio/*,.txt,.log,.patch,.diff,.md,.json,.yaml,.csv,.pdf"></label>'
         '<button type="submit" id="send-button">Send</button></form>'
         "</body></html>"
     )

@@ -10,6 +10,10 @@
   const status = document.getElementById("status");
   const csrf = document.querySelector('meta[name="csrf-token"]').content;
   const FENCE = "```";
+  // A file Fetch sent (/send): served by the chat itself under an unguessable token.
+  const FILE_LINK = /^\/chat\/files\/[0-9a-f]{32}\/([A-Za-z0-9._-]{1,120})$/;
+  const PICTURE = /\.(png|jpe?g|webp|gif)$/i;
+  const picker = document.getElementById("file");
 
   function newId() {
     const bytes = new Uint8Array(12);
@@ -47,6 +51,24 @@
         }
       } else if (code !== null) {
         code.push(line);
+      } else if (FILE_LINK.test(line.trim())) {
+        flushProse();
+        const href = line.trim();
+        const name = FILE_LINK.exec(href)[1];
+        const p = document.createElement("p");
+        p.className = "file";
+        const a = document.createElement("a");
+        a.href = href;
+        a.download = name;
+        a.textContent = name;
+        p.appendChild(a);
+        if (PICTURE.test(name)) {
+          const img = document.createElement("img");
+          img.src = href;
+          img.alt = name;
+          p.appendChild(img);
+        }
+        target.appendChild(p);
       } else {
         prose.push(line);
       }
@@ -153,6 +175,37 @@
       return false;
     }
     return true;
+  }
+
+  async function upload(file) {
+    // An audio file is heard as a voice note; an image or a log goes with the words.
+    const body = new FormData();
+    body.append("id", newId());
+    body.append("text", input.value);
+    body.append("file", file, file.name);
+    const response = await fetch("/chat/upload", {
+      method: "POST",
+      headers: { "X-CSRF-Token": csrf },
+      body,
+      credentials: "same-origin",
+    });
+    if (!response.ok) {
+      let error = `HTTP ${response.status}`;
+      try {
+        error = (await response.json()).error || error;
+      } catch (_) { /* not JSON: keep the status */ }
+      note("⚠️ " + error, "error");
+      return;
+    }
+    input.value = "";
+  }
+
+  if (picker) {
+    picker.addEventListener("change", async () => {
+      const file = picker.files && picker.files[0];
+      picker.value = "";
+      if (file) await upload(file);
+    });
   }
 
   form.addEventListener("submit", async (e) => {
