@@ -55,6 +55,10 @@ class McpServer:
     url: str  # as the CLI reaches it, e.g. http://127.0.0.1:4100/mcp
 
 
+# What the CLIs accept as an image attached to a prompt (codex --image, copilot --attachment).
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif"})
+
+
 @dataclass(frozen=True, slots=True)
 class HarnessRequest:
     """Everything an adapter needs for one run; the runner fills it in, so adapters know
@@ -99,6 +103,11 @@ class HarnessRequest:
     # repository); the prompt names each. A CLI that must be told it may read a folder
     # outside its workdir is told here (Claude Code: --add-dir).
     attachments: tuple[Path, ...] = ()
+
+    @property
+    def attached_images(self) -> tuple[Path, ...]:
+        """The attachments a CLI can take as images on its first prompt."""
+        return tuple(p for p in self.attachments if p.suffix.lower() in IMAGE_SUFFIXES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,7 +105,10 @@ class Codex(Harness, name="codex"):
         mode = "danger-full-access" if req.confined else "workspace-write"
         flags = ["--json", "--skip-git-repo-check", "--sandbox", mode]
         tail = ["resume", req.resume] if req.resume else []
-        cli = [self.binary, "exec", *flags, *tail, "--", req.prompt]
+        # The owner's screenshots go with the first prompt as images (read by codex on
+        # the host side of its own sandbox); the prompt names every attachment anyway.
+        images = [] if req.resume else [f"--image={p}" for p in req.attached_images]
+        cli = [self.binary, "exec", *flags, *images, *tail, "--", req.prompt]
         # exec (not a child): the shell is replaced, the pid and process group stay.
         argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", *cli]
         env = {

@@ -84,6 +84,11 @@ class CopilotCli(Harness, name="copilot"):
         ]
         if req.resume:
             argv.append(f"--resume={req.resume}")
+        else:  # the owner's screenshots go with the first prompt as attachments
+            argv += [f"--attachment={p}" for p in req.attached_images]
+        # ... and every attachment may be read where the kennel shows it (read-only).
+        for folder in sorted({str(path.parent) for path in req.attachments}):
+            argv.append(f"--add-dir={folder}")
         if req.mcp_servers:
             # Fetch's memory and the owner's servers over the relay's socket; their tools
             # are allowed without a prompt (the host decides each call). From a file

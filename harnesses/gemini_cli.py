@@ -91,6 +91,10 @@ class GeminiCli(Harness, name="gemini-cli"):
         ]
         if req.resume:
             argv += ["--resume", req.resume]
+        # The owner's attachments sit outside the workspace: its read tools may open them
+        # (the kennel shows them read-only).
+        for folder in sorted({str(path.parent) for path in req.attachments}):
+            argv.append(f"--include-directories={folder}")
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),

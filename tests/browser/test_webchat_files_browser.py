@@ -14,7 +14,7 @@ from orchestrator.app import App
 from tests.browser.conftest import base_url, login_url, open_tab, settings_for, start_site
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser
+    from playwright.async_api import Browser, FilePayload
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.real]
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 64
@@ -37,9 +37,8 @@ async def test_the_picker_uploads_and_a_sent_file_is_a_link(browser: Browser, si
         assert page.url == base_url(site) + "/chat"
         await page.wait_for_selector("#status.live")
         await page.fill("#text", "what is this?")
-        await page.set_input_files(
-            "#file", files=[{"name": "shot.png", "mimeType": "image/png", "buffer": PNG}]
-        )
+        shot: FilePayload = {"name": "shot.png", "mimeType": "image/png", "buffer": PNG}
+        await page.set_input_files("#file", files=[shot])
         await page.wait_for_selector("article.owner:has-text('📎 shot.png')")
         assert await page.input_value("#text") == ""  # the words went with the file
         media = [p for p in site.settings.home_dir.glob("sessions/web_*/media/*")]
