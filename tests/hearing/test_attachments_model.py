@@ -138,3 +138,83 @@ async def test_a_log_sent_on_telegram_goes_inline_as_text(
         assert content[0] == {"type": "text", "text": "why?"}
         assert content[1]["type"] == "text"
         assert content[1]["text"] == f"[the owner sent crash.log]\n```\n{LOG}\n```"
+
+
+async def test_a_whatsapp_document_goes_inline_and_a_zip_is_refused_in_a_line(
+    make_settings: Callable[..., Settings],
+) -> None:
+    from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import DocumentMessage
+
+    def document(name: str, mime: str, size: int) -> Any:
+        return nz.Message(
+            documentMessage=DocumentMessage(
+                mimetype=mime,
+                title=name,
+                fileName=name,
+                caption="why?",
+                fileLength=size,
+                directPath="/v/t62.7119-24/doc",
+                mediaKey=b"k" * 32,
+            )
+        )
+
+    async with ScriptedModelServer() as model:
+        model.script(Text("Line 1 divides by zero."), Text("I cannot open zips."))
+        settings = make_settings(
+            **OWNER_DIRECT, FETCH_MODEL_BASE_URL=model.url + "/v1", FETCH_MODEL_API_KEY="k"
+        )
+        client = FakeWhatsAppClient(media=LOG.encode())
+        app = await start_app(settings, client)
+        try:
+            chat, who = jid(WA_OWNER), jid(WA_OWNER)
+            log_doc = document("crash.log", "text/plain", len(LOG))
+            client.emit(message_event(log_doc, id="3EB0DOC1", chat=chat, sender=who))
+            await wait_for(client, "Line 1 divides by zero.")
+            assert last_user(model)[1]["text"] == f"[the owner sent crash.log]\n```\n{LOG}\n```"
+            downloads = len(client.named("download"))
+            zipped = document("src.zip", "application/zip", 2048)
+            client.emit(message_event(zipped, id="3EB0DOC2", chat=chat, sender=who))
+            await wait_for(client, "I cannot open zips.")
+            assert len(client.named("download")) == downloads  # never fetched
+            assert last_user(model) == (
+                "why?\n[document src.zip not received: application/zip is not an accepted "
+                "document type]"
+            )
+        finally:
+            await app.__aexit__(None, None, None)
+
+
+async def test_a_telegram_photo_goes_as_an_image_and_a_huge_file_is_never_fetched(
+    tg: FakeTelegramApi, make_settings: Callable[..., Settings]
+) -> None:
+    async with ScriptedModelServer() as model:
+        model.script(Text("A red square."), Text("Too big for me."))
+        settings = make_settings(
+            FETCH_MODEL_BASE_URL=model.url + "/v1",
+            FETCH_MODEL_API_KEY="k",
+            FETCH__MODEL__IMAGES="true",
+        )
+        channel = TelegramChannel(
+            settings_for(tg), poll_timeout=1, backoff=Backoff(0.05, 0.2), home=settings.home_dir
+        )
+        async with build_app(settings, channels=[channel]):
+            small, large = tg.add_file(b"thumb", ".jpg"), tg.add_file(SHOT, ".jpg")
+            sizes = [
+                {"file_id": small, "file_unique_id": "s", "width": 90, "height": 90},
+                {"file_id": large, "file_unique_id": "l", "width": 1280, "height": 960},
+            ]
+            tg.push_media("photo", sizes, caption="what is it?", chat_id=OWNER, from_id=OWNER)
+            await tg.wait_for_text("A red square.", timeout=30)
+            image = last_user(model)[1]
+            # The largest size is the photo; Telegram's photos are JPEG.
+            assert image["image_url"]["url"] == (
+                "data:image/jpeg;base64," + base64.b64encode(SHOT).decode()
+            )
+            huge = {"file_id": "BIG", "file_name": "dump.log", "mime_type": "text/plain"}
+            huge["file_size"] = 21 * 1024 * 1024  # type: ignore[assignment]
+            tg.push_media("document", huge, chat_id=OWNER, from_id=OWNER)
+            await tg.wait_for_text("Too big for me.", timeout=30)
+            assert [c.params["file_id"] for c in tg.calls_to("getFile")] == [large]
+            assert last_user(model) == (
+                "[document dump.log not received: 21.0 MB is over the 20.0 MB limit]"
+            )
