@@ -365,6 +365,9 @@ class WhatsAppChannel:
 
     async def _fetch_media(self, inbound: Inbound, ref: MediaRef) -> Inbound:
         def refused(reason: str) -> Inbound:
+            if ref.kind == "audio":  # said by the ears ("🎙 Not heard: ..."), never stored
+                gone = Attachment("audio", "", ref.mime, seconds=ref.seconds, refused=reason)
+                return replace(inbound, attachments=(gone,))
             note = f"[{ref.label} not received: {reason}]"
             return replace(inbound, text=f"{inbound.text}\n{note}" if ref.captioned else note)
 

@@ -208,3 +208,21 @@ async def test_every_endpoint_failing_is_one_clear_line_and_the_fallback_is_used
             ]
         finally:
             await app.__aexit__(None, None, None)
+
+
+async def test_a_failed_download_is_one_line_and_nothing_is_kept(
+    make_settings: Callable[..., Settings],
+) -> None:
+    async with TranscriptionServer() as ears:
+        settings = make_settings(**OWNER_DIRECT, FETCH_TRANSCRIPTION_BASE_URL=ears.url)
+        client = FakeWhatsAppClient(media=RuntimeError("media server said 410"))
+        app = await start_app(settings, client)
+        try:
+            client.emit(from_owner(voice(3), "3EB0GONE"))
+            _, line = await wait_for(client, "🎙")
+            assert line == "🎙 Not heard: the download failed"
+            await asyncio.wait_for(app.drain(), 10)
+            assert ears.requests == [] and media_files(settings.home_dir) == []
+            assert "3EB0GONE" not in inbound_rows(settings.db_path)
+        finally:
+            await app.__aexit__(None, None, None)
