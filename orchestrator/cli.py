@@ -197,6 +197,13 @@ def _doctor(settings: Settings) -> int:
     chain = " -> ".join(f"{e.name} ({e.base_url})" for e in settings.model.providers)
     shown = settings.model.base_url or chain or "none (tasks go straight to the harness)"
     print(f"model:     {shown}")
+    voice = settings.transcription
+    heard = " -> ".join(f"{e.name} ({e.base_url})" for e in voice.entries())
+    print(
+        f"voice:     {heard}, {voice.model}, up to {voice.max_seconds} s"
+        if heard
+        else "voice:     none (voice notes are answered with how to set transcription.base_url)"
+    )
     try:
         choice = choose(settings.kennel)
         print(f"backend:   {choice.reason}")
