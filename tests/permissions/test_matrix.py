@@ -64,7 +64,8 @@ EXPECTED_TOOLS = {"owner": set(TOOLS), "collaborator": COLLABORATOR_TOOLS, "view
 # /autonomy (how the owner's branch may move), /project, and the memory blocks (/blocks,
 # block_update: the owner's persona and notes, always in the model's prompt), and /cost
 # (what the owner pays, and their budgets), and /improve /prs (Fetch's own code, pushed
-# and proposed with the owner's GitHub token), and /model (which model the owner pays for).
+# and proposed with the owner's GitHub token), and /model (which model the owner pays for),
+# and /send (a repository's file, whole, out of the host).
 
 
 def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
@@ -84,6 +85,7 @@ def test_the_tables_cover_every_profile_instinct_and_tool() -> None:
         "prs",
         "model",  # the orchestrator's model is the owner's spend
         "link",  # joins a chat to the owner's own conversation
+        "send",  # a file of the owner's repository leaves the host, whole
     } | COLLABORATOR_INSTINCTS
     assert set(INSTINCTS) <= known, f"decide who may use {set(INSTINCTS) - known}"
     denied_tools = {
