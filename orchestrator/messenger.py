@@ -57,7 +57,7 @@ class Messenger:
         self._channels: dict[str, Channel] = {}
         # Recent ids of messages Fetch sent, per channel: a quote-reply to one of them is
         # addressed to Fetch even in a group without the trigger.
-        self._sent: dict[str, OrderedDict[str, None]] = {}
+        self._sent: dict[str, OrderedDict[str, str]] = {}  # channel -> id -> chat
         self._routes: dict[SessionKey, SessionKey] = {}
         self._copies: dict[SessionKey, Callable[[str], None]] = {}
         # Channels that have started (App marks them): a notice to any other waits in
@@ -145,11 +145,19 @@ class Messenger:
     def sent_by_fetch(self, channel: str, message_id: str) -> bool:
         return message_id in self._sent.get(channel, {})
 
-    def _remember(self, channel: str, message_id: str) -> None:
+    def _elsewhere(self, message_id: str, key: SessionKey) -> bool:
+        """A message Fetch sent to another chat than ``key``: a linked pair's other
+        device (orchestrator/links.py). Unknown (before a restart): not elsewhere."""
+        here = self._sent.get(key.channel)
+        if here is not None and here.get(message_id) == key.chat:
+            return False
+        return any(ids.get(message_id) is not None for ids in self._sent.values())
+
+    def _remember(self, channel: str, message_id: str, chat: str) -> None:
         if not message_id:
             return
         ids = self._sent.setdefault(channel, OrderedDict())
-        ids[message_id] = None
+        ids[message_id] = chat
         if len(ids) > 2000:
             ids.popitem(last=False)
 
@@ -191,7 +199,7 @@ class Messenger:
         key = self._to(key)
         channel = self.channel(key.channel)
         caps = channel.capabilities
-        if edit_of and self.device is not None and edit_of not in self._sent.get(key.channel, {}):
+        if edit_of and self._elsewhere(edit_of, key):
             edit_of = None  # sent on the pair's other device: this one gets a new message
         if caps.markup != "json":
             text = phone_wrap(text)
@@ -214,7 +222,7 @@ class Messenger:
         parts = split_message(caps.render(text), caps.message_limit, caps.measure)
         if edit_of and caps.can_edit and len(parts) == 1:
             edited = await channel.send(Outbound(key.channel, key.chat, parts[0], edit_of=edit_of))
-            self._remember(key.channel, edited.message_id)
+            self._remember(key.channel, edited.message_id, key.chat)
             return edited
         last = SendResult(message_id="")
         for i, part in enumerate(parts):
@@ -223,7 +231,7 @@ class Messenger:
             last = await channel.send(
                 Outbound(key.channel, key.chat, part, reply_to=quote, approval_nonce=nonce)
             )
-            self._remember(key.channel, last.message_id)
+            self._remember(key.channel, last.message_id, key.chat)
         return last
 
     async def send_file(
@@ -255,7 +263,7 @@ class Messenger:
         sent = await channel.send_file(
             OutboundFile(key.channel, key.chat, name, data, mime, kind, caption)
         )
-        self._remember(key.channel, sent.message_id)
+        self._remember(key.channel, sent.message_id, key.chat)
         return sent
 
 

@@ -87,6 +87,10 @@ async def test_linked_terminal_and_phone_share_one_session(
         done = await said(tg, OWNER, "Committed", on_phone)
         assert git(repo, "rev-parse", "HEAD^") == base
         assert git(repo, "rev-parse", "HEAD")[:7] in done
+        # The task's card was in the terminal: the phone gets its tick as a new message,
+        # never as an edit of whichever phone message had the terminal card's id.
+        assert [m.text for m in tg.sent(OWNER) if m.edits] == []
+        assert [m for m in tg.sent(OWNER) if "✅ your review" in m.text and "✅ commit" in m.text]
         # One history: the terminal's lines are logged in the phone chat's session.
         await fetch.services.store.db.flush()  # the log is written behind
         logged = _rows(settings.db_path, "SELECT session, text FROM messages")
