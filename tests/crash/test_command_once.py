@@ -90,7 +90,7 @@ CASES: dict[str, tuple[Case, ...]] = {
 }
 READ_ONLY = (
     *("/help", "/commands", "/status", "/project", "/memory", "/skills", "/cost"),
-    *("/prs", "/identity", "/whoami", "/tools", "/memory sky"),
+    *("/prs", "/identity", "/whoami", "/tools", "/memory sky", "/send README.md"),
 )
 
 
