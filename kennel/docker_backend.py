@@ -184,6 +184,14 @@ class DockerKennel:
             self._shared = same and _share(runs)
         return self._shared
 
+    def could_mount(self) -> bool:
+        """``host_mounts``'s answer without making the shared mount (``fetch doctor``
+        asks, and must leave nothing mounted behind it)."""
+        if self._shared is not None:
+            return self._shared
+        runs = self._home / "runs"
+        return os.geteuid() == 0 and self._paths.to_host(runs) == str(runs)
+
     def owner(self) -> tuple[int, int] | None:
         """The dedicated uid when Fetch is root (it hands each run's folders to it);
         Fetch's own otherwise, which can hand nothing to another uid: the run's copy is

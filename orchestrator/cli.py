@@ -215,7 +215,10 @@ def _doctor(settings: Settings) -> int:
             print(line)  # which uid the CLI runs as and why; which limits apply
         from orchestrator.boundary.layer import describe_kind
 
-        print(f"layers:    {describe_kind(settings.home_dir / 'runs', kennel.host_mounts)}")
+        # Asked without mounting anything (the Docker kennel's answer would make one).
+        could = getattr(kennel, "could_mount", None)
+        mounts = could() if callable(could) else kennel.host_mounts
+        print(f"layers:    {describe_kind(settings.home_dir / 'runs', mounts)}")
         print(f"setup:     {_setup_line(settings)}")
         for line in _mcp_lines(settings):
             print(line)

@@ -133,5 +133,8 @@ def test_doctor_says_which_credential_and_what_cannot_sign_in(tmp_path: Path) ->
     )
     out = done.stdout
     assert "claude-code: " in out and "subscription token configured" in out, out
+    # fetch doctor leaves nothing mounted behind it (the Docker kennel's runs folder).
+    with open("/proc/self/mountinfo", encoding="utf-8") as table:
+        assert str(home) not in table.read()
     assert "ChatGPT sign-in is not supported" in out and "Google sign-in" in out
     assert TOKEN not in out + done.stderr
