@@ -688,6 +688,7 @@ class TaskRunner:
             if handle.paused:  # /pause came while the kennel was starting
                 await proc.pause()
             progress = handle.progress or Progress(self._messenger, session.key, handle.harness)
+            first_event = len(handle.events)  # this process's events start here
             async with asyncio.timeout(settings.harness.timeout_seconds) as handle.deadline:
                 if handle.paused:
                     _hold(handle)
@@ -711,10 +712,12 @@ class TaskRunner:
                 None,
             )
             usage = next((e for e in reversed(handle.events) if e.kind == "usage"), None)
+            # Every turn of this process: a steered CLI may run more than one (each with
+            # its own counts); its cost is the session's running total.
+            turns = [e for e in handle.events[first_event:] if e.kind == "usage"]
             tokens = (
-                (int(usage.data.get("tokens_in", 0)), int(usage.data.get("tokens_out", 0)))
-                if usage
-                else (0, 0)
+                sum(int(e.data.get("tokens_in", 0)) for e in turns),
+                sum(int(e.data.get("tokens_out", 0)) for e in turns),
             )
             if tokens == (0, 0):
                 # Some CLIs (copilot BYOK) report no usage; the relay saw every call.

@@ -59,6 +59,14 @@ def _status(db: Path, message_id: str) -> str:
         conn.close()
 
 
+def _row(db: Path, sql: str) -> tuple[object, ...]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return tuple(conn.execute(sql).fetchone())
+    finally:
+        conn.close()
+
+
 async def _wait(predicate: Callable[[], bool], timeout: float) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -94,7 +102,7 @@ async def test_a_message_mid_run_reaches_the_cli_s_next_request(
 async def test_a_message_after_the_last_request_gets_a_turn_of_its_own(
     claude: tuple[Driver, Settings], model: ScriptedModelServer
 ) -> None:
-    fetch, _ = claude
+    fetch, settings = claude
     repo = fetch.services.workspace.path("demo")
     model.script(
         EditFile(str(repo / "README.md"), "Teh quick", "The quick"),  # Read, then Edit
@@ -110,6 +118,11 @@ async def test_a_message_after_the_last_request_gets_a_turn_of_its_own(
     assert "Switched to British spelling." in card
     assert _carrying(model, STEER) == [3]
     assert not model.pending
+    # Both turns count: the task's tokens are what the relay saw of all four calls.
+    calls = [json.loads(line) for line in (settings.home_dir / "relay.jsonl").open()]
+    seen = sum(int(c.get("tokens_in") or 0) for c in calls if c.get("task") == 1)
+    row = _row(settings.db_path, "SELECT tokens_in FROM tasks WHERE id = 1")
+    assert seen > 0 and row == (seen,)
 
 
 async def test_paused_keeps_the_message_and_stop_still_ends_the_run(
