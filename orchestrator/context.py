@@ -126,7 +126,9 @@ class Context:
         from orchestrator.facades.link import LinkFacade
 
         s = self.services
-        return LinkFacade(s.links, s.permissions, s.messenger, self.subject, self.inbound.key)
+        return LinkFacade(
+            s.links, s.permissions, s.messenger, s.sessions, self.subject, self.inbound.key
+        )
 
     @property
     def status(self) -> StatusFacade:

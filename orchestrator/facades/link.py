@@ -7,10 +7,12 @@ from contextlib import suppress
 
 from core.errors import FetchError
 from core.events import SessionKey
+from core.state import State
 from orchestrator.links import DESK, PHONE, TTL, Links
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.model import OWNER, Subject
 from orchestrator.permissions.service import Permissions
+from orchestrator.session import Sessions
 
 NAMES = {"whatsapp": "WhatsApp", "telegram": "Telegram", "web": "the web chat",
          "terminal": "the terminal"}  # fmt: skip
@@ -26,11 +28,13 @@ class LinkFacade:
         links: Links,
         permissions: Permissions,
         messenger: Messenger,
+        sessions: Sessions,
         subject: Subject,
         chat: SessionKey,
     ) -> None:
         self._links = links
         self._messenger = messenger
+        self._sessions = sessions
         self._permissions = permissions
         self._subject = subject
         self._chat = chat  # the chat typed in (a linked device's own, not its home's)
@@ -46,6 +50,20 @@ class LinkFacade:
             return "🔒 A group cannot be linked: use your own chat with Fetch."
         return None
 
+    async def _busy(self) -> str | None:
+        """A desk chat joins its home's session and its own is set aside until /link off:
+        nothing may wait in it (a diff, a question, a paused task)."""
+        chat = self._chat
+        if chat.channel not in DESK or self._links.home_of(chat) != chat:
+            return None
+        own = await self._sessions.get(chat)
+        if own.state is State.ALERT:
+            return None
+        return (
+            f"⏸ Something waits in {named(chat)} ({own.state.value}): answer it or /stop it "
+            "first, then /link."
+        )
+
     def status(self) -> str:
         others = self._links.linked(self._chat)
         if not others:
@@ -53,7 +71,7 @@ class LinkFacade:
         return "🔗 one conversation with " + ", ".join(named(k) for k in others)
 
     async def offer(self) -> str:
-        refused = self._refused()
+        refused = self._refused() or await self._busy()
         if refused:
             return refused
         code = await self._links.offer(self._chat)
@@ -69,7 +87,7 @@ class LinkFacade:
         )
 
     async def redeem(self, code: str) -> str:
-        refused = self._refused()
+        refused = self._refused() or await self._busy()
         if refused:
             return refused
         made = await self._links.redeem(self._chat, code)

@@ -111,6 +111,10 @@ async def test_a_member_can_never_link_into_the_owners_session(
 ) -> None:
     settings = make_settings(FETCH__ALLOWLIST=f'["telegram:{MEMBER}"]')
     async with running(settings, tg) as fetch:
+        # A diff waiting in the terminal's own session: it would be set aside unseen.
+        await fetch.ask("fix the typo in README.md of demo", "Apply? (yes/no)", 60)
+        assert "(GUARDING)" in await fetch.ask("/link", "Something waits")
+        await fetch.ask("no", "Discarded")
         offer = await fetch.ask("/link", "Link code")
         code = re.search(r"Link code: (\d{6})", offer)
         assert code is not None
