@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from neonize.proto.waE2E.WAWebProtobufsE2E_pb2 import (
+    AudioMessage,
+    DocumentMessage,
     ProtocolMessage,
     StickerMessage,
     VideoMessage,
@@ -120,6 +122,45 @@ def cases() -> dict[str, Any]:
             image(mime="image/gif"), id="3EB0C0FFEE000016", kind="media", **dm
         ),
         "voice_note": message_event(voice_note(67), id="3EB0C0FFEE000017", kind="media", **dm),
+        "voice_note_too_long_for_the_ears": message_event(
+            voice_note(601), id="3EB0C0FFEE00001D", kind="media", **dm
+        ),
+        "audio_midi_refused": message_event(
+            nz.Message(
+                audioMessage=AudioMessage(
+                    mimetype="audio/x-midi", seconds=12, PTT=False, fileLength=4000
+                )
+            ),
+            id="3EB0C0FFEE00001E",
+            kind="media",
+            **dm,
+        ),
+        "document_log": message_event(
+            nz.Message(
+                documentMessage=DocumentMessage(
+                    mimetype="text/plain",
+                    title="crash.log",
+                    fileName="crash.log",
+                    caption="why?",
+                    fileLength=2048,
+                    directPath="/v/t62.7119-24/doc",
+                    mediaKey=b"k" * 32,
+                )
+            ),
+            id="3EB0C0FFEE00001F",
+            kind="media",
+            **dm,
+        ),
+        "document_zip_refused": message_event(
+            nz.Message(
+                documentMessage=DocumentMessage(
+                    mimetype="application/zip", fileName="src.zip", fileLength=4096
+                )
+            ),
+            id="3EB0C0FFEE000020",
+            kind="media",
+            **dm,
+        ),
         "video_unsupported": message_event(
             nz.Message(
                 videoMessage=VideoMessage(

@@ -35,7 +35,8 @@ FIELDS = (
     "attachments",
 )
 SENT = {"3EB0D1FF000000000001"}  # ids of messages Fetch sent (the diff)
-CONTEXT = NormalizeContext(owner=OWNER, max_media_bytes=16 * 1024 * 1024)
+# The app's defaults: whatsapp.max_media_bytes, transcription.max_seconds.
+CONTEXT = NormalizeContext(owner=OWNER, max_media_bytes=16 * 1024 * 1024, max_audio_seconds=300)
 RULES = TriggerRules()
 
 
@@ -67,6 +68,8 @@ def as_json(decision: Route) -> dict[str, Any]:
                 "declared_bytes": message.media.declared_bytes,
                 "label": message.media.label,
                 "captioned": message.media.captioned,
+                "seconds": message.media.seconds,
+                "name": message.media.name,
             }
         )
     return out
