@@ -313,6 +313,7 @@ class App:
             transcriber,
             settings.transcription,
             refusal=costs.refusal,
+            member_rate=settings.gateway.rate_per_minute,
         )
         self.ears = ears
         if settings.scheduler.enabled:

@@ -32,6 +32,7 @@ from channels.base import InboundSink
 from core.events import Attachment, Inbound, SessionKey
 from orchestrator.hearing.settings import HOW_TO_SET, TranscriptionSettings
 from orchestrator.hearing.transcriber import Transcriber, TranscriptionFailed
+from orchestrator.limits import SenderLimits, Verdict
 from orchestrator.messenger import PHONE_WIDTH, Messenger
 from orchestrator.supervisor import TaskSupervisor
 
@@ -74,6 +75,7 @@ class Ears:
         transcriber: Transcriber,
         settings: TranscriptionSettings,
         refusal: Callable[[], str | None] = lambda: None,
+        member_rate: float = 30.0,
     ) -> None:
         self._receive = receive
         self._allowed = allowed
@@ -83,6 +85,10 @@ class Ears:
         self._settings = settings
         self._refusal = refusal  # the daily budget's answer (orchestrator/costs/)
         self._tails: dict[SessionKey, asyncio.Task[None]] = {}
+        # A member's voice notes cost a transcription each before the gateway's own
+        # limit sees them: the same rate, refused here first (the owner is never limited).
+        self._member_rate = member_rate
+        self._limits = SenderLimits(member_rate)
 
     async def receive(self, inbound: Inbound) -> None:
         key = inbound.key
@@ -123,6 +129,16 @@ class Ears:
         if not self._allowed(inbound):
             log.info("voice note from non-allowed sender %s dropped", inbound.sender)
             return None
+        if not inbound.from_owner:
+            verdict = self._limits.check(f"{inbound.channel}:{inbound.sender}")
+            if verdict is Verdict.REFUSE_AND_TELL:
+                await self._say(
+                    inbound,
+                    f"🎙 Not heard: more than {self._member_rate:g} voice notes a minute; "
+                    "send it again in a minute.",
+                )
+            if verdict is not Verdict.PASS:
+                return None
         problem = self._problem(audio)
         if problem is not None:
             await self._say(inbound, f"🎙 Not heard: {problem}")

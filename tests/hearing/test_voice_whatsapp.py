@@ -226,3 +226,36 @@ async def test_a_failed_download_is_one_line_and_nothing_is_kept(
             assert "3EB0GONE" not in inbound_rows(settings.db_path)
         finally:
             await app.__aexit__(None, None, None)
+
+
+async def test_a_members_voice_notes_are_limited_before_any_transcription(
+    make_settings: Callable[..., Settings],
+) -> None:
+    async with TranscriptionServer(default="hello") as ears:
+        settings = make_settings(
+            **OWNER_DIRECT,
+            FETCH_TRANSCRIPTION_BASE_URL=ears.url,
+            FETCH__ALLOWLIST=f"[whatsapp:{FRIEND}]",
+            FETCH__GATEWAY__RATE_PER_MINUTE="1",
+        )
+        client = FakeWhatsAppClient(media=OGG)
+        app = await start_app(settings, client)
+        try:
+            for n in range(3):
+                note = message_event(
+                    voice(3), id=f"3EB0MEM{n}", chat=jid(FRIEND), sender=jid(FRIEND)
+                )
+                client.emit(note)
+            _, line = await wait_for(client, "🎙 Not heard")
+            assert "more than 1 voice notes a minute" in " ".join(line.split())
+            await asyncio.wait_for(app.drain(), 10)
+            assert len(ears.requests) == 1  # the first only; the others cost nothing
+            assert sum("🎙 Not heard" in t for t in client.sent_texts) == 1  # told once
+            # The owner is never limited by a member's flood.
+            for n in range(2):
+                client.emit(from_owner(voice(3), f"3EB0OWN{n}"))
+            async with asyncio.timeout(10):
+                while len(ears.requests) < 3:  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)
+        finally:
+            await app.__aexit__(None, None, None)
