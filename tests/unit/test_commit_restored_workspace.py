@@ -18,12 +18,16 @@ def test_yes_commits_in_a_restored_copy(tmp_path: Path) -> None:
     shutil.copytree(original, restored)  # new inodes and times; the same index file
     repo = Repo(restored)
     base = repo.head()
-    blob = subprocess.run(
-        ["git", "-C", str(restored), "hash-object", "-w", "--stdin"],
-        input=b"ONE\n",
-        capture_output=True,
-        check=True,
-    ).stdout.decode().strip()
+    blob = (
+        subprocess.run(
+            ["git", "-C", str(restored), "hash-object", "-w", "--stdin"],
+            input=b"ONE\n",
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
     tree = repo.tree_from(base, f"100644 {blob}\ta.txt\0".encode())
     change = repo.change_between(base, tree)
     sha = repo.commit(change, "a.txt in capitals")
