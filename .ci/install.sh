@@ -67,7 +67,13 @@ done
 # A real MCP server from the registry for the tests of the owner's MCP servers
 # (orchestrator/mcphost/, tests/mcphost/): the reference filesystem server, pinned.
 MCP_FS="@modelcontextprotocol/server-filesystem@2026.8.31"
-if ! npm ls -g --depth=0 "${MCP_FS%@*}" 2>/dev/null | grep -q "${MCP_FS##*@}"; then
+have_mcp_fs() {  # installed at the pinned version (its package.json, beside dist/)
+    local bin
+    bin="$(command -v mcp-server-filesystem 2>/dev/null)" || return 1
+    grep -q "\"version\": \"${MCP_FS##*@}\"" \
+        "$(dirname "$(readlink -f "$bin")")/../package.json" 2>/dev/null
+}
+if ! have_mcp_fs; then
     log "npm install -g $MCP_FS"
     npm install -g --no-fund --no-audit "$MCP_FS" >&2
 fi
