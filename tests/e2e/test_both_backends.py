@@ -26,6 +26,7 @@ from tests.fakes.require import missing, require_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 NON_ROOT = 4270  # no account of the machine's: a user Fetch would run as
+SOURCE = Path("/root/fetch-source")  # where the child sees this checkout (below)
 
 
 @pytest.fixture(params=["bwrap", "docker"])
@@ -50,7 +51,8 @@ async def test_journey_as_root(backend: str, journey: str, workspace: Path, tmp_
 def _as_non_root(argv: list[str], home: Path) -> list[str]:
     """``argv`` as uid NON_ROOT (with the engine socket's group), in a mount namespace of
     its own where /root is a 0755 tmpfs showing only this Python's install: the pyenv
-    interpreter lives under /root (0700), which another uid cannot otherwise reach."""
+    interpreter lives under /root (0700), which another uid cannot otherwise reach; this
+    checkout is shown at ``SOURCE`` there, and the command starts in it."""
     prefix = Path(sys.prefix).resolve()
     groups = [str(grp.getgrnam("docker").gr_gid)] if _has_group("docker") else []
     keep = home / "python"
@@ -59,6 +61,8 @@ def _as_non_root(argv: list[str], home: Path) -> list[str]:
         f"mkdir -p {keep}; mount --bind {prefix} {keep}; "
         "mount -t tmpfs -o mode=0755 tmpfs /root; "
         f"mkdir -p {prefix}; mount --bind {keep} {prefix}; "
+        # The checkout too: a clone in a 0700 folder (mktemp -d) is out of its reach.
+        f"mkdir -p {SOURCE}; mount --bind {ROOT} {SOURCE}; cd {SOURCE}; "
         f"exec setpriv --reuid {NON_ROOT} --regid {NON_ROOT} "
         f"{'--groups ' + ','.join(groups) if groups else '--clear-groups'} "
         '--inh-caps=-all -- "$@"'
@@ -89,7 +93,7 @@ async def test_journeys_as_a_non_root_user(backend: str, tmp_path: Path) -> None
         "HOME": str(home),
         "TMPDIR": str(home),
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(SOURCE),
         **({"CI": os.environ["CI"]} if "CI" in os.environ else {}),
     }
     argv = [sys.executable, "-m", "tests.e2e.journeys", "--backend", backend]
