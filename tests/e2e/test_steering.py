@@ -119,7 +119,8 @@ async def test_a_message_after_the_last_request_gets_a_turn_of_its_own(
     assert _carrying(model, STEER) == [3]
     assert not model.pending
     # Both turns count: the task's tokens are what the relay saw of all four calls.
-    calls = [json.loads(line) for line in (settings.home_dir / "relay.jsonl").open()]
+    text = (settings.home_dir / "relay.jsonl").read_text(encoding="utf-8")
+    calls = [json.loads(line) for line in text.splitlines() if line.strip()]
     seen = sum(int(c.get("tokens_in") or 0) for c in calls if c.get("task") == 1)
     row = _row(settings.db_path, "SELECT tokens_in FROM tasks WHERE id = 1")
     assert seen > 0 and row == (seen,)
