@@ -97,7 +97,7 @@ async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
         held = await fetch.ask("/pause", "Paused task")
         assert "/resume" in held
         # A pause that came while the kennel was still starting lands as soon as it has.
-        await until(lambda: set(states(pids).values()) == {"T"}, 5)
+        await until(lambda: set(states(pids).values()) == {"T"}, 15)  # a loaded CI box
         assert "WORKING" in await fetch.ask("/status", "Fetch ·")
         assert "task: #1 claude-code (paused)" in await fetch.ask("/project", "📁 demo")
         assert "/resume continues it" in await fetch.ask("and the tests too", "is paused")
@@ -130,7 +130,7 @@ async def test_stop_ends_a_paused_task(
         await until(lambda: "The quick" in in_layer(home, repo, "README.md"))
         pids = cli_pids(repo)
         await fetch.ask("/pause", "Paused task")
-        await until(lambda: set(states(pids).values()) == {"T"}, 5)
+        await until(lambda: set(states(pids).values()) == {"T"}, 15)  # a loaded CI box
         stopped = await fetch.ask("/stop", "Stopped task")
         assert "still alive" not in stopped
         await until(lambda: not cli_pids(repo), 5)
