@@ -173,6 +173,18 @@ class Messenger:
         except Exception as err:  # cosmetic: log and carry on
             log.info("typing indicator on %s failed: %s", key.channel, err)
 
+    async def answered(self, key: SessionKey, nonce: str, answer: str) -> None:
+        """A diff's approval closed (``answer``: yes or no), however it was answered:
+        a channel that shows the diff with buttons (the web chat) turns them off."""
+        channel = self._channels.get(key.channel)
+        hook = getattr(channel, "diff_answered", None)
+        if hook is None:
+            return
+        try:
+            await hook(key.chat, nonce, answer)
+        except Exception as err:  # cosmetic: the answer itself stands
+            log.info("marking the answered diff on %s failed: %s", key.channel, err)
+
     def channels(self) -> list[Channel]:
         return list(self._channels.values())
 

@@ -140,6 +140,15 @@ class WebChatChannel:
         if streams:
             await asyncio.wait(streams, timeout=2.0)
 
+    async def diff_answered(self, chat: str, nonce: str, answer: str) -> None:
+        """The approval behind a diff closed, answered anywhere (typed here, on a linked
+        phone, from the dashboard): kept as answered, so a reload shows its buttons off
+        and a press is refused. A button press here already did this."""
+        if chat != self.chat or nonce in self._answered:
+            return
+        self._answered.add(nonce)
+        await self.outbox.put(chat, answer, owner=True, nonce=nonce)
+
     def health(self) -> str:
         if self._sink is None:
             return "web chat: stopped"

@@ -641,6 +641,7 @@ class Approvals:
             return  # a concurrent answer won; it has replied
         crash_point("commit:recorded")
         await self._tick(session, "done")
+        await self._messenger.answered(session.key, row.nonce, "yes")
         await self._close(session)
         files = "\n".join(f"• {f.path} +{f.added} −{f.removed}" for f in change.files[:6])
         more = f"\n• …and {len(change.files) - 6} more" if len(change.files) > 6 else ""
@@ -665,6 +666,7 @@ class Approvals:
         await self._store.work.decide_approval(row.id, "rejected")
         await self._store.work.set_task_status(row.task_id, "rejected")
         await self._tick(session, "rejected")
+        await self._messenger.answered(session.key, row.nonce, "no")
         await self._close(session)
         await self._messenger.send(
             session.key,

@@ -57,3 +57,23 @@ async def test_an_answered_diffs_buttons_stay_off_after_a_reload_and_a_restart(
         assert status == 409 and "answered already" in body["error"]
     finally:
         await stop(second)
+
+
+async def test_a_diff_answered_by_typing_shows_its_buttons_off_too(
+    web_settings: Callable[..., Settings],
+) -> None:
+    """Answered without its buttons (typed "no" here; the phone or the dashboard go the
+    same way): the approval's close turns the buttons off, across a reload."""
+    web = await start(web_settings())
+    try:
+        async with web.chat.stream() as stream:
+            await web.chat.send(TYPO)
+            diff = await stream.until(is_diff)
+            await web.chat.send("no")
+            await stream.until(lambda e: "Discarded" in e.text)
+        card = _card(await _page(web), diff.data["message_id"])
+        assert card.count(" disabled>") == 2 and "answered: no" in card, card
+        status, body = await web.chat.answer(diff, "yes")
+        assert status == 409 and "answered already" in body["error"]
+    finally:
+        await stop(web)
