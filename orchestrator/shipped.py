@@ -2,8 +2,8 @@
 installed as the package ``fetch_data`` (setup.py maps the name to the folder, so a wheel,
 ``pipx install .`` and an editable install all carry it).
 
-A checkout used without installing it again since ``data/`` moved (an older editable
-install does not know ``fetch_data``) still finds the folder beside the packages.
+A checkout uses the folder beside its own packages first (the files of the code that
+runs, whatever an editable install points at); an install, its ``fetch_data``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,16 @@ from core.errors import ConfigError
 
 
 def _locate() -> Path:
+    # The data of the very source tree this code runs from, when it is a checkout: the
+    # same files as the code (an editable install elsewhere, or one another user cannot
+    # read, never decides); else the installed package's.
+    checkout = Path(__file__).resolve().parents[1] / "data"
+    if (checkout / "identity").is_dir() and (checkout / "web").is_dir():
+        return checkout
     try:
         # Installs are unpacked (never zipped), so the resource folder is a real Path.
         return Path(str(resources.files("fetch_data")))
-    except ModuleNotFoundError:
-        checkout = Path(__file__).resolve().parents[1] / "data"
-        if (checkout / "identity").is_dir():
-            return checkout
+    except (ImportError, OSError):
         raise ConfigError(
             "fetch_data", "", "Fetch's shipped data is missing: reinstall Fetch"
         ) from None

@@ -93,11 +93,18 @@ async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
         repo = fetch.services.workspace.path("demo")
         await fetch.ask("fix the typo in README.md of demo", "On it")
         await until(lambda: bool(cli_pids(repo)))
-        pids = cli_pids(repo)
         held = await fetch.ask("/pause", "Paused task")
         assert "/resume" in held
+
+        def all_held() -> bool:
+            # Every process working in the repository now (the first ones seen may have
+            # been the sandbox's own start, which ends): all stopped.
+            now = states(cli_pids(repo))
+            return bool(now) and set(now.values()) == {"T"}
+
         # A pause that came while the kennel was still starting lands as soon as it has.
-        await until(lambda: set(states(pids).values()) == {"T"}, 15)  # a loaded CI box
+        await until(all_held, 15)
+        pids = cli_pids(repo)
         assert "WORKING" in await fetch.ask("/status", "Fetch ·")
         assert "task: #1 claude-code (paused)" in await fetch.ask("/project", "📁 demo")
         assert "/resume continues it" in await fetch.ask("and the tests too", "is paused")
