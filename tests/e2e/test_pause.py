@@ -43,6 +43,14 @@ def state(pid: int) -> str:
         return fh.read().rsplit(")", 1)[-1].split()[0]
 
 
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")[:80]
+    except OSError:
+        return "?"
+
+
 def states(pids: list[int]) -> dict[int, str]:
     """The state of each pid still there (one that has ended is left out)."""
     out = {}
@@ -96,14 +104,20 @@ async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
         held = await fetch.ask("/pause", "Paused task")
         assert "/resume" in held
 
+        seen: list[dict[int, str]] = []
+
         def all_held() -> bool:
             # Every process working in the repository now (the first ones seen may have
             # been the sandbox's own start, which ends): all stopped.
-            now = states(cli_pids(repo))
-            return bool(now) and set(now.values()) == {"T"}
+            now = {p: f"{st} {_comm(p)}" for p, st in states(cli_pids(repo)).items()}
+            seen[:] = [now]
+            return bool(now) and {v.split()[0] for v in now.values()} == {"T"}
 
         # A pause that came while the kennel was still starting lands as soon as it has.
-        await until(all_held, 15)
+        try:
+            await until(all_held, 15)
+        except AssertionError as err:
+            raise AssertionError(f"not all held: {seen}") from err
         pids = cli_pids(repo)
         assert "WORKING" in await fetch.ask("/status", "Fetch ·")
         assert "task: #1 claude-code (paused)" in await fetch.ask("/project", "📁 demo")
