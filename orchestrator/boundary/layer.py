@@ -472,8 +472,18 @@ class Layer:
         ``ATTACH_BYTES``, readable by the kennel's uid and owned by Fetch. Returns the
         names given, in order; a file that cannot be read is left out (logged)."""
         folder = self.attachments
-        folder.mkdir(mode=0o755, exist_ok=True)
-        os.chmod(folder, 0o755)  # the kennel's uid reads; only Fetch writes
+        # Made here, before any kennel of this run: never one found in place (a kennel
+        # of Fetch's own uid could have left a link there), and written through its own
+        # descriptor, nothing followed.
+        os.mkdir(folder, 0o755)
+        os.chmod(folder, 0o755, follow_symlinks=False)  # the kennel's uid reads
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            return self._attach_into(dir_fd, files)
+        finally:
+            os.close(dir_fd)
+
+    def _attach_into(self, dir_fd: int, files: list[tuple[str, Path]]) -> list[str]:
         given: list[str] = []
         for wanted, source in files:
             name = _attachment_name(wanted, given)
@@ -491,7 +501,7 @@ class Layer:
                 log.warning("attachment %s is over %d bytes", source, ATTACH_BYTES)
                 continue
             out = os.open(
-                folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd
             )
             with os.fdopen(out, "wb") as dst:
                 dst.write(data)
