@@ -37,6 +37,7 @@ from channels import media
 from channels.base import Capabilities, InboundSink
 from channels.http import HttpServer
 from channels.http.auth import WebAuth
+from channels.http.sse import open_stream
 from channels.web.files import SHOWN_INLINE, SentFiles, UploadRefused, read_upload
 from channels.web.outbox import Event, Outbox
 from channels.web.page import CSP, render_page
@@ -361,19 +362,11 @@ class WebChatChannel:
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
         last = _last_id(request)
-        response = web.StreamResponse(
-            headers={
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-store",
-                "X-Accel-Buffering": "no",  # a reverse proxy must not hold events back
-            }
-        )
-        await response.prepare(request)
+        response = await open_stream(request)
         task = asyncio.current_task()
         if task is not None:
             self._streams.add(task)
         try:
-            await response.write(b"retry: 2000\n\n")
             await self._stream(response, last)
         except ConnectionResetError:
             return response  # the page went away: nothing to finish

@@ -23,6 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.http.sse import open_stream
+
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
@@ -60,19 +62,11 @@ class LiveStreams:
             return web.Response(
                 status=503, text="too many live pages open", headers={"Retry-After": "5"}
             )
-        response = web.StreamResponse(
-            headers={
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-store",
-                "X-Accel-Buffering": "no",  # a reverse proxy must not hold events back
-            }
-        )
-        await response.prepare(request)
+        response = await open_stream(request)
         task = asyncio.current_task()
         if task is not None:
             self._streams.add(task)
         try:
-            await response.write(b"retry: 2000\n\n")
             await self._follow(request, response, fingerprint)
         except ConnectionResetError:
             return response  # the page went away
