@@ -71,20 +71,18 @@ class SetupOutcome:
 
 
 def _top_entries(repo: Repo, head: str) -> dict[str, str]:
-    """HEAD's top-level blobs and the script's: name → blob id."""
-    raw = repo.run("ls-tree", "-z", "--full-tree", head, "--", *LOCKS, SCRIPT, strip=False)
-    names = repo.run("ls-tree", "-z", "--name-only", "--full-tree", head, strip=False)
+    """HEAD's lock files and the script: name → blob id, from one ``ls-tree`` (the top
+    level, where every lock file is, and the script's own path)."""
+    raw = repo.run("ls-tree", "-z", "--full-tree", head, "--", ".", SCRIPT, strip=False)
     entries: dict[str, str] = {}
     for record in raw.split("\0"):
         meta, _, name = record.partition("\t")
         fields = meta.split()
-        if len(fields) == 3 and fields[1] == "blob":
+        if len(fields) != 3 or fields[1] != "blob":
+            continue
+        wanted = name == SCRIPT or name in LOCKS
+        if wanted or (name.startswith("requirements") and name.endswith(".txt")):
             entries[name] = fields[2]
-    for name in names.split("\0"):
-        if name.startswith("requirements") and name.endswith(".txt"):
-            found = repo.run("ls-tree", "--full-tree", head, "--", name).split()
-            if len(found) >= 3 and found[1] == "blob":
-                entries[name] = found[2]
     return entries
 
 
