@@ -159,6 +159,10 @@ class Layers:
             _rm(path)
         return final
 
+    def proposed(self, repo: Path) -> bool:
+        """Whether a setup script was already proposed for ``repo`` (one stat, no git)."""
+        return (self.setups(repo) / "proposed").exists()
+
     def first_proposal(self, repo: Path) -> bool:
         """True once per repository: a setup script is proposed to its owner only once."""
         mark = self.setups(repo) / "proposed"

@@ -174,6 +174,10 @@ class Setup:
 
     async def propose_once(self, repo: Repo) -> str | None:
         """The proposal's text the first time a repository without a script is seen."""
+        # Every task without a script asks; after the one proposal the answer is a stat,
+        # not a git call.
+        if await asyncio.to_thread(self._layers.proposed, repo.path):
+            return None
         text = await asyncio.to_thread(proposal, repo)
         if text is None or not await asyncio.to_thread(self._layers.first_proposal, repo.path):
             return None
