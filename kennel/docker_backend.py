@@ -166,9 +166,17 @@ class DockerKennel:
             f"limits {s.memory} RAM, {s.cpus:g} CPUs, {s.pids} processes"
         )
 
-    # An exec's stdin is not attached (the engine's socket would carry it): a message
-    # sent while the task runs is kept for after it instead (orchestrator/task/steer.py).
-    steerable = False
+    @property
+    def steerable(self) -> bool:
+        """An exec's stdin rides the engine's hijacked socket (``DockerProcess``): the end
+        of input is a half-close of that socket, which a plain socket (the local engine's
+        unix socket, plain tcp) can do and a TLS or ssh transport cannot from Python. On
+        those, a message sent while the task runs is kept for after it instead."""
+        try:
+            url = str(self._docker().api.base_url)
+        except KennelError:
+            return False
+        return half_closes(url)
 
     @property
     def host_mounts(self) -> bool:
@@ -583,6 +591,14 @@ def _share(runs: Path) -> bool:
     return True
 
 
+def half_closes(base_url: str) -> bool:
+    """Whether the engine's socket at docker-py's ``base_url`` is a plain socket that
+    can end an exec's stdin while its output still flows (``shutdown(SHUT_WR)``): the
+    unix socket (``http+docker://localhost``) and plain tcp (``http://``); not TLS
+    (``https://``) nor ssh (``http+docker://ssh``)."""
+    return base_url == "http+docker://localhost" or base_url.startswith("http://")
+
+
 def install_id(home: Path) -> str:
     """A random id kept in FETCH_HOME: which kennels are this install's."""
     path = home / "kennel" / "install-id"
@@ -626,6 +642,10 @@ class DockerProcess:
         # stream; wait and terminate make sure of it (_end_pump).
         self._thread: threading.Thread | None = None
         self._sock: Any = None
+        # Steering: the CLI's stdin is the write side of the exec's socket (the engine
+        # copies it to the process), ended by a half-close; one write at a time.
+        self._stdin = False
+        self._write_lock = asyncio.Lock()
 
     @classmethod
     async def start(
@@ -658,7 +678,7 @@ class DockerProcess:
                 wrapped,
                 stdout=True,
                 stderr=True,
-                stdin=False,
+                stdin=spec.steer,  # steering: written on the exec's socket
                 tty=False,
                 environment=env,
                 workdir=str(spec.layout.workdir),
@@ -675,6 +695,7 @@ class DockerProcess:
                 f"could not start {spec.argv[0]} in the kennel: {engine_fault(err)}"
             ) from err
         proc = cls(client, container, exec_id, tag, keep, user, warm)
+        proc._stdin = spec.steer
         loop = asyncio.get_running_loop()
         try:
             sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
@@ -808,11 +829,33 @@ class DockerProcess:
         with suppress(*ENGINE_ERRORS):
             await asyncio.to_thread(self._inside, self._tree_script("CONT"))
 
+    def _raw(self) -> socket.socket | None:
+        """The engine's socket under docker-py's wrapper, while stdin is open."""
+        raw = getattr(self._sock, "_sock", self._sock)
+        return raw if self._stdin and isinstance(raw, socket.socket) else None
+
     async def write_input(self, data: bytes) -> bool:
-        return False  # an exec is started without stdin: messages wait for the task's end
+        async with self._write_lock:
+            raw = self._raw()
+            if raw is None or self._done.is_set() or self._lost is not None:
+                return False
+            # In a thread (the socket blocks; the pump reads it at the same time), and
+            # bounded like a pipe's drain: a CLI that stopped reading (paused, wedged)
+            # must not hold the message's handler.
+            try:
+                await asyncio.wait_for(asyncio.to_thread(raw.sendall, data), 5.0)
+            except (OSError, TimeoutError):
+                return False
+            return True
 
     def close_input(self) -> None:
-        pass
+        raw = self._raw()
+        self._stdin = False
+        if raw is not None:
+            # The engine ends the process's stdin at the stream's end (its CloseStdin for
+            # an exec); the output keeps flowing until the CLI exits.
+            with suppress(OSError):
+                raw.shutdown(socket.SHUT_WR)
 
     async def terminate(self, grace: float) -> float:
         started = time.monotonic()
