@@ -1,8 +1,8 @@
 """A run's stdin (steering, orchestrator/task/steer.py) through the real kennels: with
 ``ExecSpec.steer`` what Fetch writes reaches the CLI in the bwrap sandbox and in
 unsafe-local (the launcher passes the pipe on), closing it ends the CLI's input; without
-it the CLI reads /dev/null and ``write_input`` says no. Docker's exec has no stdin and
-says no too (not run here)."""
+it the CLI reads /dev/null and ``write_input`` says no. Docker's exec stdin is tested in
+tests/docker/test_stdin.py."""
 
 from __future__ import annotations
 
