@@ -59,6 +59,14 @@ async def _while_working(ctx: Context) -> None:
     # Not dropped: the gateway keeps the message and runs it, in order, once the chat
     # is idle again (never as the answer to the task's diff or question).
     ctx.deferred = True
+    if ctx.subject.id in (handle.requester, OWNER) and (
+        why := ctx.services.runner.cannot_steer(handle)
+    ):
+        await ctx.reply(
+            f"📥 queued: {why}; I'll pass it on after the task (task #{handle.task_id}, "
+            f"{elapsed:.0f} s: {handle.prompt[:60]}). /stop cancels it."
+        )
+        return
     await ctx.reply(
         f"📥 kept for after the task: task #{handle.task_id} ({handle.harness}, "
         f"{elapsed:.0f} s) is busy with {handle.prompt[:60]}\n"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from core.errors import FetchError, GitError, HarnessFailed
+from core.errors import FetchError, GitError, HarnessFailed, UnknownHarness
 from core.events import Attachment, SessionKey
 from core.session_data import SessionData
 from harnesses.base import (
@@ -416,6 +416,23 @@ class TaskRunner:
             key, "harness", text[:EVENT_CHARS], task=handle.task_id, kind="steer"
         )
         return handle.harness
+
+    def cannot_steer(self, handle: RunHandle) -> str | None:
+        """Why the run's CLI takes no message mid-run at all, in words for the owner
+        ("codex can't take input mid-run"); None when it can (its stdin may still have
+        closed for this turn, or the task be paused: the caller says that)."""
+        if handle.steering is not None:
+            return None
+        try:
+            steerable = self._harnesses.get(handle.harness).steerable
+        except UnknownHarness:
+            steerable = False
+        if not steerable:
+            return f"{handle.harness} can't take input mid-run"
+        if not self._kennel.steerable:
+            kennel = self._kennel.name
+            return f"{handle.harness} can't take input mid-run in the {kennel} kennel here"
+        return None
 
     # -- stopping ----------------------------------------------------------------------
     async def stop(self, key: SessionKey) -> StopResult | None:
