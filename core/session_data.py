@@ -27,12 +27,17 @@ class SessionData:
     # A member's own diff handed to the owner's chat (its approval id): "withdraw" here
     # takes it back (orchestrator/task/approvals.py).
     offered_approval: int | None = None
+    offered_said: str = ""  # the run's words with it, offered with it after a restart
     question: str | None = None  # what Fetch asked while WAITING
     question_context: dict[str, Any] = field(default_factory=dict)
     # The model's system prompt, frozen for this conversation so each request starts
     # byte-identical (providers cache the prefix): text, day, identity digest. /clear
     # empties it; orchestrator/agent/prompt.py rebuilds it.
     frozen_prompt: dict[str, str] = field(default_factory=dict)
+    # The history window of this conversation (orchestrator/agent/window.py): where it
+    # starts and what it folded, so consecutive requests share their prefix (a restart
+    # too); it names its conversation, so /clear's fresh one starts a fresh window.
+    history_window: dict[str, Any] = field(default_factory=dict)
     # Skills the model activated in this thread (name, source, description, body as
     # activated), sent after the system prompt on every later turn; /clear empties it.
     active_skills: list[dict[str, str]] = field(default_factory=list)

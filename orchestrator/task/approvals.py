@@ -307,6 +307,7 @@ class Approvals:
         member.data.task_id = None
         member.data.task_prompt = None
         member.data.offered_approval = approval_id
+        member.data.offered_said = said[:4000]
         await member.settle(member.finish)
         await self._tell(
             member.key,
@@ -315,12 +316,12 @@ class Approvals:
         )
         return approval_id
 
-    def keep_again(self, owner: SessionKey, approval_id: int) -> None:
+    def keep_again(self, owner: SessionKey, approval_id: int, said: str = "") -> None:
         """After a restart: a member's diff that was kept for the owner's busy chat is
-        kept again (the words the run said with it are not: the diff speaks for itself)."""
+        kept again, with the words the run said with it (kept in the member's session)."""
         queue = self._waiting.setdefault(owner, [])
         if all(kept != approval_id for kept, _said in queue):
-            queue.append((approval_id, ""))
+            queue.append((approval_id, said))
 
     def rested(self, key: SessionKey, spawner: Spawner) -> None:
         """A chat came to rest (``Sessions.on_idle``): a member's diff that waited for the
@@ -395,7 +396,7 @@ class Approvals:
         task = await self._store.work.get_task(row.task_id) if row else None
         if row is None or task is None or task.requester != subject_id:
             return None
-        member.data.offered_approval = None
+        member.data.offered_approval, member.data.offered_said = None, ""
         await member.persist()
         if row.status != "pending":
             return f"Task #{row.task_id} was already {row.status}; nothing to withdraw."
@@ -446,7 +447,7 @@ class Approvals:
         if self._sessions is not None:
             member = await self._sessions.get(_key_of(task.session))
             if member.data.offered_approval == row.id:
-                member.data.offered_approval = None
+                member.data.offered_approval, member.data.offered_said = None, ""
                 await member.persist()
 
     async def _hand_over(self, run: Session, home: Session, task_id: int, repo: str) -> bool:

@@ -97,7 +97,8 @@ async def restore_kept_diffs(
         owner = permissions.owner_chat(row.key.channel)
         if owner is None or owner == row.key:
             continue
-        approvals.keep_again(owner, approval_id)
+        said = row.data.get("offered_said")
+        approvals.keep_again(owner, approval_id, said if isinstance(said, str) else "")
         kept += 1
         if (await sessions.get(owner)).state is State.ALERT:
             approvals.rested(owner, spawner)

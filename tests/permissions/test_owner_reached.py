@@ -216,12 +216,17 @@ async def test_a_kept_diff_survives_a_restart_and_is_offered_when_the_owner_rest
     await team.say(OWNER, "plan the next release of demo", wait_for="Which release")
     team.model.script(FIX)
     await team.say(ALICE, "fix the typo in README.md of demo", wait_for="busy")
+    row = await team.services.store.sessions.load(ALICE_KEY)
+    said = row.data.get("offered_said") if row is not None else None
+    assert isinstance(said, str) and said.strip()  # the run's words, kept with the diff
     await team.app.__aexit__(None, None, None)  # the restart
     again: WaTeam = await wa_team_factory()
     assert await state_of(again, OWNER_KEY) is State.WAITING
     again.model.script(Text("release 2.0 planned"))
     await again.say(OWNER, "2.0", wait_for="+The quick")
     assert any("alice asked for this" in m for m in again.to(OWNER_DM))
+    # the run's words came back with it, not only the bare diff
+    assert any(said.strip().splitlines()[0] in m for m in again.to(OWNER_DM))
     await again.say(OWNER, "yes", wait_for="Committed")
     assert git(repo, "rev-parse", "HEAD^") == base
     assert [s for _k, s in await approvals(again)] == ["handed", "approved"]
