@@ -1,6 +1,7 @@
 """Keeping one request under its token budget.
 
-The oldest history messages are folded into ONE message until the rest fits. With a
+The oldest history messages are folded into ONE message until the rest fits (the
+agent's history window, orchestrator/agent/window.py, does so a block at a time). With a
 summariser (the orchestrator's model) that message is a summary; without one, or when
 it fails, it is deterministic: each folded message truncated, and a note saying so.
 Tokens are estimated at ~4 characters each (no tokenizer is needed for a budget).
@@ -45,10 +46,28 @@ def truncation(folded: list[Message]) -> str:
     return "\n".join(lines)
 
 
+async def fold_text(folded: list[Message], cap: int, summarise: Summarise | None = None) -> str:
+    """ONE message standing for ``folded`` in at most ``cap`` tokens: the summariser's
+    summary, or the deterministic truncation without one (or when it fails)."""
+    text = ""
+    if summarise is not None:
+        try:
+            text = "[summary of earlier messages]\n" + (await summarise(folded)).strip()
+        except Exception as err:  # the turn goes on with the deterministic fold
+            log.warning("compaction: the summary failed (%s); truncating instead", err)
+    if not text or tokens(text) > cap:
+        text = truncation(folded)
+        while tokens(text) > cap and "\n" in text:
+            text = text[: text.rindex("\n")]  # the note line stays
+    return text
+
+
 async def compact(
     history: list[Message], budget: int, summarise: Summarise | None = None
 ) -> list[Message]:
-    """``history`` (oldest first) fitted into ``budget`` tokens."""
+    """``history`` (oldest first) fitted into ``budget`` tokens, folding as many of the
+    oldest as needed, anew on every call (orchestrator/agent/window.py folds in blocks
+    instead, so consecutive requests share their prefix; this is its one-shot form)."""
     if sum(message_tokens(m) for m in history) <= budget:
         return history
     keep = list(history)
@@ -57,14 +76,4 @@ async def compact(
     room = budget - budget // 10
     while keep and sum(message_tokens(m) for m in keep) > room:
         folded.append(keep.pop(0))
-    text = ""
-    if summarise is not None:
-        try:
-            text = "[summary of earlier messages]\n" + (await summarise(folded)).strip()
-        except Exception as err:  # the turn goes on with the deterministic fold
-            log.warning("compaction: the summary failed (%s); truncating instead", err)
-    if not text or tokens(text) > budget // 10:
-        text = truncation(folded)
-        while tokens(text) > budget // 10 and "\n" in text:
-            text = text[: text.rindex("\n")]  # the note line stays
-    return [{"role": "user", "content": text}, *keep]
+    return [{"role": "user", "content": await fold_text(folded, budget // 10, summarise)}, *keep]

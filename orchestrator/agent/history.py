@@ -1,8 +1,9 @@
 """What one model turn sees: the frozen system prompt, the thread's activated skills
-(orchestrator/skills/active.py), summaries of older turns from
-archival memory, the chat's recent messages (``model.history_messages``, bounded by
-``model.context_tokens`` through compaction), the owner's message, and this turn's
-session note last, so everything before it is a prefix the next turn repeats."""
+(orchestrator/skills/active.py), summaries of older turns from archival memory, the
+history window (orchestrator/agent/window.py: the chat's recent messages, at most
+``model.history_messages``, trimmed and folded in blocks to ``model.context_tokens``),
+the owner's message, and this turn's session note last. Between two of the window's
+rebases everything before the note is a prefix the next turn repeats byte for byte."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.agent.attached import user_content
-from orchestrator.agent.compaction import Message, Summarise, clip, compact, tokens
+from orchestrator.agent.compaction import Message, Summarise, clip, tokens
 from orchestrator.agent.prompt import frozen_prompt, turn_note
+from orchestrator.agent.window import Row, WindowState, fit
 from orchestrator.skills.active import messages as skill_messages
 from orchestrator.skills.prompt import repo_skills_note
 
@@ -34,58 +36,80 @@ async def build_messages(
     s = ctx.services
     settings = s.settings.model
     key = ctx.session.key
-    rows = await s.store.messages.recent_lines(key, settings.history_messages + 1)
+    data = ctx.session.data
+    limit = settings.history_messages
+    # One more than the window holds, so an overflow is seen (window.fit).
+    rows = await s.store.messages.recent_lines(key, limit + 2)
     current = rows[-1][0] if rows and rows[-1][1] == "in" else None
     if current is not None:
         rows = rows[:-1]  # the message this turn answers: it goes last, as ``text``
     system = await frozen_prompt(ctx, now, current or 0)
-    since = int(ctx.session.data.frozen_prompt.get("since", "0"))
-    rows = (
-        [r for r in rows if r[0] >= since][-settings.history_messages :]
-        if settings.history_messages
-        else []
-    )
+    since = int(data.frozen_prompt.get("since", "0"))
+    window = WindowState.load(data.history_window, since)
     group = s.permissions.is_group(key)
-    history: list[Message] = [
-        {"role": "user", "content": clip(spoken(ctx, row.sender, row.text, group))}
-        if row.direction == "in"
-        else {"role": "assistant", "content": clip(row.text)}
-        for row in rows
-    ]
-    text = spoken(ctx, ctx.subject.id, text, group)
-    first = rows[0][0] if rows else (current or 2**62)
-    older = [
-        summary
-        for start, _end, summary in await s.memory.summaries_before(key, first, SUMMARIES)
-        if start >= since
-    ]
-    if older:
-        history.insert(
-            0,
-            {
-                "role": "user",
-                "content": "[earlier in this chat, from archival "
-                "memory]\n" + "\n".join(f"- {o}" for o in older),
-            },
+    lines: list[Row] = [
+        (
+            row.id,
+            {"role": "user", "content": clip(spoken(ctx, row.sender, row.text, group))}
+            if row.direction == "in"
+            else {"role": "assistant", "content": clip(row.text)},
         )
+        for row in rows
+        if row.id >= max(since, window.start)
+    ]
+    if not limit:
+        lines = []
+    text = spoken(ctx, ctx.subject.id, text, group)
+    changed = await _read_archive(ctx, window, lines, current)
     note = turn_note(ctx)
     if listed := await repo_skills_note(ctx):
         note += "\n" + listed
     # Activated skills sit outside the history: compaction never folds them away.
-    skills = skill_messages(ctx.session.data)
+    skills = skill_messages(data)
+    archive = _archive_message(window)
     fixed = tokens(system) + tokens(json.dumps(tools)) + tokens(text) + tokens(note)
-    fixed += sum(tokens(m["content"]) for m in skills)
+    fixed += sum(tokens(m["content"]) for m in [*skills, *archive])
     budget = max(RESERVE, settings.context_tokens - fixed - RESERVE)
-    history = await compact(history, budget, summarise)
+    history, rebased = await fit(window, lines, limit, budget, summarise)
+    if rebased:
+        # The window moved: the archival summaries are those before its new start.
+        await _read_archive(ctx, window, [], current)
+        archive = _archive_message(window)
+    if changed or rebased:
+        data.history_window = window.dump()
+        await ctx.session.persist()
     attachments = ctx.inbound.attachments
     return [
         {"role": "system", "content": system},
         *skills,
+        *archive,
         *history,
         # The images and files that came with it (orchestrator/agent/attached.py).
         {"role": "user", "content": await asyncio.to_thread(user_content, text, attachments)},
         {"role": "user", "content": note},
     ]
+
+
+async def _read_archive(
+    ctx: Context, window: WindowState, lines: list[Row], current: int | None
+) -> bool:
+    """Read the archival summaries of the chunks before the oldest message shown, only
+    when that message changed (so they stay the same bytes between rebases); True when
+    they were read."""
+    oldest = window.oldest(lines, current)
+    if oldest == window.archived_before:
+        return False
+    found = await ctx.services.memory.summaries_before(ctx.session.key, oldest, SUMMARIES)
+    window.archive = [summary for start, _end, summary in found if start >= window.since]
+    window.archived_before = oldest
+    return True
+
+
+def _archive_message(window: WindowState) -> list[Message]:
+    if not window.archive:
+        return []
+    lines = "\n".join(f"- {o}" for o in window.archive)
+    return [{"role": "user", "content": "[earlier in this chat, from archival memory]\n" + lines}]
 
 
 def spoken(ctx: Context, sender: str, text: str, group: bool) -> str:
