@@ -365,7 +365,9 @@ class DockerKennel:
         if image == COMPOSE:  # the Compose project's own kennel image, asked each time
             image = compose_image(client)
         try:
-            container = client.containers.run(
+            container = self._launch(
+                client,
+                repo,
                 image,
                 command=[
                     "node",
@@ -425,6 +427,11 @@ class DockerKennel:
             self._remove(_Warm(name, container, repo, relay_dir, 0.0, (), user))
             raise
         return _Warm(name, container, repo, relay_dir, time.monotonic(), (1, forwarder), user)
+
+    def _launch(self, client: Any, repo: Path, image: str, **options: Any) -> Any:
+        """Create and start the container (a remote engine's kennel places it otherwise:
+        kennel/remote.py)."""
+        return client.containers.run(image, **options)
 
     def _forwarder_pid(self, container: Any) -> int:
         """The forwarder's PID, read before any task exists (init's only child)."""
@@ -517,8 +524,12 @@ def ulimits(s: DockerKennelSettings) -> list[docker.types.Ulimit]:
     ]
 
 
-def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ...]) -> list[str]:
-    """Everything about a container that breaks the kennel's promise (empty = fine)."""
+def hardening_problems(
+    attrs: dict[str, Any], repo: Path, secrets: tuple[str, ...], runs_volume: str = ""
+) -> list[str]:
+    """Everything about a container that breaks the kennel's promise (empty = fine).
+    ``runs_volume``: a remote engine's kennel, whose only mount is that volume at /runs
+    (kennel/remote.py)."""
     host = attrs.get("HostConfig") or {}
     config = attrs.get("Config") or {}
     problems: list[str] = []
@@ -558,6 +569,12 @@ def hardening_problems(attrs: dict[str, Any], repo: Path, secrets: tuple[str, ..
         # Exactly two mounts: the runs folder (the one writable place) and the relay's
         # folder, read-only. Anything else (a volume, the owner's repo or .git, even
         # read-only) is not what the kennel promises.
+        if runs_volume:
+            if dest != str(RUNS):
+                problems.append(f"{dest} is mounted ({mount.get('Type')})")
+            elif mount.get("Type") != "volume" or mount.get("Name") != runs_volume:
+                problems.append(f"{dest} is {mount.get('Name') or source}, not {runs_volume}")
+            continue
         if dest not in (str(RUNS), "/relay"):
             problems.append(f"{dest} is mounted ({mount.get('Type')})")
         elif mount.get("RW") and dest != str(RUNS):
