@@ -79,6 +79,11 @@ class Planner:
         """The model's tools (/tools lists those the sender may use)."""
         return self._tools
 
+    def warm(self) -> None:
+        """The SDK imported and the clients built in a thread, now (see
+        providers/sdk.py): called once the app has started."""
+        self.chain.warm()
+
     async def close(self) -> None:
         await self.chain.close()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import FetchError
 from orchestrator import completion
 from orchestrator.agent.attached import for_endpoint
+from orchestrator.providers import sdk
 from orchestrator.providers.backoff import Backoff, retry_after
 from orchestrator.providers.keys import KeyRing
 from orchestrator.providers.settings import ProviderEntry
@@ -77,12 +79,35 @@ class Endpoint:
     keys: KeyRing
     images: bool = False  # sent image parts (else their words)
     clients: dict[str, AsyncOpenAI] = field(default_factory=dict)
+    # The warming thread (providers/sdk.py) builds clients too: one per key, never two.
+    _building: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def client(self, key: str) -> AsyncOpenAI:
+        """``key``'s client, built now if nobody has (blocking: the warming thread's way;
+        on the loop, ``ready_client``)."""
+        with self._building:
+            return self._client_locked(key)
+
+    async def ready_client(self, key: str) -> AsyncOpenAI:
+        """``key``'s client, from the loop: never blocked on the warming thread's lock
+        while it builds one (that takes ~70 ms), the loop keeps running meanwhile."""
+        while True:
+            client = self.clients.get(key)
+            if client is not None:
+                return client
+            if self._building.acquire(blocking=False):
+                try:
+                    return self._client_locked(key)
+                finally:
+                    self._building.release()
+            await asyncio.sleep(0.005)
+
+    def _client_locked(self, key: str) -> AsyncOpenAI:
         client = self.clients.get(key)
         if client is None:
-            # Imported only when a model is configured and used: the SDK is most of
-            # Fetch's start-up time, and a no-model install never needs it.
+            # Imported only when a model is configured and used (sdk.ready() first, off
+            # the loop): the SDK is most of Fetch's start-up time, and a no-model
+            # install never needs it.
             from openai import AsyncOpenAI
 
             client = AsyncOpenAI(
@@ -140,6 +165,21 @@ class ProviderChain:
     @property
     def configured(self) -> bool:
         return bool(self.endpoints)
+
+    def warm(self) -> None:
+        """Import the SDK and build the first endpoints' clients in a thread, now (the
+        app calls this once started): the first message then finds them ready instead
+        of importing the SDK on the event loop."""
+        if self.endpoints:
+            sdk.preload(self._build_clients)
+
+    def _build_clients(self) -> None:
+        """In the warming thread: each endpoint's current key's client (a client builds
+        its TLS context, some 20 ms of CPU, which is better spent there too)."""
+        for endpoint in self.endpoints:
+            key = endpoint.keys.current()
+            if key is not None:
+                endpoint.client(key)
 
     async def close(self) -> None:
         for endpoint in self.endpoints:
@@ -264,7 +304,9 @@ class ProviderChain:
         model: str | None,
         seconds: float,
     ) -> tuple[Attempt, Any, BaseException | None]:
+        await sdk.ready()  # off the loop; at once after the first call (or warm())
         import openai
+        from openai.types.chat import ChatCompletion
 
         timeout = seconds  # the SDK's own per-request timeout (connect + read)
         name = model or endpoint.model or self.default_model
@@ -281,16 +323,24 @@ class ProviderChain:
                 int(getattr(usage, "completion_tokens", 0) or 0),
             )
 
-        # Typed loosely on purpose: messages and tools are plain JSON here, built by
-        # history.py and the registry, not the SDK's TypedDicts.
-        create: Any = endpoint.client(key).chat.completions.create
         # Image parts only to an endpoint that takes them (orchestrator/agent/attached.py).
         sent = for_endpoint(messages, endpoint.images)
-        kwargs: dict[str, Any] = {"model": name, "messages": sent, "timeout": timeout}
+        body: dict[str, Any] = {"model": name, "messages": sent}
         if tools:
-            kwargs["tools"] = tools
+            body["tools"] = tools
         try:
-            response = await create(**kwargs)
+            # The client's post, not chat.completions.create: create first walks every
+            # message and tool schema against the SDK's TypedDicts (its "transform"),
+            # two thirds of the CPU a model message cost, to send the same JSON: ours
+            # is plain JSON already (history.py, the tool registry). The same request:
+            # path, bearer key, timeout, no SDK retries, the same parsed response.
+            client = await endpoint.ready_client(key)
+            response = await client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=ChatCompletion,
+                options={"timeout": timeout, "security": {"bearer_auth": True}},
+            )
         except openai.APITimeoutError as err:
             return attempt(0, f"timed out after {timeout:g}s"), None, err
         except openai.APIConnectionError as err:
