@@ -4,6 +4,7 @@
 ``--only`` picks benchmarks. Each benchmark is also runnable alone:
 ``python -m bench.roundtrip [--profile]``, ``python -m bench.coldstart``,
 ``python -m bench.memory``, ``python -m bench.flood``, ``python -m bench.agent``,
+``python -m bench.prompt_cache [N]``,
 ``python -m bench.webchat [N]``, ``python -m bench.voice [N]``.
 """
 
@@ -33,6 +34,7 @@ from bench import (
     mcp_relay,
     memory,
     memory_bench,
+    prompt_cache,
     roundtrip,
     scheduler_bench,
     setup_phase,
@@ -65,6 +67,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
     "flood": (flood.run, flood.render, 1_000, 200),
     "agent": (agent.run, agent.render, 10, 10),
+    # Prefix hits and summary calls over a long conversation: blocks vs the sliding window.
+    "prompt_cache": (prompt_cache.run, prompt_cache.render, 200, 100),
     "dashboard": (dashboard.run, dashboard.render, 200, 20),
     "skills": (skills_prompt.run, skills_prompt.render, 2_000, 100),
     "costs": (costs.run, costs.render, 200, 20),
