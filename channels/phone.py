@@ -18,20 +18,22 @@ from __future__ import annotations
 
 import re
 
-import phonenumbers
-from phonenumbers import NumberParseException, ValidationResult
-
+# phonenumbers is imported in normalise_number: reading the settings imports this module,
+# and only a configured WhatsApp number needs its ~12 ms of tables.
 _REASONS = {
-    ValidationResult.INVALID_COUNTRY_CODE: "no country has that calling code",
-    ValidationResult.TOO_SHORT: "too short for its country",
-    ValidationResult.TOO_LONG: "too long for its country",
-    ValidationResult.INVALID_LENGTH: "not a length its country uses",
-    ValidationResult.IS_POSSIBLE_LOCAL_ONLY: "too short: only dialable within its area",
+    "INVALID_COUNTRY_CODE": "no country has that calling code",
+    "TOO_SHORT": "too short for its country",
+    "TOO_LONG": "too long for its country",
+    "INVALID_LENGTH": "not a length its country uses",
+    "IS_POSSIBLE_LOCAL_ONLY": "too short: only dialable within its area",
 }
 
 
 def normalise_number(text: str) -> str:
     """The number's digits with the country code (E.164 without ``+``), or ValueError."""
+    import phonenumbers
+    from phonenumbers import NumberParseException, ValidationResult
+
     raw = text.strip()
     if not re.fullmatch(r"[0-9+()\-./ ]+", raw) or not re.search(r"\d", raw):
         raise ValueError(
@@ -53,7 +55,8 @@ def normalise_number(text: str) -> str:
         ) from None
     reason = phonenumbers.is_possible_number_with_reason(number)
     if reason is not ValidationResult.IS_POSSIBLE:
-        why = _REASONS.get(reason, "not a possible number")
+        names = {getattr(ValidationResult, name): name for name in _REASONS}
+        why = _REASONS.get(names.get(reason, ""), "not a possible number")
         raise ValueError(
             f"{text!r} cannot be a real number ({why}); write it with the "
             "country code, e.g. +49 170 1234567"

@@ -35,9 +35,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitdb import LooseObjectDB
-from gitdb.base import IStream
-
 from core.errors import GitError
 from orchestrator.boundary.gitconfig import HARDENING, check_config, repo_env
 from orchestrator.boundary.gittree import (
@@ -362,6 +359,11 @@ class Repo:
     def write_blobs(self, blobs: list[bytes]) -> list[str]:
         """Store each byte string as a blob in this repository's object database (pure
         data: no filter, no attribute, no program runs); their ids, in order."""
+        # Imported here: only a finished run writes blobs, and gitdb (with smmap) is
+        # ~20 ms and 3 MB that a start and an idle Fetch never need.
+        from gitdb import LooseObjectDB
+        from gitdb.base import IStream
+
         self._preflight()
         db = LooseObjectDB(str(self._anchor.gitdir / "objects"))
         return [db.store(IStream(b"blob", len(b), io.BytesIO(b))).hexsha.decode() for b in blobs]

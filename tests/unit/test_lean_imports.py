@@ -1,0 +1,122 @@
+"""Nothing heavy is imported before it is needed (issue 26): ``fetch --help`` imports no
+third-party package at all, and what a start imports before it runs (the app and the
+settings) leaves out what only a configured feature or a finished task needs: the model
+SDK, Docker's client, the MCP server, WhatsApp, the blob writer, the phone number tables.
+
+Each check is a fresh interpreter (a subprocess): the only honest view of sys.modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Third-party packages Fetch uses somewhere; none belongs in `fetch --help`.
+THIRD_PARTY = (
+    "openai",
+    "httpx",
+    "httpx2",
+    "aiohttp",
+    "docker",
+    "requests",
+    "mcp",
+    "anyio",
+    "starlette",
+    "uvicorn",
+    "rich",
+    "git",
+    "gitdb",
+    "transitions",
+    "yaml",
+    "neonize",
+    "jinja2",
+    "pydantic",
+    "aiosqlite",
+    "phonenumbers",
+    "numpy",
+    "sqlite_vec",
+    "croniter",
+    "frontmatter",
+)
+# Needed only once a feature is used (a model configured, Docker chosen, a task run, a
+# WhatsApp number set), never to import the app and read its settings.
+NOT_BEFORE_START = (
+    "openai",
+    "httpx",
+    "httpx2",
+    "docker",
+    "requests",
+    "mcp",
+    "starlette",
+    "uvicorn",
+    "rich",
+    "git",
+    "gitdb",
+    "neonize",
+    "phonenumbers",
+    "numpy",
+    "sqlite_vec",
+)
+
+
+def _modules(code: str, tmp_path: Path) -> list[str]:
+    """The top-level packages in sys.modules after ``code``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FETCH_")}
+    env.update(
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        FETCH_HOME=str(tmp_path / "home"),
+        FETCH_WORKSPACE=str(tmp_path),
+    )
+    script = (
+        "import sys, json\n"
+        + code
+        + "\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    names: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return names
+
+
+def test_help_imports_no_third_party_package(tmp_path: Path) -> None:
+    loaded = _modules(
+        "sys.argv = ['fetch', '--help']\n"
+        "from orchestrator.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass",
+        tmp_path,
+    )
+    assert [m for m in THIRD_PARTY if m in loaded] == []
+
+
+def test_the_app_and_its_settings_import_nothing_only_a_feature_needs(tmp_path: Path) -> None:
+    loaded = _modules(
+        "from orchestrator.config import load_settings\nimport orchestrator.app\nload_settings()",
+        tmp_path,
+    )
+    assert [m for m in NOT_BEFORE_START if m in loaded] == []
+
+
+def test_a_whatsapp_number_still_loads_the_phone_tables_and_is_checked(tmp_path: Path) -> None:
+    """The lazy import of phonenumbers still validates: a good number is normalised, a
+    bad one refused with its reason."""
+    from channels.phone import normalise_number
+
+    assert normalise_number("+49 170 1234567") == "491701234567"
+    try:
+        normalise_number("+999 1")
+    except ValueError as err:
+        assert "calling code" in str(err) or "too short" in str(err)
+    else:
+        raise AssertionError("an impossible number was accepted")
