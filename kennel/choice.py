@@ -13,6 +13,7 @@ import socket
 from dataclasses import dataclass
 
 from core.errors import KennelError
+from kennel.remote_engine import Engine, is_remote
 from kennel.settings import KennelSettings
 
 
@@ -31,18 +32,23 @@ def docker_image(settings: KennelSettings) -> str:
     return image_tag() if settings.docker.image == "auto" else settings.docker.image
 
 
-def docker_unusable(image: str, timeout: float = 3.0) -> str | None:
-    """None if the engine answers and has ``image``, else why not."""
+def docker_unusable(image: str, timeout: float = 3.0, engine: Engine | None = None) -> str | None:
+    """None if the engine (``engine``: another one, kennel.docker.host) answers and has
+    ``image``, else why not."""
     import docker
     import docker.errors
 
-    unreachable = _unix_socket_unreachable(os.environ.get("DOCKER_HOST", ""), timeout)
-    if unreachable is not None:
-        return f"docker engine not answering ({unreachable})"
+    if engine is None:
+        unreachable = _unix_socket_unreachable(os.environ.get("DOCKER_HOST", ""), timeout)
+        if unreachable is not None:
+            return f"docker engine not answering ({unreachable})"
     try:
         # A fixed API version: "auto" asks the engine inside the constructor, where a
         # failure cannot be cleaned up. The ping below asks instead.
-        client = docker.from_env(timeout=timeout, version="1.24")
+        if engine is not None:
+            client = engine.client(timeout)
+        else:
+            client = docker.from_env(timeout=timeout, version="1.24")
     except docker.errors.DockerException as err:
         return f"docker engine not answering ({_short(err)})"
     try:
@@ -65,10 +71,19 @@ def docker_unusable(image: str, timeout: float = 3.0) -> str | None:
     return None
 
 
+def remote_engine(settings: KennelSettings) -> Engine | None:
+    """The other engine ``kennel.docker.host`` names (None: this machine's own);
+    ``KennelError`` when the setting is wrong."""
+    d = settings.docker
+    return Engine.parse(str(d.host), d.cert_path, d.tls_verify) if is_remote(d.host) else None
+
+
 def choose(settings: KennelSettings) -> Choice:
     backend = settings.backend
+    engine = remote_engine(settings) if backend in ("docker", "auto") else None
+    where = f" on the engine at {engine.describe()}" if engine is not None else ""
     if backend == "docker":
-        return Choice("docker", "kennel.backend: docker")
+        return Choice("docker", f"kennel.backend: docker{where}")
     if backend == "bwrap":
         return Choice("bwrap", "kennel.backend: bwrap")
     if backend == "local":
@@ -76,9 +91,9 @@ def choose(settings: KennelSettings) -> Choice:
     if backend == "unsafe-local":
         return Choice("unsafe-local", "kennel.backend: unsafe-local (chosen explicitly)")
     image = docker_image(settings)
-    why = docker_unusable(image)
+    why = docker_unusable(image, engine=engine)
     if why is None:
-        return Choice("docker", f"auto → docker: engine answers, image {image} is there")
+        return Choice("docker", f"auto → docker: engine answers{where}, image {image} is there")
     return Choice("bwrap", f"auto → bwrap: {why}")
 
 
@@ -102,4 +117,4 @@ def _short(err: BaseException) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-__all__ = ["Choice", "choose", "docker_image", "docker_unusable"]
+__all__ = ["Choice", "choose", "docker_image", "docker_unusable", "remote_engine"]

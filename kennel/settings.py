@@ -56,6 +56,16 @@ class DockerKennelSettings(StrictSettings):
     cpu_seconds: int = Field(3600, ge=10)
     file_size: str = Field("1g", pattern=SIZE)
     nproc: int = Field(2048, ge=32)
+    # Another Docker engine for the kennels (kennel/remote.py), named like the Docker
+    # CLI's DOCKER_HOST: ssh://user@host, tcp://host:port with TLS (cert_path: a folder
+    # with ca.pem, cert.pem, key.pem, like DOCKER_CERT_PATH; tls_verify: check the
+    # engine's certificate, like DOCKER_TLS_VERIFY), or unix:///path. Unset, or this
+    # machine's own socket: the local engine, with bind mounts.
+    host: str | None = None
+    cert_path: Path | None = None
+    tls_verify: bool = True
+    # On a remote engine, the runs' trees live in a memory-backed volume of this size.
+    runs_size: str = Field("4g", pattern=SIZE)
 
 
 class BwrapKennelSettings(StrictSettings):

@@ -30,6 +30,7 @@ from kennel.bwrap import BwrapKennel
 from kennel.choice import Choice, choose, docker_image
 from kennel.limits import Limits
 from kennel.local import LocalKennel
+from kennel.remote_engine import Engine, is_remote
 from orchestrator.alerts import Alerts
 from orchestrator.boundary.layer import build_layers
 from orchestrator.config import Settings
@@ -80,6 +81,12 @@ def build_kennel(settings: Settings, choice: Choice | None = None) -> Kennel:
 
         docker = settings.kennel.docker
         secrets = tuple(p.api_key for p in settings.providers.values() if p.api_key)
+        if is_remote(docker.host):  # another engine: the tree travels as data
+            from kennel.remote import RemoteDockerKennel
+
+            engine = Engine.parse(str(docker.host), docker.cert_path, docker.tls_verify)
+            image = docker_image(settings.kennel)
+            return RemoteDockerKennel(settings.home_dir, docker, image, engine, secrets)
         return DockerKennel(settings.home_dir, docker, docker_image(settings.kennel), secrets)
     if choice.backend == "unsafe-local":
         return LocalKennel(settings.home_dir, settings.kennel.network_isolation, path_env)

@@ -300,6 +300,8 @@ _ENV_KEYS: dict[str, str] = {
     "FETCH_KENNEL": "kennel.backend",
     "FETCH_KENNEL_IMAGE": "kennel.docker.image",
     "FETCH_RUN_DIR": "kennel.docker.run_dir",
+    "FETCH_DOCKER_HOST": "kennel.docker.host",
+    "FETCH_DOCKER_CERT_PATH": "kennel.docker.cert_path",
     "FETCH_LOG_LEVEL": "log_level",
     "FETCH_TIMEZONE": "timezone",
     "FETCH_EMBEDDING_BASE_URL": "memory.embedding_base_url",
