@@ -21,20 +21,28 @@ is handed out once.
 
 Signing (HMAC-SHA256 with the secret, hex)::
 
-    X-Fetch-Timestamp: <unix seconds>
+    X-Fetch-Timestamp: <unix seconds, a fraction allowed: 1732670000 or 1732670000.123456>
     X-Fetch-Signature: sha256=<hex of HMAC(secret, "<timestamp>." + raw body)>
 
 A timestamp more than five minutes off is refused, and a signature already accepted
 within those five minutes is refused too (409), so a captured request cannot be replayed
-at all: sign every request anew (a poll of ``/webhook/replies`` as well). In a shell::
+at all, on either route (a replayed poll would take replies meant for the owner). Sign
+every request anew: the timestamp is the nonce, so a client that polls more than once a
+second (the same body twice in one second) sends the fraction (``date +%s.%N``,
+``f"{time.time():.6f}"``) and is never taken for a replay. In a shell::
 
-    ts=$(date +%s); body='{"text":"/status","wait":10}'
+    ts=$(date +%s.%N); body='{"text":"/status","wait":10}'
     sig=$(printf '%s.%s' "$ts" "$body" | openssl dgst -sha256 -hmac "$SECRET" -r | cut -d' ' -f1)
     curl -s http://127.0.0.1:8787/webhook -H "X-Fetch-Timestamp: $ts" \\
          -H "X-Fetch-Signature: sha256=$sig" -H 'Content-Type: application/json' -d "$body"
 
+The replay cap is per client, a client being a ``chat``: each chat may have 10,000
+signed requests accepted in five minutes (a request a second is 300), and 32 chats at
+once; past that a chat's requests are refused (429) until its older ones leave the
+window, and one chat's flood never refuses another chat's requests (channels/replay.py).
+
 Errors are JSON ``{"error": "..."}``: 401 bad or missing signature, 409 a replayed
-request, 429 too many signed requests in five minutes, 413 body over
+request, 429 too many signed requests of one chat in five minutes, 413 body over
 ``max_body_bytes``, 400 malformed JSON or fields, 503 while Fetch is not running.
 """
 
@@ -56,7 +64,7 @@ from aiohttp import web
 
 from channels.base import Capabilities, InboundSink
 from channels.http import HttpServer
-from channels.replay import ReplayGuard
+from channels.replay import CAPACITY, ReplayGuard
 from channels.webhook_settings import WebhookSettings
 from core.errors import ConfigError, SendFailed
 from core.events import Inbound, Outbound, SendResult
@@ -69,6 +77,8 @@ TIMESTAMP_HEADER = "X-Fetch-Timestamp"
 MAX_SKEW_SECONDS = 300
 MAX_WAIT_SECONDS = 60.0
 SETTLE_SECONDS = 1.0  # after a reply, how long a quiet spell ends a wait
+# Unix seconds, a fraction allowed (the timestamp is the nonce: sub-second polls differ).
+_STAMP = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,9})?$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # the allowlist's webhook:<name> shape
 _NAMES = {"chat": _NAME, "sender": _NAME, "message_id": re.compile(r"^[\x21-\x7e]{1,128}$")}
 
@@ -113,6 +123,7 @@ class WebhookChannel:
         mailbox_size: int = 200,
         settle: float = SETTLE_SECONDS,
         clock: Callable[[], float] = time.time,
+        replay_capacity: int = CAPACITY,
     ) -> None:
         if not settings.secret or len(settings.secret) < 16:
             # The secret is the owner's password here: anyone holding it is the owner.
@@ -129,7 +140,7 @@ class WebhookChannel:
         self._mailbox_size = mailbox_size
         self._settle = settle
         self._clock = clock
-        self._replays = ReplayGuard(MAX_SKEW_SECONDS)
+        self._replays = ReplayGuard(MAX_SKEW_SECONDS, replay_capacity)  # per chat
         self._sink: InboundSink | None = None
         self._boxes: dict[str, deque[Reply]] = {}
         self._changed = asyncio.Condition()
@@ -239,32 +250,37 @@ class WebhookChannel:
         # Constant time, and on bytes: compare_digest rejects non-ASCII str outright.
         if not given or not hmac.compare_digest(given.encode(), expected.encode()):
             raise _Refused(401, f"missing or bad {SIGNATURE_HEADER} (see the docs for signing)")
-        try:
-            signed_at = int(stamp)
-        except ValueError:
-            raise _Refused(401, f"{TIMESTAMP_HEADER} must be unix seconds") from None
+        if not _STAMP.match(stamp):
+            raise _Refused(401, f"{TIMESTAMP_HEADER} must be unix seconds (a fraction allowed)")
+        signed_at = float(stamp)
         now = self._clock()
         if abs(now - signed_at) > MAX_SKEW_SECONDS:
             raise _Refused(
                 401, f"{TIMESTAMP_HEADER} is more than 5 minutes off; check the sender's clock"
             )
-        first = self._replays.first_use(expected, signed_at, now)
-        if first is None:
-            raise _Refused(429, "too many signed requests in five minutes; try again later")
-        if not first:
-            log.warning("webhook: replayed signed request refused")
-            raise _Refused(
-                409,
-                "this signed request was already accepted; sign each "
-                "request anew (fresh timestamp)",
-            )
-        self._last_request = self._clock()
         try:
             payload = json.loads(body)
         except ValueError as err:  # UnicodeDecodeError included
             raise _Refused(400, f"body is not valid JSON: {err}") from None
         if not isinstance(payload, dict):
             raise _Refused(400, 'body must be a JSON object like {"text": "..."}')
+        # The client is the chat, read from the signed body: a replay cannot move to
+        # another chat's cap, and one chat's flood cannot fill another's.
+        client = _field(payload, "chat") or "webhook"
+        first = self._replays.first_use(client, expected, signed_at, now)
+        if first is None:
+            raise _Refused(
+                429, "too many signed requests for this chat in five minutes; try again later"
+            )
+        if not first:
+            log.warning("webhook: replayed signed request refused")
+            raise _Refused(
+                409,
+                "this signed request was already accepted; sign each request anew (a fresh "
+                f"{TIMESTAMP_HEADER}: with a fraction, e.g. date +%s.%N, for more than one a "
+                "second)",
+            )
+        self._last_request = self._clock()
         return payload, expected.removeprefix("sha256=")
 
     async def _read_bounded(self, request: web.Request) -> bytes:
