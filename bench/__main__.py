@@ -34,6 +34,7 @@ from bench import (
     mcp_relay,
     memory,
     memory_bench,
+    memory_scale,
     prompt_cache,
     roundtrip,
     scheduler_bench,
@@ -52,6 +53,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "coldstart": (coldstart.run, coldstart.render, 10, 3),
     "memory": (memory.run, memory.render, 1, 1),
     "memory_search": (memory_bench.run, memory_bench.render, 300, 50),
+    # /remember and keyword search at 10k and 1M memories (100k quick) vs the old queries.
+    "memory_scale": (memory_scale.run, memory_scale.render, 300, 50),
     "kennel_start": (kennel_start.run, kennel_start.render, 6, 2),
     # The run's layer against the old direct mount; the quick N runs the small repos only.
     "layer": (

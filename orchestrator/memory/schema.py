@@ -13,6 +13,7 @@ the index (binary-quantized, see search.py) can always be rebuilt.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 MIGRATIONS: tuple[str, ...] = (
@@ -78,7 +79,28 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX memory_items_author ON memory_items(subject, source, chat)
         WHERE kind != 'archive';
     """,
+    # 4: a memory's text key (``text_key``: a 64-bit hash of its case-folded, space-
+    # normalised text) so a word-for-word repeat is found through an index, in
+    # O(log rows), not by comparing every row of the subject (339 ms at 1M memories).
+    # Archives have none. Existing rows get theirs here (``memory_text_key``, migrate).
+    """
+    ALTER TABLE memory_items ADD COLUMN content_key INTEGER;
+    UPDATE memory_items SET content_key = memory_text_key(content) WHERE kind != 'archive';
+    CREATE INDEX memory_items_content_key ON memory_items(subject, content_key)
+        WHERE kind != 'archive';
+    """,
 )
+
+
+def text_key(content: str) -> int:
+    """The key of a memory's text: equal for texts that differ only in case or spacing.
+    A hash, so the index stays small; a match is confirmed on the text itself."""
+    norm = " ".join(content.split()).casefold().encode()
+    return int.from_bytes(hashlib.blake2b(norm, digest_size=8).digest(), "big", signed=True)
+
+
+def same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
 
 
 def _statements(script: str) -> list[str]:
@@ -104,6 +126,8 @@ def _statements(script: str) -> list[str]:
 
 
 def migrate(conn: Any) -> None:
+    # Migration 4 fills content_key for the rows it finds with this function.
+    conn.create_function("memory_text_key", 1, text_key, deterministic=True)
     conn.execute("CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT)")
     row = conn.execute("SELECT value FROM memory_meta WHERE key='schema'").fetchone()
     version = int(row[0]) if row else 0

@@ -19,6 +19,7 @@ Without vectors (no endpoint, no sqlite-vec) the keyword score alone ranks.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -28,6 +29,9 @@ from orchestrator.memory.models import ITEM_COLUMNS, Hit, Item
 EXACT_MAX = 256
 COARSE_K = 64
 KEYWORD_K = 50
+# At most this many items are ranked by bm25 in one search (keyword_scores): ~4 µs each.
+RANK_BUDGET = 4_000
+COMMON_TERMS = 8  # when every word is common, the first ones only
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 # Words that match nearly everything and rank nothing (bm25 would mostly ignore them,
 # but they would still let unrelated rows into the result).
@@ -39,15 +43,23 @@ _STOP = (
 STOPWORDS = frozenset(_STOP.split())
 
 
-def fts_query(text: str) -> str | None:
+def query_terms(text: str) -> list[str]:
+    """The words of a search, lower case, without stop words and repeats (at most 32)."""
     terms: list[str] = []
     for word in _WORD.findall(text.lower()):
         word = word.strip("'-")
         if len(word) > 1 and word not in STOPWORDS and word not in terms:
             terms.append(word)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:32])
+    return terms[:32]
+
+
+def _quoted(terms: Iterable[str]) -> str:
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def fts_query(text: str) -> str | None:
+    terms = query_terms(text)
+    return _quoted(terms) if terms else None
 
 
 def _marks(ids: Iterable[int]) -> str:
@@ -106,14 +118,77 @@ def exact_scores(conn: Any, qvec: bytes, ids: Iterable[int], vec_ok: bool) -> di
     return {int(r[0]): max(0.0, cosine(qvec, bytes(r[1]))) for r in rows}
 
 
-def keyword_scores(conn: Any, text: str, k: int = KEYWORD_K) -> dict[int, float]:
-    query = fts_query(text)
-    if query is None:
+def _matches(conn: Any, term: str, cap: int) -> int:
+    """How many items hold ``term``, counted up to ``cap`` (O(min(count, cap)): no
+    ranking, the doclist only)."""
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)",
+        (_quoted([term]), cap),
+    ).fetchone()
+    return int(row[0])
+
+
+def ranked_terms(conn: Any, terms: list[str]) -> tuple[list[str], bool]:
+    """The terms bm25 ranks by, rarest first, while the items holding them stay within
+    ``RANK_BUDGET``; and whether even the rarest is over it (every term common)."""
+    counts = {t: _matches(conn, t, RANK_BUDGET + 1) for t in terms}
+    chosen: list[str] = []
+    total = 0
+    for term in sorted(terms, key=lambda t: counts[t]):
+        if chosen and total + counts[term] > RANK_BUDGET:
+            break
+        chosen.append(term)
+        total += counts[term]
+    return chosen, counts[chosen[0]] > RANK_BUDGET
+
+
+def _newest_by_coverage(conn: Any, terms: list[str], k: int) -> dict[int, float]:
+    """Every word is common: not bm25, whose idf alone reads each word's whole doclist
+    (35 ms for a word in 800k items), but how many of the words each of the newest
+    ``RANK_BUDGET`` items holding any of them has (newer first on a tie)."""
+    window = conn.execute(
+        "SELECT min(rowid) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?"
+        " ORDER BY rowid DESC LIMIT ?)",
+        (_quoted(terms), RANK_BUDGET),
+    ).fetchone()[0]
+    if window is None:
         return {}
+    held: Counter[int] = Counter()
+    for term in terms:
+        held.update(
+            int(r[0])
+            for r in conn.execute(
+                "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid >= ?",
+                (_quoted([term]), window),
+            )
+        )
+    top = sorted(held.items(), key=lambda kv: (-kv[1], -kv[0]))[:k]
+    best = max((n for _, n in top), default=1)
+    return {i: n / best for i, n in top}
+
+
+def keyword_scores(conn: Any, text: str, k: int = KEYWORD_K) -> dict[int, float]:
+    """bm25 over the query's words, at a cost bounded whatever the table's size.
+
+    bm25 costs ~4 µs per matching item, and an OR of words matches every item that
+    holds any of them: at 1M memories a common word alone is 800k items, seconds. So the
+    words are counted first (cheaply, up to ``RANK_BUDGET``) and ranked rarest first
+    while their items fit the budget; a commoner word left out would add little (its
+    idf is low) to items the rarer ones already found. When every word is that common,
+    the newest ``RANK_BUDGET`` items holding any are ranked by how many words they
+    hold (``_newest_by_coverage``). When all the
+    words' items fit (any small store), this is plain bm25 over all of them.
+    """
+    terms = query_terms(text)
+    if not terms:
+        return {}
+    chosen, common = ranked_terms(conn, terms)
+    if common:
+        return _newest_by_coverage(conn, terms[:COMMON_TERMS], k)
     rows = conn.execute(
         "SELECT rowid, bm25(memory_fts) AS b FROM memory_fts WHERE memory_fts"
         " MATCH ? ORDER BY b LIMIT ?",
-        (query, k),
+        (_quoted(chosen), k),
     ).fetchall()
     raw = {int(r[0]): -float(r[1]) for r in rows}
     best = max(raw.values(), default=0.0)
