@@ -228,7 +228,7 @@ class App:
         kennel = build_kennel(settings)
         stack.push_async_callback(kennel.close)
 
-        store = await stack.enter_async_context(Store(settings.db_path))
+        store = await stack.enter_async_context(Store(settings.db_path, settings.store.url))
         journal = Journal(home / "sessions")
         stack.callback(journal.close)
         messenger = Messenger(store, journal)

@@ -108,6 +108,24 @@ class SchedulerSettings(StrictSettings):
     ntfy_url: str | None = None  # e.g. https://ntfy.sh/my-topic: push for fired jobs
 
 
+class StoreSettings(StrictSettings):
+    """Where the store lives (orchestrator/store/): '' is SQLite in the home (fetch.db,
+    the default); ``postgresql://user:pass@host:5432/db`` runs every table family on
+    that PostgreSQL server (it needs pgvector)."""
+
+    url: str = ""
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_only(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError(
+                "'' (SQLite in the home) or a PostgreSQL URL: postgresql://user@host:5432/db"
+            )
+        return value
+
+
 class MemorySettings(StrictSettings):
     """Memory (see orchestrator/memory/): embeddings and summaries via any
     OpenAI-compatible endpoint; without one, search is keyword-only (FTS5)."""
@@ -155,6 +173,7 @@ class Settings(StrictSettings):
     webchat: WebChatSettings = WebChatSettings()
     http: HttpSettings = HttpSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    store: StoreSettings = StoreSettings()  # SQLite (default) or PostgreSQL (store.url)
     memory: MemorySettings = MemorySettings()
     blocks: BlockSettings = BlockSettings()  # memory blocks' size limits (orchestrator/blocks/)
     improve: ImproveSettings = ImproveSettings()  # /improve /prs (orchestrator/improve/)
@@ -289,6 +308,7 @@ class Settings(StrictSettings):
 # Friendly names people already know; each maps onto a dotted settings key.
 _ENV_KEYS: dict[str, str] = {
     "FETCH_HOME": "home",
+    "FETCH_STORE_URL": "store.url",
     "FETCH_WORKSPACE": "workspace",
     "FETCH_OWNER": "owner",
     "FETCH_MODEL_BASE_URL": "model.base_url",

@@ -15,17 +15,19 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from orchestrator.store.db import Database
+from orchestrator.store import sql
+from orchestrator.store.engine import Engine
 from orchestrator.store.usage import UsageTotal, days_from_buckets, dearest
 
 DAY = 86400.0
 BUCKET = 900  # 15 minutes: every UTC offset in use is whole quarter hours (see store/usage)
 _SUMS = (
     "COUNT(*), COALESCE(SUM(tokens_in),0), COALESCE(SUM(tokens_out),0),"
-    " COALESCE(SUM(cost),0), COALESCE(SUM(status != 200 OR error != ''),0)"
+    " COALESCE(SUM(cost),0),"
+    " COALESCE(SUM(CASE WHEN status != 200 OR error != '' THEN 1 ELSE 0 END),0)"
 )
-GROUPS = {
-    "buckets": f"CAST(at / {BUCKET} AS INTEGER)",
+GROUPS = {  # "buckets": sql.bucket("at", BUCKET), which depends on the engine
+    "buckets": "",
     "models": "model",
     "tasks": "task",
     "sessions": "session",
@@ -70,7 +72,7 @@ def _numbers(t: UsageTotal) -> tuple[int, int, int, float, int]:
 
 
 class CostSums:
-    def __init__(self, db: Database, tz: ZoneInfo) -> None:
+    def __init__(self, db: Engine, tz: ZoneInfo) -> None:
         self._db = db
         self._tz = tz
         self._sums: Sums | None = None
@@ -91,6 +93,7 @@ class CostSums:
         if top <= sums.last_id:
             return
         for name, column in GROUPS.items():
+            column = column or sql.bucket("at", BUCKET, self._db.dialect)
             found = await self._db.conn.execute_fetchall(
                 f"SELECT {column}, {_SUMS} FROM usage WHERE id > ? AND id <= ? AND at >= ?"
                 f" GROUP BY {column}",

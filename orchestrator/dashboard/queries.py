@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from orchestrator.store.db import Database
+from orchestrator.store import sql
+from orchestrator.store.engine import Engine
 
 PAGE = 50
 T = TypeVar("T")
@@ -152,8 +153,9 @@ def _call(r: Any) -> CallItem:
 
 
 class DashboardQueries:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
+        self._like = sql.like(db.dialect)  # case-insensitive on both engines
 
     async def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         return list(await self._db.conn.execute_fetchall(sql, params))
@@ -172,8 +174,9 @@ class DashboardQueries:
         else:
             pattern = like(query)
             rows = await self._rows(
-                f"SELECT {_SESSION_COLS} FROM sessions s WHERE s.key LIKE ? ESCAPE '\\'"
-                " OR s.key IN (SELECT m.session FROM messages m WHERE m.text LIKE ? ESCAPE '\\')"
+                f"SELECT {_SESSION_COLS} FROM sessions s WHERE s.key {self._like} ? ESCAPE '\\'"
+                " OR s.key IN (SELECT m.session FROM messages m WHERE"
+                f" m.text {self._like} ? ESCAPE '\\')"
                 " ORDER BY s.updated DESC, s.key LIMIT ? OFFSET ?",
                 (pattern, pattern, limit + 1, offset),
             )
@@ -216,7 +219,7 @@ class DashboardQueries:
     ) -> Paged[TaskItem]:
         where, params = [], []
         if query:
-            where.append("(prompt LIKE ? ESCAPE '\\' OR repo LIKE ? ESCAPE '\\')")
+            where.append(f"(prompt {self._like} ? ESCAPE '\\' OR repo {self._like} ? ESCAPE '\\')")
             params += [like(query), like(query)]
         if status:
             where.append("status = ?")
@@ -298,7 +301,8 @@ class DashboardQueries:
         rows = await self._rows(
             "SELECT state, updated, (SELECT MAX(id) FROM messages WHERE session = ?),"
             " (SELECT MAX(id) FROM tasks WHERE session = ?),"
-            " (SELECT group_concat(status) FROM tasks WHERE session = ? AND id >="
+            f" (SELECT {sql.joined('status', self._db.dialect)} FROM tasks WHERE session = ?"
+            " AND id >="
             " (SELECT COALESCE(MAX(id), 0) - 20 FROM tasks WHERE session = ?))"
             " FROM sessions WHERE key = ?",
             (key, key, key, key, key),
@@ -312,7 +316,8 @@ class DashboardQueries:
         pattern = like(query)
         for key in keys:
             rows = await self._rows(
-                "SELECT text FROM messages WHERE session = ? AND text LIKE ? ESCAPE '\\'"
+                f"SELECT text FROM messages WHERE session = ? AND text {self._like} ?"
+                " ESCAPE '\\'"
                 " ORDER BY id DESC LIMIT 1",
                 (key, pattern),
             )
@@ -352,7 +357,8 @@ class DashboardQueries:
     async def calls_since(self, since: float, source: str) -> tuple[int, int, float]:
         """(calls, failed calls, mean latency ms) of one source since ``since``."""
         rows = await self._rows(
-            "SELECT COUNT(*), COALESCE(SUM(status != 200 OR error != ''), 0),"
+            "SELECT COUNT(*),"
+            " COALESCE(SUM(CASE WHEN status != 200 OR error != '' THEN 1 ELSE 0 END), 0),"
             " COALESCE(AVG(latency_ms), 0) FROM usage WHERE at >= ? AND source = ?",
             (since, source),
         )

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.events import SessionKey
-from orchestrator.store.db import Database, key_str
+from orchestrator.store.db import key_str
+from orchestrator.store.engine import Engine
 
 COLUMNS = (
     "id, session, requester, request, repo, base, branch, head_sha, status, tests, detail,"
@@ -38,7 +39,7 @@ class Improvement:
 
 
 class SqliteImprovements:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
 
     async def create(self, key: SessionKey, requester: str, request: str, repo: str) -> int:

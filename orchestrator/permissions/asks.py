@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from core.events import SessionKey
-from orchestrator.store.db import Database
+from orchestrator.store.engine import Engine
 
 # An expired question is kept this long after its expiry, so a late answer hears "it
 # expired" rather than "no such question"; then it goes at the next start.
@@ -30,7 +30,7 @@ class Ask:
 
 
 class Asks:
-    def __init__(self, ttl_seconds: float, db: Database) -> None:
+    def __init__(self, ttl_seconds: float, db: Engine) -> None:
         self._ttl = ttl_seconds
         self._db = db
         self._open: dict[str, Ask] = {}

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from core.events import SessionKey
-from orchestrator.store.db import Database, key_str
+from orchestrator.store.db import key_str
+from orchestrator.store.engine import Engine
 
 Scope = Literal["once", "session", "persisted"]
 SCOPES: tuple[Scope, ...] = ("once", "session", "persisted")
@@ -38,7 +39,7 @@ class Grant:
 
 
 class GrantStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
         self._live: dict[int, Grant] = {}
 

@@ -12,6 +12,11 @@ can never be started twice, whoever asks. Its life:
 
 Every transition names the holder (this process's token) in its WHERE clause, so a
 worker whose claim was taken back cannot overwrite the new holder's state.
+
+The same SQL runs on SQLite and PostgreSQL (``orchestrator/store/engine.py``). On
+PostgreSQL several processes claim at once: a claim locks the rows it takes
+(``FOR UPDATE SKIP LOCKED``: another process skips them, and re-checks a row changed
+under it), so two schedulers never take the same job's slot or the same expired run.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any, Protocol
 from core.events import SessionKey
 from orchestrator.scheduler.localtime import zone
 from orchestrator.scheduler.slots import plan
-from orchestrator.store.db import Database
+from orchestrator.store.engine import Engine
 
 JOB_COLUMNS = (
     "id, kind, text, channel, chat, cron, tz, spec, missed, status, next_at, created, creator"
@@ -191,8 +196,15 @@ class JobPort(Protocol):
 
 
 class SqliteJobs:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
+
+    def _skip_locked(self, table: str = "") -> str:
+        """PostgreSQL: the rows a claim reads are locked, and rows another claim holds
+        are skipped. SQLite's transaction holds the whole file already."""
+        if self._db.dialect != "postgresql":
+            return ""
+        return f" FOR UPDATE{f' OF {table}' if table else ''} SKIP LOCKED"
 
     # -- jobs ------------------------------------------------------------------------
     async def add(
@@ -309,11 +321,11 @@ class SqliteJobs:
         advance the job to its next slot, record missed slots. Returns the claims and how
         many jobs were handled (a job whose slots were all skipped has no claim)."""
         claims: list[Claim] = []
-        async with self._db.transaction() as db:
+        async with self._db.transaction(rows_locked=True) as db:
             rows = list(
                 await db.execute_fetchall(
                     f"SELECT {JOB_COLUMNS} FROM jobs WHERE status='active' AND next_at <= ?"
-                    " ORDER BY next_at LIMIT ?",
+                    f" ORDER BY next_at LIMIT ?{self._skip_locked()}",
                     (now, limit),
                 )
             )
@@ -323,8 +335,8 @@ class SqliteJobs:
                 p = plan(job.next_at, job.cron, zone(job.tz), job.missed, up_since)
                 if p.missed:
                     await db.executemany(
-                        "INSERT OR IGNORE INTO job_runs(job_id, slot, status, finished_at,"
-                        " error) VALUES (?,?, 'missed', ?, ?)",
+                        "INSERT INTO job_runs(job_id, slot, status, finished_at,"
+                        " error) VALUES (?,?, 'missed', ?, ?) ON CONFLICT DO NOTHING",
                         [(job.id, s, now, why_missed) for s in p.missed],
                     )
                 if p.more_missed:
@@ -340,8 +352,9 @@ class SqliteJobs:
                 if p.run_slot is None:
                     continue  # all skipped: a one-shot is closed by close_finished
                 cur = await db.execute(
-                    "INSERT OR IGNORE INTO job_runs(job_id, slot, status, attempt, holder,"
-                    " lease_until, claimed_at, late) VALUES (?,?, 'claimed', 1, ?,?,?,?)",
+                    "INSERT INTO job_runs(job_id, slot, status, attempt, holder,"
+                    " lease_until, claimed_at, late) VALUES (?,?, 'claimed', 1, ?,?,?,?)"
+                    " ON CONFLICT DO NOTHING",
                     (job.id, p.run_slot, holder, now + lease, now, int(p.late)),
                 )
                 if cur.rowcount == 1:  # 0: that slot already has a run; never a second
@@ -361,13 +374,14 @@ class SqliteJobs:
         Returns (claimed again, interrupted mid-delivery: to be confirmed)."""
         stale = "(r.holder != ? OR r.lease_until < ?)" if orphans_of_others else "r.lease_until < ?"
         stale_args: tuple[Any, ...] = (holder, now) if orphans_of_others else (now,)
-        async with self._db.transaction() as db:
+        async with self._db.transaction(rows_locked=True) as db:
             rows = list(
                 await db.execute_fetchall(
                     f"SELECT {RUN_COLUMNS}, {J_COLUMNS}"
                     " FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE"
-                    f" (r.status='retry' AND r.next_try <= ?) OR (r.status IN ('claimed',"
-                    f" 'delivering') AND {stale}) ORDER BY r.slot LIMIT 1000",
+                    f" ((r.status='retry' AND r.next_try <= ?) OR (r.status IN ('claimed',"
+                    f" 'delivering') AND {stale})) ORDER BY r.slot LIMIT 1000"
+                    f"{self._skip_locked('r')}",
                     (now, *stale_args),
                 )
             )

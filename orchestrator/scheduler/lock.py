@@ -5,6 +5,11 @@ included), so a restarted Fetch takes over at once instead of waiting for a leas
 out, and holding it proves every earlier holder is gone. It works wherever the database
 itself is safe to share (one machine; SQLite's WAL needs that anyway), containers on one
 host included. The file says who holds it, for the message the second process shows.
+
+On PostgreSQL (``store.url``) there is no such file to share and no need for one: every
+process schedules (``SharedLock``), the claim being a row lock (``FOR UPDATE SKIP LOCKED``)
+and a run's lease the only hold on it, so a dead process's runs are taken over when their
+leases run out.
 """
 
 from __future__ import annotations
@@ -61,3 +66,26 @@ class SchedulerLock:
             fd, self._fd = self._fd, None
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+class SharedLock:
+    """The scheduler's "lock" on PostgreSQL: always held; the rows are the locks."""
+
+    path = Path("postgresql")  # nothing on disk; named in no message
+
+    def __init__(self) -> None:
+        self._held = False
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def acquire(self) -> bool:
+        self._held = True
+        return True
+
+    def holder(self) -> str:
+        return "every process on this PostgreSQL database"
+
+    def release(self) -> None:
+        self._held = False

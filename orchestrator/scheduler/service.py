@@ -36,7 +36,7 @@ from orchestrator.scheduler.jobs import (
     SqliteJobs,
 )
 from orchestrator.scheduler.localtime import zone
-from orchestrator.scheduler.lock import SchedulerLock
+from orchestrator.scheduler.lock import SchedulerLock, SharedLock
 from orchestrator.scheduler.ntfy import Ntfy
 from orchestrator.scheduler.phrases import When
 from orchestrator.scheduler.replies import problems_text
@@ -73,7 +73,12 @@ class Scheduler:
         self.supervisor = supervisor
         self.clock = clock
         self.jobs: JobPort = SqliteJobs(store.db)
-        self.lock = SchedulerLock(settings.db_path)
+        # SQLite: one scheduler per file (a flock). PostgreSQL: every process schedules,
+        # and only a run's expired lease is taken back (never "all of another holder's").
+        self.shared = bool(settings.store.url)
+        self.lock: SchedulerLock | SharedLock = (
+            SharedLock() if self.shared else SchedulerLock(settings.db_path)
+        )
         cfg = settings.scheduler
         self.ntfy = Ntfy(cfg.ntfy_url) if cfg.ntfy_url else None
         self.delivery: Delivery = ChatDelivery(store, messenger, inject, self.ntfy)
@@ -176,7 +181,10 @@ class Scheduler:
         self._notice_jump(now)
         started = 0
         again, unsure = await self.jobs.reclaim(
-            now, self.holder, cfg.lease_seconds, orphans_of_others=self._first_tick
+            now,
+            self.holder,
+            cfg.lease_seconds,
+            orphans_of_others=self._first_tick and not self.shared,
         )
         self._first_tick = False
         for claim in unsure:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from orchestrator.store.db import Database
+from orchestrator.store.engine import Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def _row(r: tuple[object, ...]) -> BlockVersion:
 
 
 class SqliteBlocks:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
 
     async def heads(self) -> list[BlockVersion]:

@@ -2,8 +2,9 @@
 
 Callers name the family: ``store.sessions.load(key)``, ``store.inbox.accept(...)``,
 ``store.messages.log(...)``, ``store.work.create_task(...)``. ``store.db`` is the
-connection owner itself, for modules that own their tables (the scheduler's jobs) and
-for tests that inspect the file.
+connection owner itself (the engine: SQLite's ``Database``, or ``PgDatabase`` when
+``url`` names PostgreSQL), for modules that own their tables (the scheduler's jobs) and
+for tests that inspect the database.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from orchestrator.store.blocks import BlockPort, SqliteBlocks
 from orchestrator.store.db import Database
+from orchestrator.store.engine import Engine
 from orchestrator.store.inbox import InboxPort, SqliteInbox
 from orchestrator.store.links import SqliteLinks
 from orchestrator.store.messages import MessagePort, SqliteMessages
@@ -22,8 +24,9 @@ from orchestrator.store.work import SqliteWork, WorkPort
 
 
 class Store:
-    def __init__(self, path: Path) -> None:
-        self.db = Database(path)
+    def __init__(self, path: Path, url: str = "") -> None:
+        """SQLite at ``path``, or the PostgreSQL database ``url`` names (``store.url``)."""
+        self.db: Engine = open_engine(path, url)
         self.sessions: SessionPort = SqliteSessions(self.db)
         self.inbox: InboxPort = SqliteInbox(self.db)
         self.messages: MessagePort = SqliteMessages(self.db)
@@ -45,3 +48,13 @@ class Store:
 
     async def close(self) -> None:
         await self.db.close()
+
+
+def open_engine(path: Path, url: str = "") -> Engine:
+    """The engine for a store: PostgreSQL when ``url`` is set, else SQLite at ``path``
+    (asyncpg is imported only then)."""
+    if url:
+        from orchestrator.store.pg import PgDatabase
+
+        return PgDatabase(url)
+    return Database(path)

@@ -25,6 +25,7 @@ from core.errors import StoreError
 from core.events import SessionKey
 from core.tasks import cancel_and_wait
 from orchestrator.store import once
+from orchestrator.store.engine import Dialect
 from orchestrator.store.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 5000
@@ -55,6 +56,8 @@ def key_str(key: SessionKey) -> str:
 
 
 class Database:
+    dialect: Dialect = "sqlite"
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: aiosqlite.Connection | None = None
@@ -172,7 +175,11 @@ class Database:
 
     # -- writes --------------------------------------------------------------------
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(
+        self, *, rows_locked: bool = False
+    ) -> AsyncIterator[aiosqlite.Connection]:
+        """BEGIN IMMEDIATE: the file's write lock for the whole transaction (``rows_locked``
+        matters to PostgreSQL only: SQLite has no row locks)."""
         async with self._write_lock:
             conn = self.conn
             try:

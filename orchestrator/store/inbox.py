@@ -11,7 +11,8 @@ import time
 from typing import Any, Protocol
 
 from core.events import SessionKey
-from orchestrator.store.db import Database, key_str
+from orchestrator.store.db import key_str
+from orchestrator.store.engine import Engine
 from orchestrator.store.once import FINISH
 
 
@@ -32,13 +33,13 @@ class InboxPort(Protocol):
 
 
 ACCEPT = (
-    "INSERT OR IGNORE INTO inbound(channel, message_id, session, payload, status,"
-    " received) VALUES (?,?,?,?, 'queued', ?)"
+    "INSERT INTO inbound(channel, message_id, session, payload, status,"
+    " received) VALUES (?,?,?,?, 'queued', ?) ON CONFLICT DO NOTHING"
 )
 
 
 class SqliteInbox:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
 
     async def accept(

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.events import SessionKey
-from orchestrator.store.db import Database
+from orchestrator.store.engine import Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +19,7 @@ class Link:
 
 
 class SqliteLinks:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
 
     async def all(self) -> list[Link]:
@@ -65,8 +65,10 @@ class SqliteLinks:
                 return made
             await conn.execute("UPDATE link_codes SET used=? WHERE code_hash=?", (now, code_hash))
             await conn.execute(
-                "INSERT OR REPLACE INTO links(device_channel, device_chat, home_channel,"
-                " home_chat, created) VALUES (?,?,?,?,?)",
+                "INSERT INTO links(device_channel, device_chat, home_channel, home_chat,"
+                " created) VALUES (?,?,?,?,?) ON CONFLICT(device_channel, device_chat) DO"
+                " UPDATE SET home_channel=excluded.home_channel,"
+                " home_chat=excluded.home_chat, created=excluded.created",
                 (made.device.channel, made.device.chat, made.home.channel, made.home.chat, now),
             )
             # Codes past their time are of no use to anyone: kept no longer.

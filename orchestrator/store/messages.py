@@ -10,7 +10,8 @@ import time
 from typing import NamedTuple, Protocol
 
 from core.events import SessionKey
-from orchestrator.store.db import Database, key_str
+from orchestrator.store.db import key_str
+from orchestrator.store.engine import Engine
 
 
 class Line(NamedTuple):
@@ -71,7 +72,7 @@ INSERT = (
 
 
 class SqliteMessages:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
         self._totals: dict[str, list[int]] = {}  # session -> [in, out], once read
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from core.events import SessionKey
-from orchestrator.store.db import Database
+from orchestrator.store.engine import Engine
 
 MAX_ATTEMPTS = 5  # a notice a channel refused this often is dropped (and logged)
 
@@ -32,7 +32,7 @@ class Held:
 
 
 class SqliteOutbox:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
 
     # -- notices -----------------------------------------------------------------------

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.events import SessionKey
-from orchestrator.store.db import Database, key_str
+from orchestrator.store.db import key_str
+from orchestrator.store.engine import Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,7 @@ class SessionPort(Protocol):
 
 
 class SqliteSessions:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
 
     async def load(self, key: SessionKey) -> SessionRow | None:

@@ -25,7 +25,8 @@ from datetime import datetime
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from orchestrator.store.db import Database
+from orchestrator.store import sql
+from orchestrator.store.engine import Engine
 
 SOURCES = ("orchestrator", "relay", "embed", "summarize")
 # by_day sums in 15-minute buckets in SQL and names each bucket's local day here: every
@@ -131,7 +132,8 @@ COLUMNS = (
 INSERT = f"INSERT INTO usage({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 _SUMS = (
     "COUNT(*), COALESCE(SUM(tokens_in),0), COALESCE(SUM(tokens_out),0),"
-    " COALESCE(SUM(cost),0), COALESCE(SUM(status != 200 OR error != ''),0)"
+    " COALESCE(SUM(cost),0),"
+    " COALESCE(SUM(CASE WHEN status != 200 OR error != '' THEN 1 ELSE 0 END),0)"
 )
 
 
@@ -169,7 +171,7 @@ def dearest(totals: Iterable[UsageTotal]) -> list[UsageTotal]:
 
 
 class SqliteUsage:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
 
     def record(self, row: UsageRow) -> None:
@@ -219,7 +221,7 @@ class SqliteUsage:
         end = newest if until is None else min(until, newest)
         span = float(newest) - float(oldest)
         if span <= 0 or (end - max(since, float(oldest))) / span >= 0.25:
-            return "usage NOT INDEXED"
+            return sql.unindexed("usage", self._db.dialect)
         return "usage"
 
     async def total(
@@ -253,7 +255,7 @@ class SqliteUsage:
         where, params = self._window(since, until)
         table = await self._source(since, until)
         rows = await self._rows(
-            f"SELECT CAST(at / {_BUCKET} AS INTEGER) AS b, {_SUMS} FROM {table}"
+            f"SELECT {sql.bucket('at', _BUCKET, self._db.dialect)} AS b, {_SUMS} FROM {table}"
             f" WHERE {where} GROUP BY b",
             params,
         )

@@ -11,7 +11,8 @@ from typing import Protocol
 
 from core.events import SessionKey
 from orchestrator.store import once
-from orchestrator.store.db import Database, key_str
+from orchestrator.store.db import key_str
+from orchestrator.store.engine import Engine
 
 # Settling an intent closes the inbound row of the command that opened it (if any), in
 # the same transaction: a /undo replayed after a kill finds its message done.
@@ -183,7 +184,7 @@ class WorkPort(Protocol):
 
 
 class SqliteWork:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self._db = db
 
     # -- tasks -----------------------------------------------------------------------

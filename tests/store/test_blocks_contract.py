@@ -12,14 +12,15 @@ import pytest
 from orchestrator.store import Store
 from orchestrator.store.blocks import BlockPort, BlockVersion
 from orchestrator.store.memory import MemoryBlocks
+from tests.store.conftest import ALL, engine_store
 
 T0 = 1_767_258_000.0
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=ALL)
 async def blocks(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BlockPort]:
-    if request.param == "sqlite":
-        async with Store(tmp_path / "fetch.db") as store:
+    if request.param != "memory":
+        async with engine_store(request.param, tmp_path, request) as store:
             yield store.blocks
     else:
         yield MemoryBlocks()

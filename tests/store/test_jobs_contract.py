@@ -12,7 +12,7 @@ from core.events import SessionKey
 from orchestrator.scheduler.jobs import Job, JobPort, SqliteJobs
 from orchestrator.scheduler.memory_jobs import MemoryJobs
 from orchestrator.scheduler.slots import MISS_GRACE_SECONDS
-from orchestrator.store import Store
+from tests.store.conftest import ALL, engine_store
 
 KEY = SessionKey("terminal", "owner")
 OTHER = SessionKey("telegram", "42")
@@ -22,10 +22,10 @@ LEASE = 300.0
 ME, THEM = "me", "them"
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=ALL)
 async def jobs(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobPort]:
-    if request.param == "sqlite":
-        async with Store(tmp_path / "fetch.db") as store:
+    if request.param != "memory":
+        async with engine_store(request.param, tmp_path, request) as store:
             yield SqliteJobs(store.db)
     else:
         yield MemoryJobs()

@@ -12,6 +12,7 @@ import pytest
 from core.errors import StoreError
 from core.events import SessionKey
 from orchestrator.store import Store
+from orchestrator.store.db import Database
 from orchestrator.store.migrations import MIGRATIONS
 
 KEY = SessionKey("terminal", "owner")
@@ -74,6 +75,7 @@ async def test_cancelled_writer_leaves_no_open_transaction(tmp_path: Path) -> No
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await store.messages.add(KEY, "in", "after")  # would fail inside a dangling BEGIN
+        assert isinstance(store.db, Database)
         assert not store.db.conn.in_transaction
 
 

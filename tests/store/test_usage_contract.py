@@ -10,18 +10,18 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from orchestrator.store import Store
 from orchestrator.store.usage import MemoryUsage, UsagePort, UsageRow
+from tests.store.conftest import ALL, engine_store
 
 # 2026-03-10 12:00 UTC, a Tuesday
 NOON = datetime(2026, 3, 10, 12, tzinfo=ZoneInfo("UTC")).timestamp()
 HOUR = 3600.0
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=ALL)
 async def usage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[UsagePort]:
-    if request.param == "sqlite":
-        async with Store(tmp_path / "fetch.db") as store:
+    if request.param != "memory":
+        async with engine_store(request.param, tmp_path, request) as store:
             yield store.usage
     else:
         yield MemoryUsage()

@@ -67,6 +67,7 @@ async def test_a_full_disk_does_not_spin_the_writer_and_the_rows_land_later(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     db = store.db
+    assert isinstance(db, Database)  # the SQLite engine's own queue
     attempts = 0
     flush = db.flush
 
@@ -107,6 +108,7 @@ async def test_past_the_cap_the_oldest_rows_go_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     db = store.db
+    assert isinstance(db, Database)  # the SQLite engine's own queue
     db.behind_cap = 100
     caplog.set_level(logging.INFO, logger="orchestrator.store.db")
     await _fill(db)
