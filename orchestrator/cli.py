@@ -181,7 +181,12 @@ def _doctor(settings: Settings) -> int:
     from orchestrator.workspace import Workspace
 
     print(f"home:      {settings.home_dir}")
-    print(f"database:  {settings.db_path}")
+    if settings.store.url:
+        from orchestrator.store.pg import where
+
+        print(f"database:  PostgreSQL at {where(settings.store.url)} (store.url)")
+    else:
+        print(f"database:  {settings.db_path}")
     ws = Workspace(settings.workspace_dir)
     print(f"workspace: {ws.root} ({', '.join(ws.repos()) or 'no repos'})")
     print(f"identity:  {identity_dir(settings)}")
@@ -316,7 +321,16 @@ def main(argv: list[str] | None = None) -> None:
     explain.add_argument("key", help="e.g. permissions.mode, permissions.deny")
     explain.add_argument("--repo", help="a repository of the workspace")
     explain.add_argument("--chat", help="a chat, as channel:chat")
+    store = sub.add_parser("store", help="the store: copy it between SQLite and PostgreSQL")
+    store_sub = store.add_subparsers(dest="store_command", required=True)
+    copy = store_sub.add_parser(
+        "copy", help="copy every table into an empty store (SQLite file <-> PostgreSQL URL)"
+    )
+    copy.add_argument("--from", dest="source", required=True, help="a fetch.db or a URL")
+    copy.add_argument("--to", dest="target", required=True, help="a URL or a fetch.db")
     args = parser.parse_args(argv)
+    if args.command == "store":
+        raise SystemExit(_store_copy(args.source, args.target))
     settings = _settings()
     if args.command in (None, "run", "serve", "doctor"):
         _check(settings)
@@ -343,6 +357,19 @@ def main(argv: list[str] | None = None) -> None:
         code = forced.code
     lock.release()
     _exit(code if isinstance(code, int) else 1)
+
+
+def _store_copy(source: str, target: str) -> int:
+    """``fetch store copy``: the tables, counted and sampled; one line on failure."""
+    from orchestrator.store.copy import copy_store, describe
+
+    try:
+        copied = asyncio.run(copy_store(source, target))
+    except FetchError as err:
+        print(f"fetch: store copy: {err}", file=sys.stderr)
+        return 2
+    print(describe(copied, source, target))
+    return 0
 
 
 def _exit(code: int) -> None:
