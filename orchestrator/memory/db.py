@@ -68,12 +68,15 @@ def _load_vec(conn: Conn, can_load: bool) -> str | None:
 
 
 class MemoryDB:
-    def __init__(self, path: Path, log_path: Path) -> None:
+    def __init__(self, path: Path, log_path: Path, url: str = "") -> None:
         self.path = path
         self.log_path = log_path  # fetch.db: read-only use, with the store's own sqlite3
+        # store.url: memory's tables go to that PostgreSQL beside the store's (pg.py),
+        # where the conversation log is too; path and log_path are then unused.
+        self.url = url
         self.vec_problem: str | None = "not opened"
         self._conn: Conn | None = None
-        self._log: sqlite3.Connection | None = None
+        self._log: Conn | None = None
         self._pool: ThreadPoolExecutor | None = None
         self.errors: tuple[type[Exception], ...] = (sqlite3.Error,)
 
@@ -92,6 +95,9 @@ class MemoryDB:
             raise
 
     def _open(self) -> None:
+        if self.url:
+            self._open_pg()
+            return
         driver, can_load = _driver()
         self.errors = (sqlite3.Error, driver.Error)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,11 +123,26 @@ class MemoryDB:
         log_conn.execute("PRAGMA query_only=ON")
         self._log = log_conn
 
+    def _open_pg(self) -> None:
+        import asyncpg
+
+        from orchestrator.memory.pg import PgConn, PgError
+
+        self.errors = (asyncpg.PostgresError, asyncpg.InterfaceError, PgError, OSError)
+        conn = PgConn(self.url)
+        try:
+            migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self.vec_problem = None  # PgConn refuses a server without pgvector
+        self._conn = self._log = conn
+
     async def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        conns = [c for c in (self._conn, self._log) if c is not None]
+        conns = list({id(c): c for c in (self._conn, self._log) if c is not None}.values())
         self._conn = self._log = None
         loop = asyncio.get_running_loop()
         for conn in conns:

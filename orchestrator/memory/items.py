@@ -7,7 +7,7 @@ from typing import Any
 
 from orchestrator.memory.db import write
 from orchestrator.memory.models import ITEM_COLUMNS, Item, WriteResult
-from orchestrator.memory.schema import same_text, text_key
+from orchestrator.memory.schema import is_pg, same_text, text_key
 from orchestrator.memory.scope import from_kennel
 from orchestrator.memory.search import nearest_memory
 
@@ -18,7 +18,11 @@ def _layer(kind: str) -> str:
 
 def has_vec_index(conn: Any, vec_ok: bool) -> bool:
     """The binary index exists only once an embedding endpoint told its dimension
-    (schema.ensure_vec_index): without one, there is nothing in it to keep in step."""
+    (schema.ensure_vec_index): without one, there is nothing in it to keep in step.
+    On PostgreSQL the vectors table itself is made then (pg_schema.py)."""
+    if is_pg(conn):
+        row = conn.execute("SELECT to_regclass('memory_vectors') IS NOT NULL").fetchone()
+        return bool(row[0])
     return (
         vec_ok
         and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec_bits'").fetchone()
@@ -30,6 +34,14 @@ def put_vector(
     conn: Any, item_id: int, kind: str, vec: bytes, signature: str, vec_ok: bool
 ) -> None:
     """Store the exact vector and its binary code; call inside a write transaction."""
+    if is_pg(conn):  # one table: the vector and its HNSW index (pg_schema.py)
+        conn.execute(
+            "INSERT INTO memory_vectors(id, layer, vec) VALUES (?, ?, ?) ON CONFLICT(id)"
+            " DO UPDATE SET vec=excluded.vec, layer=excluded.layer",
+            (item_id, _layer(kind), vec),
+        )
+        conn.execute("UPDATE memory_items SET embedded=? WHERE id=?", (signature, item_id))
+        return
     conn.execute(
         "INSERT INTO memory_vectors(id, vec) VALUES (?, ?) ON CONFLICT(id) DO UPDATE"
         " SET vec=excluded.vec",
@@ -62,10 +74,12 @@ def repeat_of(
     conn: Any, content: str, key: int, subject: str, author: tuple[str, str | None] | None
 ) -> int | None:
     """The subject's memory with this very text (``author`` given: only one it wrote)."""
-    mine = " AND source = ? AND chat IS ?" if author else ""
-    rows = conn.execute(
-        f"{REPEAT_SQL}{mine} ORDER BY id", (subject, key, *(author or ()))
-    ).fetchall()
+    # PostgreSQL has no INDEXED BY; tests/memory check its plan uses the index.
+    sql = REPEAT_SQL
+    if is_pg(conn):
+        sql = sql.replace(" INDEXED BY memory_items_content_key", "")
+    mine = " AND source = ? AND chat IS NOT DISTINCT FROM ?" if author else ""
+    rows = conn.execute(f"{sql}{mine} ORDER BY id", (subject, key, *(author or ()))).fetchall()
     for row in rows:  # a hash: the text itself decides
         if same_text(str(row[1]), content):
             return int(row[0])
@@ -152,7 +166,7 @@ def forget(conn: Any, item_id: int, vec_ok: bool, subject: str | None = None) ->
             return None
         if subject is not None and item.subject != subject:
             return None
-        if has_vec_index(conn, vec_ok):
+        if not is_pg(conn) and has_vec_index(conn, vec_ok):
             conn.execute("DELETE FROM memory_vec_bits WHERE rowid=?", (item_id,))
         conn.execute("DELETE FROM memory_items WHERE id=?", (item_id,))  # cascades vectors
         return item
@@ -208,9 +222,13 @@ def drop_vectors(conn: Any, vec_ok: bool) -> None:
     """The embedding model changed: old vectors are not comparable with new ones."""
 
     def run() -> None:
-        if has_vec_index(conn, vec_ok):
-            conn.execute("DELETE FROM memory_vec_bits")
-        conn.execute("DELETE FROM memory_vectors")
+        if is_pg(conn):
+            if has_vec_index(conn, vec_ok):
+                conn.execute("DELETE FROM memory_vectors")
+        else:
+            if has_vec_index(conn, vec_ok):
+                conn.execute("DELETE FROM memory_vec_bits")
+            conn.execute("DELETE FROM memory_vectors")
         conn.execute("UPDATE memory_items SET embedded = NULL")
 
     write(conn, run)

@@ -125,7 +125,17 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+def is_pg(conn: Any) -> bool:
+    """Memory on PostgreSQL (pg.py's PgConn), not its own SQLite file."""
+    return getattr(conn, "dialect", "sqlite") == "postgresql"
+
+
 def migrate(conn: Any) -> None:
+    if is_pg(conn):
+        from orchestrator.memory import pg_schema
+
+        pg_schema.migrate(conn)
+        return
     # Migration 4 fills content_key for the rows it finds with this function.
     conn.create_function("memory_text_key", 1, text_key, deterministic=True)
     conn.execute("CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -166,6 +176,10 @@ def ensure_vec_index(conn: Any, dims: int) -> bool:
     ``kind`` is a metadata column so a KNN can be limited to one layer (dedup looks at
     memories only) without scanning the other.
     """
+    if is_pg(conn):
+        from orchestrator.memory import pg_schema
+
+        return pg_schema.ensure_vec_index(conn, dims)
     if meta(conn, "vec_dims") == str(dims):
         return False
     conn.execute("BEGIN IMMEDIATE")

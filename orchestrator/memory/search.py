@@ -23,8 +23,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from orchestrator.memory import pg_search
 from orchestrator.memory.embed import cosine
 from orchestrator.memory.models import ITEM_COLUMNS, Hit, Item
+from orchestrator.memory.schema import is_pg
 
 EXACT_MAX = 256
 COARSE_K = 64
@@ -68,6 +70,8 @@ def _marks(ids: Iterable[int]) -> str:
 
 def vector_scores(conn: Any, qvec: bytes, k: int, layer: str | None = None) -> dict[int, float]:
     """Cosine similarity of the ~k nearest vectors (exact at small sizes, see above)."""
+    if is_pg(conn):
+        return pg_search.vector_scores(conn, qvec, k, layer)
     # max(rowid) bounds the count in O(log n); COUNT(*) would walk every 6 KB row.
     bound = conn.execute("SELECT max(rowid) FROM memory_vectors").fetchone()[0]
     if bound is None:
@@ -107,6 +111,8 @@ def exact_scores(conn: Any, qvec: bytes, ids: Iterable[int], vec_ok: bool) -> di
     ids = list(ids)
     if not ids:
         return {}
+    if is_pg(conn):
+        return pg_search.exact_scores(conn, qvec, _marks(ids))
     if vec_ok:
         rows = conn.execute(
             "SELECT id, vec_distance_cosine(vec_f32(vec), vec_f32(?)) FROM memory_vectors WHERE"
@@ -121,6 +127,8 @@ def exact_scores(conn: Any, qvec: bytes, ids: Iterable[int], vec_ok: bool) -> di
 def _matches(conn: Any, term: str, cap: int) -> int:
     """How many items hold ``term``, counted up to ``cap`` (O(min(count, cap)): no
     ranking, the doclist only)."""
+    if is_pg(conn):
+        return pg_search.matches(conn, term, cap)
     row = conn.execute(
         "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)",
         (_quoted([term]), cap),
@@ -183,6 +191,9 @@ def keyword_scores(conn: Any, text: str, k: int = KEYWORD_K) -> dict[int, float]
     if not terms:
         return {}
     chosen, common = ranked_terms(conn, terms)
+    if is_pg(conn):
+        found = pg_search.keyword_rows(conn, terms, chosen, common, RANK_BUDGET, k)
+        return _relative({int(r[0]): float(r[1]) for r in found})
     if common:
         return _newest_by_coverage(conn, terms[:COMMON_TERMS], k)
     rows = conn.execute(
@@ -190,7 +201,11 @@ def keyword_scores(conn: Any, text: str, k: int = KEYWORD_K) -> dict[int, float]
         " MATCH ? ORDER BY b LIMIT ?",
         (_quoted(chosen), k),
     ).fetchall()
-    raw = {int(r[0]): -float(r[1]) for r in rows}
+    return _relative({int(r[0]): -float(r[1]) for r in rows})
+
+
+def _relative(raw: dict[int, float]) -> dict[int, float]:
+    """Scores over the best of this search: the best keyword match scores 1."""
     best = max(raw.values(), default=0.0)
     if best <= 0:
         return dict.fromkeys(raw, 1.0)
@@ -281,7 +296,7 @@ def nearest_memory(
             int(r[0])
             for r in conn.execute(
                 "SELECT id FROM memory_items WHERE kind != 'archive' AND subject = ?"
-                " AND source = ? AND chat IS ?",
+                " AND source = ? AND chat IS NOT DISTINCT FROM ?",
                 (subject, *author),
             )
         ]

@@ -47,7 +47,9 @@ class Memory:
         self.settings = settings
         self.config = settings.memory
         self.supervisor = supervisor
-        self.db = MemoryDB(settings.home_dir / "memory" / "memory.db", settings.db_path)
+        self.db = MemoryDB(
+            settings.home_dir / "memory" / "memory.db", settings.db_path, settings.store.url
+        )
         self.embedder: Embedder | None = None
         self.summarizer: Summarizer | None = None
         self.archiver: Archiver | None = None

@@ -21,8 +21,24 @@ async def model() -> AsyncIterator[ScriptedModelServer]:
         yield srv
 
 
+# The engines memory's contract runs on: its own SQLite file, and PostgreSQL with pgvector
+# (store.url; tests/fakes/postgres.py starts a real server, never skipped under CI).
+ENGINES = ("sqlite", "postgresql")
+on_both_engines = pytest.mark.parametrize("engine", ENGINES)
+
+
 @pytest.fixture
-def memory_settings(tmp_path: Path, model: ScriptedModelServer) -> Callable[..., Settings]:
+def engine() -> str:
+    """Overridden by ``on_both_engines``; SQLite for every other test."""
+    return "sqlite"
+
+
+@pytest.fixture
+def memory_settings(
+    tmp_path: Path, model: ScriptedModelServer, engine: str, request: pytest.FixtureRequest
+) -> Callable[..., Settings]:
+    url = str(request.getfixturevalue("pg_url")) if engine == "postgresql" else ""
+
     def make(embeddings: bool = True, summaries: bool = True, **env: str) -> Settings:
         base = {
             "FETCH_HOME": str(tmp_path / "home"),
@@ -30,6 +46,8 @@ def memory_settings(tmp_path: Path, model: ScriptedModelServer) -> Callable[...,
             "FETCH_HARNESS": "demo",
             "FETCH_KENNEL": "bwrap",
         }
+        if url:
+            base["FETCH_STORE_URL"] = url
         if embeddings:
             base["FETCH_EMBEDDING_BASE_URL"] = model.url + "/v1"
         if summaries:
@@ -45,7 +63,7 @@ class Running:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.store = Store(settings.db_path)
+        self.store = Store(settings.db_path, settings.store.url)
         self.supervisor = TaskSupervisor()
         self.memory = Memory(settings, self.supervisor)
 

@@ -15,7 +15,7 @@ from core.events import SessionKey
 from orchestrator.config import Settings
 from orchestrator.memory.archive import thread_of
 from tests.fakes.model_server import Delay, ScriptedModelServer, Text
-from tests.memory.conftest import Running
+from tests.memory.conftest import Running, on_both_engines
 
 KEY = SessionKey("terminal", "owner")
 OTHER = SessionKey("telegram", "42")
@@ -77,6 +77,7 @@ def archive_settings(
     return memory_settings(summaries=summaries, FETCH__MEMORY__ARCHIVE_TOKENS="500", **env)
 
 
+@on_both_engines
 async def test_chunks_past_the_threshold(
     memory_settings: Callable[..., Settings],
     model: ScriptedModelServer,
@@ -109,6 +110,7 @@ async def test_chunks_past_the_threshold(
         assert "owner: message 0" in transcript and "fetch: message 1" in transcript
 
 
+@on_both_engines
 async def test_observe_never_blocks_and_archives_under_concurrent_turns(
     memory_settings: Callable[..., Settings],
     model: ScriptedModelServer,
@@ -157,6 +159,7 @@ async def test_a_failing_summary_model_is_logged_not_raised(
         assert "last archive error" in run.memory.status_line()
 
 
+@on_both_engines
 async def test_no_model_archives_with_an_extract(
     memory_settings: Callable[..., Settings],
 ) -> None:

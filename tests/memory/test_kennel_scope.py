@@ -18,10 +18,14 @@ from aiohttp.test_utils import TestServer
 from core.events import SessionKey
 from orchestrator.config import Settings
 from orchestrator.memory import Memory
+from orchestrator.memory.items import has_vec_index
+from orchestrator.memory.schema import is_pg
 from orchestrator.store.db import key_str
 from tests.fakes.embeddings import embed
 from tests.fakes.model_server import ScriptedModelServer, Text
-from tests.memory.conftest import Running
+from tests.memory.conftest import Running, on_both_engines
+
+pytestmark = on_both_engines
 
 KEY_A = SessionKey("telegram", "A")
 KEY_B = SessionKey("telegram", "B")
@@ -116,12 +120,15 @@ async def archived(
 
 async def _row(memory: Memory, item_id: int) -> tuple[Any, ...]:
     """Everything stored of a row: its columns and its exact vector, as bytes."""
-    return await memory.db.run(
-        lambda c: (
-            tuple(c.execute("SELECT * FROM memory_items WHERE id=?", (item_id,)).fetchone()),
-            c.execute("SELECT vec FROM memory_vectors WHERE id=?", (item_id,)).fetchone(),
-        )
-    )
+
+    def read(c: Any) -> tuple[Any, ...]:
+        row = tuple(c.execute("SELECT * FROM memory_items WHERE id=?", (item_id,)).fetchone())
+        if is_pg(c) and not has_vec_index(c, True):  # no embeddings: no vectors table
+            return row, None
+        vec = c.execute("SELECT vec FROM memory_vectors WHERE id=?", (item_id,)).fetchone()
+        return row, None if vec is None else tuple(vec)
+
+    return await memory.db.run(read)
 
 
 async def test_a_chats_kennel_gets_only_its_own_archives(

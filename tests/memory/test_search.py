@@ -11,7 +11,7 @@ import pytest
 from orchestrator.config import Settings
 from orchestrator.memory import Memory, search
 from tests.fakes.model_server import ScriptedModelServer
-from tests.memory.conftest import Running
+from tests.memory.conftest import Running, on_both_engines
 
 QUERY = "postgres database error E4711"
 BOTH = "postgres database error E4711 means the disk is full"
@@ -45,6 +45,7 @@ async def _fill(memory: Memory) -> dict[str, int]:
     return ids
 
 
+@on_both_engines
 async def test_hybrid_ranks_both_then_semantic_then_keyword(memory: Memory) -> None:
     ids = await _fill(memory)
     hits = await memory.search(QUERY, 10)
@@ -60,6 +61,7 @@ async def test_hybrid_ranks_both_then_semantic_then_keyword(memory: Memory) -> N
     assert memory.mode().startswith("hybrid")
 
 
+@on_both_engines
 async def test_results_carry_what_a_caller_needs(memory: Memory) -> None:
     await _fill(memory)
     (top, *_) = await memory.search(QUERY, 1)
@@ -68,6 +70,7 @@ async def test_results_carry_what_a_caller_needs(memory: Memory) -> None:
     assert set(shown) >= {"id", "source", "kind", "score", "content", "tags", "updated"}
 
 
+@on_both_engines
 async def test_keyword_only_without_an_embedding_endpoint(
     memory_settings: Callable[..., Settings],
 ) -> None:
@@ -97,6 +100,7 @@ async def test_keyword_only_without_sqlite_vec(
         assert again.merged and again.item.id == ids["both"]
 
 
+@on_both_engines
 async def test_embedding_endpoint_down_falls_back_and_catches_up(
     running: Running,
     model: ScriptedModelServer,
@@ -125,6 +129,7 @@ async def test_two_stage_binary_index_path(
     assert [h.item.id for h in hits] == [ids["both"], ids["semantic"], ids["keyword"]]
 
 
+@on_both_engines
 async def test_changing_the_model_reembeds_in_the_background(
     memory_settings: Callable[..., Settings],
 ) -> None:

@@ -7,6 +7,9 @@ from collections.abc import Callable
 from orchestrator.config import Settings
 from orchestrator.memory import Memory
 from tests.fakes.embeddings import embed
+from tests.memory.conftest import on_both_engines
+
+pytestmark = on_both_engines
 
 
 def _cos(a: str, b: str) -> float:

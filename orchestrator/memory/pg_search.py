@@ -1,0 +1,68 @@
+"""search.py's two sides on PostgreSQL: pgvector (HNSW, cosine) and tsvector + GIN.
+
+Vector side: ``ORDER BY vec <=> q LIMIT k`` walks the HNSW index (``hnsw.ef_search``
+100, iterative scans for a one-layer search: pg.py), so no binary first stage is needed.
+
+Keyword side: as on SQLite, at most ``RANK_BUDGET`` items are ranked in one search (the
+words are counted first, up to the budget, and the rarest chosen while their items fit;
+every word common: the newest items holding any). ``ts_rank`` has no corpus statistics,
+so the chosen items are ranked by *every* word of the query at no extra cost. Words go
+in as quoted ``websearch_to_tsquery`` terms: no tsquery syntax from a user reaches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+TSQ = "websearch_to_tsquery('english', ?)"
+
+
+def tsquery(terms: Iterable[str]) -> str:
+    return " or ".join('"' + t.replace('"', " ") + '"' for t in terms)
+
+
+def matches(conn: Any, term: str, cap: int) -> int:
+    row = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM memory_items WHERE fts @@ {TSQ} LIMIT ?) s",
+        (tsquery([term]), cap),
+    ).fetchone()
+    return int(row[0])
+
+
+def keyword_rows(
+    conn: Any, terms: list[str], chosen: list[str], common: bool, budget: int, k: int
+) -> list[Any]:
+    """(id, rank) of the best ``k`` of the bounded candidates."""
+    if common:
+        return list(
+            conn.execute(
+                f"SELECT w.id, ts_rank(w.fts, q) AS r FROM (SELECT id, fts FROM memory_items"
+                f" WHERE fts @@ {TSQ} ORDER BY id DESC LIMIT ?) w, {TSQ} q"
+                " ORDER BY r DESC, w.id DESC LIMIT ?",
+                (tsquery(terms), budget, tsquery(terms), k),
+            ).fetchall()
+        )
+    return list(
+        conn.execute(
+            f"SELECT id, ts_rank(fts, q) AS r FROM memory_items, {TSQ} sel, {TSQ} q"
+            " WHERE fts @@ sel ORDER BY r DESC, id DESC LIMIT ?",
+            (tsquery(chosen), tsquery(terms), k),
+        ).fetchall()
+    )
+
+
+def vector_scores(conn: Any, qvec: bytes, k: int, layer: str | None = None) -> dict[int, float]:
+    filt, args = ("", ()) if layer is None else (" WHERE layer = ?", (layer,))
+    rows = conn.execute(
+        f"SELECT id, vec <=> ? AS d FROM memory_vectors{filt} ORDER BY vec <=> ? LIMIT ?",
+        (qvec, *args, qvec, k),
+    ).fetchall()
+    return {int(r[0]): max(0.0, 1.0 - float(r[1])) for r in rows}
+
+
+def exact_scores(conn: Any, qvec: bytes, marks: str) -> dict[int, float]:
+    rows = conn.execute(
+        f"SELECT id, vec <=> ? FROM memory_vectors WHERE id IN ({marks})", (qvec,)
+    ).fetchall()
+    return {int(r[0]): max(0.0, 1.0 - float(r[1])) for r in rows}
