@@ -45,8 +45,6 @@ from orchestrator.memory import Memory
 from orchestrator.messenger import Messenger
 from orchestrator.permissions.service import Permissions
 from orchestrator.planner import Planner
-from orchestrator.providers import sdk
-from orchestrator.providers.chain import entries_of
 from orchestrator.scheduler import Scheduler
 from orchestrator.services import Services
 from orchestrator.session import Sessions
@@ -205,11 +203,6 @@ class App:
         home = settings.home_dir
         home.mkdir(parents=True, exist_ok=True)
         os.chmod(home, 0o700)  # the home holds keys' logs, the DB and (later) WhatsApp
-        if entries_of(settings.model):
-            # The model SDK takes ~0.5 s of CPU to import: started now, in a thread
-            # (providers/sdk.py), it overlaps the start's own waits, and the first
-            # message neither imports it on the loop nor waits long for it.
-            sdk.preload()
         harnesses = build_harnesses()
         check_start(settings)  # what `fetch` and `fetch doctor` checked already (tests: not)
         identity = load_identity(identity_dir(settings))
@@ -409,8 +402,6 @@ class App:
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
         self.serving = True  # /healthz: 200 from here; the first step down makes it 503
-        if planner.configured:
-            planner.warm()  # its clients, built in that thread too (not on the loop)
         stack.callback(setattr, self, "serving", False)
 
     def _listener_required(self) -> bool:

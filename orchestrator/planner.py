@@ -1,4 +1,4 @@
-"""The orchestrator loop: ReAct over the openai SDK against any OpenAI-compatible endpoint.
+"""The orchestrator loop: ReAct against any OpenAI-compatible endpoint (providers/).
 
 decide → tool → reflect, at most ``model.max_iterations`` (25) steps. Each turn starts
 from the conversation (orchestrator/agent/history.py: the frozen system prompt, older
@@ -64,8 +64,7 @@ class Planner:
         self.now = now  # the owner's day decides when the frozen prompt is rebuilt
         # The same oldest messages folded again next turn get the same summary, unasked.
         self._summaries: OrderedDict[str, str] = OrderedDict()
-        # The endpoints, tried in order with one retry policy (orchestrator/providers/);
-        # the SDK is imported only when a call is made.
+        # The endpoints, tried in order with one retry policy (orchestrator/providers/).
         self.chain = chain or ProviderChain(settings)
         self.costs = costs  # prices and records each call, keeps the budgets
         self._spend: Callable[[Attempt], None] | None = None  # this turn's recorder
@@ -78,11 +77,6 @@ class Planner:
     def tools(self) -> ToolRegistry:
         """The model's tools (/tools lists those the sender may use)."""
         return self._tools
-
-    def warm(self) -> None:
-        """The SDK imported and the clients built in a thread, now (see
-        providers/sdk.py): called once the app has started."""
-        self.chain.warm()
 
     async def close(self) -> None:
         await self.chain.close()

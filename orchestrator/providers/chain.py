@@ -11,8 +11,9 @@ Per call, the endpoints are tried in order:
   ``model.max_retries`` times, then the next endpoint (also at once when the endpoint
   asks for longer than ``Backoff.max_wait``).
 
-At most ``max_attempts`` requests and ``total_seconds`` per call. The SDK's own retries
-are off (``max_retries=0``): this policy alone decides. Every request, good or failed,
+At most ``max_attempts`` requests and ``total_seconds`` per call; this policy alone
+decides (one request is one POST: providers/wire.py, aiohttp, no SDK and no retries of
+its own). Every request, good or failed,
 is reported to ``on_attempt`` (the cost ledger). When every endpoint failed, ``ChainFailed``
 names each one and what it answered.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 from core.errors import FetchError
 from orchestrator import completion
 from orchestrator.agent.attached import for_endpoint
-from orchestrator.providers import sdk
+from orchestrator.providers import wire
 from orchestrator.providers.backoff import Backoff, retry_after
 from orchestrator.providers.keys import KeyRing
 from orchestrator.providers.settings import ProviderEntry
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    import aiohttp
 
     from orchestrator.config import ModelSettings
 
@@ -78,45 +78,13 @@ class Endpoint:
     timeout: float
     keys: KeyRing
     images: bool = False  # sent image parts (else their words)
-    clients: dict[str, AsyncOpenAI] = field(default_factory=dict)
-    # The warming thread (providers/sdk.py) builds clients too: one per key, never two.
-    _building: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # One connection pool per key (aiohttp, providers/wire.py), made on first use.
+    clients: dict[str, aiohttp.ClientSession] = field(default_factory=dict)
 
-    def client(self, key: str) -> AsyncOpenAI:
-        """``key``'s client, built now if nobody has (blocking: the warming thread's way;
-        on the loop, ``ready_client``)."""
-        with self._building:
-            return self._client_locked(key)
-
-    async def ready_client(self, key: str) -> AsyncOpenAI:
-        """``key``'s client, from the loop: never blocked on the warming thread's lock
-        while it builds one (that takes ~70 ms), the loop keeps running meanwhile."""
-        while True:
-            client = self.clients.get(key)
-            if client is not None:
-                return client
-            if self._building.acquire(blocking=False):
-                try:
-                    return self._client_locked(key)
-                finally:
-                    self._building.release()
-            await asyncio.sleep(0.005)
-
-    def _client_locked(self, key: str) -> AsyncOpenAI:
+    def client(self, key: str) -> aiohttp.ClientSession:
         client = self.clients.get(key)
-        if client is None:
-            # Imported only when a model is configured and used (sdk.ready() first, off
-            # the loop): the SDK is most of Fetch's start-up time, and a no-model
-            # install never needs it.
-            from openai import AsyncOpenAI
-
-            client = AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=key or "not-needed",  # Ollama/vLLM accept anything
-                timeout=self.timeout,
-                max_retries=0,  # the chain's policy decides, not the SDK's
-            )
-            self.clients[key] = client
+        if client is None or client.closed:
+            client = self.clients[key] = wire.session()
         return client
 
 
@@ -165,21 +133,6 @@ class ProviderChain:
     @property
     def configured(self) -> bool:
         return bool(self.endpoints)
-
-    def warm(self) -> None:
-        """Import the SDK and build the first endpoints' clients in a thread, now (the
-        app calls this once started): the first message then finds them ready instead
-        of importing the SDK on the event loop."""
-        if self.endpoints:
-            sdk.preload(self._build_clients)
-
-    def _build_clients(self) -> None:
-        """In the warming thread: each endpoint's current key's client (a client builds
-        its TLS context, some 20 ms of CPU, which is better spent there too)."""
-        for endpoint in self.endpoints:
-            key = endpoint.keys.current()
-            if key is not None:
-                endpoint.client(key)
 
     async def close(self) -> None:
         for endpoint in self.endpoints:
@@ -304,11 +257,7 @@ class ProviderChain:
         model: str | None,
         seconds: float,
     ) -> tuple[Attempt, Any, BaseException | None]:
-        await sdk.ready()  # off the loop; at once after the first call (or warm())
-        import openai
-        from openai.types.chat import ChatCompletion
-
-        timeout = seconds  # the SDK's own per-request timeout (connect + read)
+        timeout = seconds  # per request: to connect, and for each read
         name = model or endpoint.model or self.default_model
         started = self._monotonic()
 
@@ -329,26 +278,17 @@ class ProviderChain:
         if tools:
             body["tools"] = tools
         try:
-            # The client's post, not chat.completions.create: create first walks every
-            # message and tool schema against the SDK's TypedDicts (its "transform"),
-            # two thirds of the CPU a model message cost, to send the same JSON: ours
-            # is plain JSON already (history.py, the tool registry). The same request:
-            # path, bearer key, timeout, no SDK retries, the same parsed response.
-            client = await endpoint.ready_client(key)
-            response = await client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=ChatCompletion,
-                options={"timeout": timeout, "security": {"bearer_auth": True}},
+            response = await wire.post_completion(
+                endpoint.client(key), endpoint.base_url, key, body, timeout
             )
-        except openai.APITimeoutError as err:
+        except wire.TimedOut as err:
             return attempt(0, f"timed out after {timeout:g}s"), None, err
-        except openai.APIConnectionError as err:
+        except wire.Unreachable as err:
             return attempt(0, "could not be reached"), None, err
-        except openai.APIStatusError as err:
-            return attempt(err.status_code, f"answered HTTP {err.status_code}"), None, err
+        except wire.StatusError as err:
+            return attempt(err.status, f"answered HTTP {err.status}"), None, err
         except (ValueError, TypeError, KeyError, AttributeError) as err:
-            # The SDK could not parse a 200 (not JSON, not a completion's shape).
+            # A 200 that could not be parsed (not JSON, not a completion's shape).
             return attempt(200, "answered something that is not a completion"), None, err
         wrong = completion.problem(response)
         if wrong is not None:
@@ -377,6 +317,4 @@ def _lines(said: dict[str, list[str]]) -> list[str]:
 
 
 def _headers(err: BaseException | None) -> dict[str, str] | None:
-    response = getattr(err, "response", None)
-    headers = getattr(response, "headers", None)
-    return dict(headers) if headers is not None else None
+    return err.headers if isinstance(err, wire.StatusError) else None

@@ -1,0 +1,158 @@
+"""One OpenAI-compatible chat completion over HTTP (aiohttp), without the openai SDK.
+
+The chain used the SDK's client for one POST. Importing the SDK costs ~0.5 s of CPU and
+~40 MB, so a first message after start either imported it on the event loop or waited
+for a thread that did; and its ``chat.completions.create`` walked every message and tool
+schema against its TypedDicts before sending the JSON it was given: two thirds of a
+model message's CPU. aiohttp is already loaded (the HTTP listener), so this module sends
+the same request and reads the answer the way the SDK did:
+
+* the body as the SDK encoded it (compact JSON, UTF-8), ``Authorization: Bearer <key>``
+  (``not-needed`` for an endpoint without a key, as before), the per-request timeout
+  for connecting and for each read;
+* a status outside 2xx: ``StatusError`` (its headers kept for ``Retry-After``); no answer:
+  ``Unreachable``; too slow: ``TimedOut``;
+* a 2xx body: JSON when it parses (a JSON content type that does not parse is a
+  ``ValueError``, as the SDK raised), else the text itself (an HTML page), which
+  ``orchestrator/completion.py`` words for the owner.
+
+A parsed answer is a ``Node``: attribute access over the JSON (``response.choices[0]
+.message.tool_calls``), a missing field reads as None, as the SDK's models did, and
+``model_dump(exclude_none=True)`` gives the JSON back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+
+# Data, not structure: a tool call's arguments (a string, or an object from a lax
+# server, which completion.normalise_arguments turns into its string) and a message's
+# content (a string, or a list of parts) are handed over as they came.
+RAW = frozenset({"arguments", "content"})
+USER_AGENT = "fetch-assistant (openai-compatible)"
+
+
+class WireError(Exception):
+    """A request that got no usable HTTP answer, or an error status."""
+
+
+class Unreachable(WireError):
+    """Connection refused or reset, DNS, a broken response: no answer."""
+
+
+class TimedOut(WireError):
+    """No answer within the request's timeout."""
+
+
+class StatusError(WireError):
+    def __init__(self, status: int, headers: Mapping[str, str]) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.headers = dict(headers)
+
+
+class Node:
+    """Attribute access over one JSON object of an answer; see the module docstring."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        object.__setattr__(self, "_data", data)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = self._data.get(name)
+        return value if name in RAW else _wrap(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._data[name] = value
+
+    def model_dump(self, *, exclude_none: bool = False) -> dict[str, Any]:
+        dumped: dict[str, Any] = _dump(self._data, exclude_none)
+        return dumped
+
+    def __repr__(self) -> str:
+        return f"Node({self._data!r})"
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Node(value)
+    if isinstance(value, list):
+        return [_wrap(v) for v in value]
+    return value
+
+
+def _dump(value: Any, exclude_none: bool) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _dump(v, exclude_none) for k, v in value.items() if not (exclude_none and v is None)
+        }
+    if isinstance(value, list):
+        return [_dump(v, exclude_none) for v in value]
+    return value
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """The request body, byte for byte as the SDK (httpx) encoded it."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def session() -> aiohttp.ClientSession:
+    """One endpoint key's connection pool. ``trust_env``: the proxy variables apply, as
+    they did to the SDK's client."""
+    return aiohttp.ClientSession(trust_env=True, headers={"User-Agent": USER_AGENT})
+
+
+async def post_completion(
+    http: aiohttp.ClientSession, base_url: str, key: str, body: dict[str, Any], seconds: float
+) -> Any:
+    """POST ``body`` to ``base_url``/chat/completions; the parsed answer (see the module
+    docstring), or WireError / ValueError. ``seconds``: to connect, and for each read
+    (the SDK's per-request timeout; the chain keeps the call's overall deadline)."""
+    headers = {
+        "Authorization": f"Bearer {key or 'not-needed'}",  # Ollama/vLLM accept anything
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+    }
+    limits = aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
+    url = base_url.rstrip("/") + "/chat/completions"
+    try:
+        async with http.post(url, data=encode(body), headers=headers, timeout=limits) as answer:
+            raw = await answer.read()
+            status, answer_headers = answer.status, answer.headers
+            kind = answer.headers.get("Content-Type", "*").split(";")[0].strip()
+            charset = answer.charset or "utf-8"
+    except TimeoutError as err:  # aiohttp's ServerTimeoutError is one too: first
+        raise TimedOut(str(err)) from err
+    except aiohttp.ClientError as err:
+        raise Unreachable(str(err) or type(err).__name__) from err
+    if not 200 <= status < 300:
+        raise StatusError(status, answer_headers)
+    try:
+        text = raw.decode(charset, errors="replace")
+    except LookupError:  # a charset Python does not know
+        text = raw.decode("utf-8", errors="replace")
+    if kind.endswith("json"):
+        return _wrap(json.loads(text))  # not JSON after all: ValueError, as the SDK's
+    try:
+        return _wrap(json.loads(text))
+    except ValueError:
+        return text  # an HTML page, plain text: completion.problem says which
+
+
+__all__ = [
+    "Node",
+    "StatusError",
+    "TimedOut",
+    "Unreachable",
+    "WireError",
+    "encode",
+    "post_completion",
+    "session",
+]
