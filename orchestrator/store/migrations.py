@@ -310,4 +310,11 @@ MIGRATIONS: tuple[str, ...] = (
         used      REAL
     );
     """,
+    # 16: which process accepted a queued message (the store on PostgreSQL, where several
+    # share one database): a starting process replays only its own rows and those of
+    # processes that are gone, never a live one's (orchestrator/store/inbox.py). '' on
+    # SQLite, where one process owns the file.
+    """
+    ALTER TABLE inbound ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+    """,
 )

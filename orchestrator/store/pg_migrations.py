@@ -290,4 +290,8 @@ PG_MIGRATIONS: tuple[str, ...] = (
         used      DOUBLE PRECISION
     );
     """,
+    # 16
+    """
+    ALTER TABLE inbound ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+    """,
 )
