@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 
@@ -12,11 +13,20 @@ from orchestrator.intent import Classification, Intent, classify
 from orchestrator.permissions.model import OWNER
 from orchestrator.planner import PlannerUnavailable
 from orchestrator.task.approvals import WITHDRAW
+from orchestrator.task.attachments import usable
 
 EXAMPLE = "fix the typo in README.md of demo"
 
 
 async def handle_text(ctx: Context) -> None:
+    if ctx.inbound.attachments:
+        # Kept for the sender's next task too: a screenshot, then "fix this".
+        await asyncio.to_thread(
+            ctx.services.runner.recent.note,
+            ctx.session.key,
+            ctx.subject.id,
+            ctx.inbound.attachments,
+        )
     state = ctx.session.state
     if state is State.GUARDING:
         await ctx.services.approvals.answer(ctx.session, ctx.inbound, ctx.text)
@@ -41,6 +51,9 @@ async def _while_working(ctx: Context) -> None:
         await ctx.reply("⏳ Still finishing the last task; I'll take this up right after.")
         return
     elapsed = time.monotonic() - handle.started
+    files = usable(ctx.inbound.attachments)
+    # The files go to the sender's next task (orchestrator/task/recent.py), not this one.
+    later = "\n📎 The file goes with your next task." if files else ""
     if handle.paused:
         ctx.deferred = True
         await ctx.reply(
@@ -54,7 +67,7 @@ async def _while_working(ctx: Context) -> None:
     if ctx.subject.id in (handle.requester, OWNER) and (
         harness := await ctx.services.runner.steer(ctx.session.key, ctx.text)
     ):
-        await ctx.reply(f"📨 passed to {harness} (task #{handle.task_id}).")
+        await ctx.reply(f"📨 passed to {harness} (task #{handle.task_id}).{later}")
         return
     # Not dropped: the gateway keeps the message and runs it, in order, once the chat
     # is idle again (never as the answer to the task's diff or question).
@@ -64,13 +77,13 @@ async def _while_working(ctx: Context) -> None:
     ):
         await ctx.reply(
             f"📥 queued: {why}; I'll pass it on after the task (task #{handle.task_id}, "
-            f"{elapsed:.0f} s: {handle.prompt[:60]}). /stop cancels it."
+            f"{elapsed:.0f} s: {handle.prompt[:60]}). /stop cancels it.{later}"
         )
         return
     await ctx.reply(
         f"📥 kept for after the task: task #{handle.task_id} ({handle.harness}, "
         f"{elapsed:.0f} s) is busy with {handle.prompt[:60]}\n"
-        "I'll take this up as soon as it is done. /stop cancels it."
+        f"I'll take this up as soon as it is done. /stop cancels it.{later}"
     )
 
 

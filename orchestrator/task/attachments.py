@@ -34,3 +34,9 @@ def prompt_note(seen: Path, names: list[str], attachments: tuple[Attachment, ...
         mime = f", {att.mime}" if att.mime else ""
         lines.append(f"- {seen / name} ({what}{mime})")
     return "\n".join(lines)
+
+
+def earlier_line(files: tuple[Attachment, ...]) -> str:
+    """The card's line for files sent before the task's own message."""
+    names = ", ".join(a.name or Path(a.path).name for a in files)
+    return f"📎 with what you sent just before: {names}"

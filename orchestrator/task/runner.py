@@ -48,6 +48,7 @@ from orchestrator.task import attachments as attached
 from orchestrator.task import testrun
 from orchestrator.task.approvals import Approvals
 from orchestrator.task.progress import Progress
+from orchestrator.task.recent import RecentFiles
 from orchestrator.task.setup import SCRIPT as SETUP_SCRIPT
 from orchestrator.task.setup import Setup
 from orchestrator.task.setup import plan as setup_plan
@@ -151,6 +152,8 @@ class TaskRunner:
         self._approvals = approvals
         self._runs: dict[SessionKey, RunHandle] = {}
         self.setup = Setup(kennel, layers, settings.kennel.setup, settings.home_dir)
+        # What each chat's people sent lately, for their next task (task/recent.py).
+        self.recent = RecentFiles(settings.home_dir / "sessions")
         # The cost ledger (orchestrator/costs/): set by the app; each relayed call is
         # recorded in it, and a spent budget refuses the task's further vendor calls.
         self.costs: CostLedger | None = None
@@ -288,7 +291,9 @@ class TaskRunner:
         session.data.task_agent = member.name  # the task's pack member (/status)
         await session.start_task()
         handle = RunHandle(task_id, harness.name, repo_name, prompt, requester, agent=member)
-        handle.attachments = attached.usable(attachments)
+        # Files the requester sent just before (or while the last task ran) come too.
+        earlier = await asyncio.to_thread(self.recent.take, key, requester, attachments)
+        handle.attachments = attached.usable(attachments + earlier)
         if member.model and member.harness == harness.name:
             handle.model = member.model
         # The chat's /model choice for this CLI wins, as its /harness choice does.
@@ -308,6 +313,7 @@ class TaskRunner:
             key,
             f"⏳ On it (task #{task_id}): {_short(prompt)}\n"
             + (f"{note}\n" if note else "")
+            + (f"{attached.earlier_line(earlier)}\n" if earlier else "")
             + "\n"
             + handle.progress.render("coding"),
         )
