@@ -143,6 +143,12 @@ async def test_allowlisted_sender_is_served_but_cannot_approve(
     # Its diff is the owner's to answer (issue 22): it waits in the owner's chat.
     card = await owner.expect("Apply?")
     assert "whatsapp:4915100000001 asked for this" in card
+    # The member is told after the owner's card is out (and its own session saved):
+    # waited for, not assumed to have arrived with the card.
+    for _ in range(100):
+        if any("went to the owner" in m.text for m in phone.sent):
+            break
+        await asyncio.sleep(0.05)
     assert any("went to the owner" in m.text for m in phone.sent)
     notice = next(f"whatsapp-out-{i + 1}" for i, m in enumerate(phone.sent) if "went to" in m.text)
     model.script(Text("that was not a question"))
