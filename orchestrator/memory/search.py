@@ -224,20 +224,21 @@ def _of_subject(
     conn: Any, ids: Iterable[int], subject: str, threads: Collection[str] | None = None
 ) -> set[int]:
     """Those of ``ids`` that are ``subject``'s; ``threads`` given, archives only of those
-    threads (a kennel sees only its own chat's conversations, scope.py)."""
+    threads (a kennel sees only its own chat's conversations, scope.py).
+
+    Looked up by id and filtered here: with ``subject = ?`` in the SQL, SQLite's planner
+    walked the subject index (every row of the owner: 17 ms of a 18 ms search at 300k)
+    instead of the ids' primary keys."""
     ids = list(ids)
     if not ids:
         return set()
-    where, args = "subject = ?", [subject]
-    if threads is not None:
-        marks = ",".join("?" * len(threads)) or "NULL"  # IN (NULL): no thread at all
-        where += f" AND (kind != 'archive' OR thread IN ({marks}))"
-        args += list(threads)
+    rows = conn.execute(
+        f"SELECT id, subject, kind, thread FROM memory_items WHERE id IN ({_marks(ids)})"
+    )
     return {
         int(r[0])
-        for r in conn.execute(
-            f"SELECT id FROM memory_items WHERE id IN ({_marks(ids)}) AND {where}", args
-        )
+        for r in rows
+        if r[1] == subject and (threads is None or r[2] != "archive" or r[3] in threads)
     }
 
 
