@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.config import Settings
-from orchestrator.memory import items, search
+from orchestrator.memory import items, pg_search, search
 from orchestrator.memory.schema import MIGRATIONS, _statements, migrate, text_key
-from tests.memory.conftest import Running
+from tests.memory.conftest import Running, on_both_engines
 
 
 def _plans(conn: Any, statements: list[str]) -> list[str]:
@@ -119,11 +119,12 @@ def test_migration_4_keys_the_rows_it_finds(tmp_path: Path) -> None:
 class Recorder:
     """A connection that notes each statement and its parameters."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Any) -> None:
         self.conn = conn
+        self.dialect = getattr(conn, "dialect", "sqlite")
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
 
-    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
         self.calls.append((sql, args))
         return self.conn.execute(sql, args)
 
@@ -174,3 +175,83 @@ def test_a_small_store_ranks_as_plain_bm25(tmp_path: Path) -> None:
     assert got.keys() == expected.keys()
     assert all(abs(got[i] - expected[i]) < 1e-9 for i in got)
     conn.close()
+
+
+# -- the same on PostgreSQL (store.url): the plans use their indexes ------------------------
+
+
+def _explain(conn: Any, sql: str, args: tuple[Any, ...]) -> str:
+    conn.execute("SET enable_seqscan = off")  # a tiny table: else a scan is cheaper
+    try:
+        return "\n".join(str(r[0]) for r in conn.execute(f"EXPLAIN {sql}", args).fetchall())
+    finally:
+        conn.execute("RESET enable_seqscan")
+
+
+@on_both_engines
+async def test_postgres_plans_use_the_indexes(
+    memory_settings: Callable[..., Settings], engine: str
+) -> None:
+    if engine != "postgresql":
+        return  # SQLite's plans: test_the_repeat_check_is_an_index_lookup
+    async with Running(memory_settings()) as run:
+        for i in range(30):
+            await run.memory.write(f"memory number {i} of the owner about deploys")
+        again = await run.memory.write("MEMORY number 3 of the owner about deploys")
+        assert again.merged
+        qvec = (await run.memory.embedder.embed(["deploys"]))[0]  # type: ignore[union-attr]
+
+        def plans(conn: Any) -> list[str]:
+            repeat = items.REPEAT_SQL.replace(" INDEXED BY memory_items_content_key", "")
+            return [
+                _explain(conn, repeat, ("owner", text_key("x"))),
+                _explain(
+                    conn, "SELECT id FROM memory_vectors ORDER BY vec <=> ? LIMIT 10", (qvec,)
+                ),
+                _explain(
+                    conn,
+                    f"SELECT id FROM memory_items WHERE fts @@ {pg_search.TSQ}",
+                    (pg_search.tsquery(["deploys"]),),
+                ),
+            ]
+
+        repeat, vector, keyword = await run.memory.db.run(plans)
+        assert "memory_items_content_key" in repeat, repeat
+        assert "memory_vectors_hnsw" in vector, vector
+        assert "memory_items_fts" in keyword, keyword
+        hits = await run.memory.search("deploys of the owner", 3)
+        assert hits and all("deploys" in h.item.content for h in hits)
+
+
+@on_both_engines
+async def test_postgres_keyword_search_ranks_a_bounded_set(
+    memory_settings: Callable[..., Settings], engine: str, monkeypatch: Any
+) -> None:
+    if engine != "postgresql":
+        return  # SQLite: test_keyword_search_never_ranks_every_holder_of_a_common_word
+    monkeypatch.setattr(search, "RANK_BUDGET", 40)
+    async with Running(memory_settings(embeddings=False)) as run:
+        texts = [f"deploy note {i}" for i in range(200)]
+        texts[17] = "deploy note about the zebra migration"
+
+        def fill(conn: Any) -> None:
+            conn.executemany(
+                "INSERT INTO memory_items(kind, content, source, created, updated) VALUES"
+                " ('fact', ?, 'owner', 0, 0)",
+                [(t,) for t in texts],
+            )
+
+        await run.memory.db.run(fill)
+
+        def ask(conn: Any, text: str) -> tuple[dict[int, float], list[tuple[str, Any]]]:
+            rec = Recorder(conn)
+            return search.keyword_scores(rec, text), rec.calls
+
+        scores, calls = await run.memory.db.run(ask, "deploy zebra")
+        assert max(scores, key=lambda i: scores[i]) == 18
+        ranked = [args for sql, args in calls if "ts_rank" in sql]
+        assert ranked and "deploy" not in ranked[0][0], ranked  # candidates: the rare word's
+        scores, calls = await run.memory.db.run(ask, "deploy note")
+        ranked_sql = [sql for sql, _ in calls if "ts_rank" in sql]
+        assert ranked_sql and "ORDER BY id DESC LIMIT" in ranked_sql[0]
+        assert len(scores) == search.RANK_BUDGET and max(scores) == 200
