@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import posixpath
 import tarfile
 import tempfile
 from contextlib import suppress
@@ -87,6 +88,8 @@ class RemoteDockerKennel(DockerKennel):
         super().__init__(home, settings, image, secrets, client)
         self.engine = engine
         self._bridges: dict[str, Bridge] = {}  # by container name
+        # By run: the tree's paths never sent (``pack_run``), so never removed here.
+        self._unsent: dict[str, frozenset[str]] = {}
         self._shared = False  # nothing of this machine is mounted there
 
     def isolation(self) -> str:
@@ -221,7 +224,9 @@ class RemoteDockerKennel(DockerKennel):
             return False
         run = layout.state_host.parent.parent
         with tempfile.TemporaryFile(dir=self._home) as spool:
-            pack_run(run, parse_user(warm.user), spool)
+            _count, self._unsent[run.name] = pack_run(run, parse_user(warm.user), spool)
+            while len(self._unsent) > 256:  # runs long over; a question's run sends again
+                del self._unsent[next(iter(self._unsent))]
             spool.seek(0)
             if not warm.container.put_archive(str(RUNS), spool):
                 raise KennelError("the remote engine did not take the run's folder")
@@ -265,7 +270,8 @@ class RemoteDockerKennel(DockerKennel):
                     raise Refused(f"the returned {top} is over {cap // (1 << 20)} MB")
                 spool.write(chunk)
             spool.seek(0)
-            done = tarsync.sync(spool, top, str(run / top), limits, cap)
+            keep = self._unsent.get(run.name, frozenset()) if top == "tree" else frozenset()
+            done = tarsync.sync(spool, top, str(run / top), limits, cap, keep)
         if done.left_out:
             log.info("run %s: left out of the returned %s: %s", run.name, top, done.left_out)
 
@@ -275,6 +281,17 @@ class RemoteProcess(DockerProcess):
 
     fetch_back: Any = None  # () -> None, in a thread: RemoteDockerKennel._pull
     _fetched = False
+
+    def _pump(self, sock: Any, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            super()._pump(sock, loop)
+        finally:
+            # Over TLS the exec's socket is an SSL socket that the response's reader
+            # still holds a reference to: closing the socket alone leaves it open.
+            response = getattr(sock, "_response", None)
+            if response is not None:
+                with suppress(Exception):
+                    response.close()
 
     async def wait(self) -> int:
         code = await super().wait()
@@ -302,11 +319,14 @@ class RemoteProcess(DockerProcess):
             log.warning("the stopped kennel's result did not come back: %s", err)
 
 
-def pack_run(run: Path, owner: tuple[int, int], out: IO[bytes]) -> int:
+def pack_run(run: Path, owner: tuple[int, int], out: IO[bytes]) -> tuple[int, frozenset[str]]:
     """The run's folder (tree, state, attachments: Fetch's own, never a kennel's) as a
     tar for ``/runs``, every entry the task's uid's, nothing followed: links go as links.
-    Returns the number of entries."""
+    Returns the number of entries, and the tree's paths not sent: relative links that
+    climb out of ``/runs``, which the engine refuses to unpack (a repository may commit
+    one; a kennel may have made one), kept here as they are."""
     count = 0
+    unsent: set[str] = set()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
 
         def add(name: str, kind: bytes, mode: int, size: int = 0, target: str = "") -> Any:
@@ -329,7 +349,12 @@ def pack_run(run: Path, owner: tuple[int, int], out: IO[bytes]) -> int:
                     if found.kind == "dir":
                         tar.addfile(add(name, tarfile.DIRTYPE, 0o755))
                     elif found.kind == "link":
-                        tar.addfile(add(name, tarfile.SYMTYPE, 0o777, 0, tree.readlink(found.path)))
+                        target = tree.readlink(found.path)
+                        if _climbs_out(name, target):
+                            if top == "tree":
+                                unsent.add(found.path)
+                            continue
+                        tar.addfile(add(name, tarfile.SYMTYPE, 0o777, 0, target))
                     elif found.kind == "file":
                         fd, leaf = tree._parent(found.path)
                         try:
@@ -342,7 +367,15 @@ def pack_run(run: Path, owner: tuple[int, int], out: IO[bytes]) -> int:
                     else:
                         continue
                     count += 1
-    return count
+    return count, frozenset(unsent)
+
+
+def _climbs_out(name: str, target: str) -> bool:
+    """Whether a relative link at ``/runs/<name>`` points above ``/runs``."""
+    if target.startswith("/"):
+        return False
+    where = posixpath.normpath(posixpath.join(str(RUNS), posixpath.dirname(name), target))
+    return where != str(RUNS) and not where.startswith(f"{RUNS}/")
 
 
 __all__ = ["RemoteDockerKennel", "RemoteProcess", "pack_run"]

@@ -134,9 +134,16 @@ def plan(tar: tarfile.TarFile, top: str, limits: Limits, total_bytes: int) -> Pl
     return out
 
 
-def apply(tar: tarfile.TarFile, steps: Plan, dest: str, limits: Limits) -> Synced:
+def apply(
+    tar: tarfile.TarFile,
+    steps: Plan,
+    dest: str,
+    limits: Limits,
+    keep: frozenset[str] = frozenset(),
+) -> Synced:
     """Bring ``dest`` (Fetch's own folder) in step with ``steps``: what differs is
-    rewritten, what the archive lacks is removed (a ``.git`` there is kept)."""
+    rewritten, what the archive lacks is removed (but a ``.git`` there, and the paths in
+    ``keep``: what was never sent, so could not come back)."""
     wanted = {e.path: e for e in steps.entries}
     written = removed = 0
     with Tree(dest) as tree:
@@ -146,6 +153,8 @@ def apply(tar: tarfile.TarFile, steps: Plan, dest: str, limits: Limits) -> Synce
             if _git(found.path):
                 continue
             entry = wanted.get(found.path)
+            if entry is None and found.path in keep:
+                continue
             if entry is None or entry.kind != found.kind:
                 gone.append((found.path, found.kind == "dir"))
         skip = ""
@@ -161,13 +170,20 @@ def apply(tar: tarfile.TarFile, steps: Plan, dest: str, limits: Limits) -> Synce
     return Synced(written, removed, tuple(steps.left_out))
 
 
-def sync(fileobj: IO[bytes], top: str, dest: str, limits: Limits, total_bytes: int) -> Synced:
+def sync(
+    fileobj: IO[bytes],
+    top: str,
+    dest: str,
+    limits: Limits,
+    total_bytes: int,
+    keep: frozenset[str] = frozenset(),
+) -> Synced:
     """``plan`` then ``apply``: the archive in ``fileobj`` (seekable), its folder ``top``
     made the contents of ``dest``. ``Refused`` leaves ``dest`` as it was."""
     try:
         with tarfile.open(fileobj=fileobj, mode="r:") as tar:
             steps = plan(tar, top, limits, total_bytes)
-            return apply(tar, steps, dest, limits)
+            return apply(tar, steps, dest, limits, keep)
     except (tarfile.TarError, EOFError, ValueError) as err:
         raise Refused(f"the returned archive is not readable: {err}") from err
 

@@ -1,0 +1,218 @@
+"""Kennels on another Docker engine (issue 25, 4), against a second dockerd this module
+starts (tests/docker/remote_daemon.py): its own data root, exec root, socket and a TLS
+port on 127.0.0.1, the real kennel image copied in. The real Claude Code runs there
+through the real relay; the tree goes there and comes back as data; a hostile kennel
+there leaves a victim folder on this machine as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.errors import KennelError
+from kennel.docker_backend import LABEL, install_id
+from kennel.remote import RemoteDockerKennel
+from kennel.remote_engine import Engine
+from kennel.settings import DockerKennelSettings
+from orchestrator.boundary.gitops import Repo
+from orchestrator.config import Settings
+from tests.conftest import Driver, git, start_driver, tree_snapshot
+from tests.docker.conftest import CANARY
+from tests.docker.remote_daemon import SecondEngine
+from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
+from tests.fakes.require import missing
+from tests.kennel.runs import Runs
+from tests.kennel.runs import runs as runs  # the fixture
+
+
+@pytest.fixture(scope="module")
+def second_engine(
+    kennel_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SecondEngine]:
+    if os.geteuid() != 0:
+        missing("a second Docker engine needs root")
+    for binary in ("dockerd", "docker", "ip"):
+        if shutil.which(binary) is None:
+            missing(f"{binary!r} is not installed (a second Docker engine needs it)")
+    engine = SecondEngine(tmp_path_factory.mktemp("engine2"))
+    try:
+        engine.start()
+        engine.load_image(kennel_image)
+        print(f"\nsecond engine: {engine.figures}")
+        yield engine
+    finally:
+        engine.stop()
+
+
+def _lexists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+def _remote(engine: SecondEngine) -> Engine:
+    return Engine.parse(engine.url, engine.certs, True)
+
+
+def _ours(client: Any, home: Path) -> list[Any]:
+    return list(
+        client.containers.list(all=True, filters={"label": f"{LABEL}.install={install_id(home)}"})
+    )
+
+
+@pytest.fixture
+async def remote_fetch(
+    second_engine: SecondEngine,
+    kennel_image: str,
+    make_settings: Callable[..., Settings],
+) -> AsyncIterator[tuple[Driver, ScriptedModelServer]]:
+    async with ScriptedModelServer() as model:
+        settings = make_settings(
+            FETCH_KENNEL="docker",
+            FETCH_HARNESS="claude-code",
+            FETCH_DOCKER_HOST=second_engine.url,
+            FETCH_DOCKER_CERT_PATH=str(second_engine.certs),
+            ANTHROPIC_BASE_URL=model.url,
+            ANTHROPIC_API_KEY=CANARY,
+        )
+        app, driver = await start_driver(settings)
+        try:
+            yield driver, model
+        finally:
+            await app.__aexit__(None, None, None)
+
+
+async def test_a_task_runs_on_the_second_engine_and_commits_here(
+    remote_fetch: tuple[Driver, ScriptedModelServer],
+    second_engine: SecondEngine,
+    docker_client: Any,
+) -> None:
+    driver, model = remote_fetch
+    home = driver.services.settings.home_dir
+    kennel = driver.services.kennel
+    assert isinstance(kennel, RemoteDockerKennel)
+    repo = driver.services.workspace.path("demo")
+    original = git(repo, "rev-parse", "HEAD")
+    model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Fixed it."))
+    started = time.monotonic()
+    diff = await driver.ask("fix the typo in README.md of demo", "Apply?", 180)
+    print(f"\nremote task to its diff: {time.monotonic() - started:.2f} s")
+    assert "+The quick" in diff and "README.md +1 −1" in diff
+    # It ran there, not here: the kennel is the second engine's, with nothing bound.
+    there = second_engine.client()
+    try:
+        (container,) = _ours(there, home)
+        mounts = container.attrs["Mounts"]
+        assert [(m["Type"], m["Destination"]) for m in mounts] == [("volume", "/runs")]
+        assert container.attrs["HostConfig"]["NetworkMode"] == "none"
+    finally:
+        there.close()
+    assert _ours(docker_client, home) == []
+    # The owner's tree is untouched until yes; then the commit is made here.
+    assert "Teh quick" in (repo / "README.md").read_text()
+    await driver.ask("yes", "Committed")
+    assert git(repo, "rev-parse", "HEAD^") == original
+    assert git(repo, "status", "--porcelain") == ""
+    assert "The quick" in (repo / "README.md").read_text()
+    # The real CLI reached the relay through the bridge, with the run's secret only.
+    calls = model.model_requests
+    assert calls and all(r.headers.get("x-api-key") == CANARY for r in calls)
+    log = home / "relay.jsonl"
+    entries = [json.loads(x) for x in log.read_text().splitlines()]
+    assert any(e["path"] == "/v1/messages" and e["status"] == 200 for e in entries)
+    status = " ".join((await driver.ask("/status", "Fetch ·")).split())  # the phone wraps
+    assert f"on the Docker engine at {second_engine.url} (TLS, engine verified)" in status
+
+
+async def test_close_leaves_nothing_on_the_second_engine(
+    second_engine: SecondEngine, kennel_image: str, runs: Runs
+) -> None:
+    kennel = RemoteDockerKennel(
+        runs.home, DockerKennelSettings(), kennel_image, _remote(second_engine)
+    )
+    run = runs.open(kennel)
+    proc = await kennel.exec(run.spec(("sh", "-c", "echo hi > made.txt")))
+    assert await proc.wait() == 0
+    assert (run.tree / "made.txt").read_text() == "hi\n"
+    await kennel.close()
+    there = second_engine.client()
+    try:
+        assert _ours(there, runs.home) == []
+        label = f"{LABEL}.install={install_id(runs.home)}"
+        assert there.volumes.list(filters={"label": label}) == []
+    finally:
+        there.close()
+
+
+async def test_a_hostile_kennel_there_leaves_the_victim_here_untouched(
+    second_engine: SecondEngine, kennel_image: str, runs: Runs, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "secret.txt").write_text("keep me\n")
+    before_victim = tree_snapshot(victim)
+    kennel = RemoteDockerKennel(
+        runs.home,
+        DockerKennelSettings(runs_size="512m"),
+        kennel_image,
+        _remote(second_engine),
+    )
+    repo = runs.repo("app", {"a.txt": "a\n", "b.txt": "b\n"})
+    run = runs.open(kennel, repo)
+    try:
+        # Links out (absolute, relative, to the victim's file), a hard link, a FIFO, a
+        # deep folder: the tree comes back as data; nothing is followed here.
+        script = (
+            f"ln -s {victim} escape; ln -s {victim}/secret.txt esc_file; "
+            f"ln -s ../../../../../../../..{victim} rel; ln a.txt hard; mkfifo fifo; "
+            "mkdir -p d/e/f && echo deep > d/e/f/g.txt; echo edited > b.txt; "
+            "ln -s b.txt inside"
+        )
+        proc = await kennel.exec(run.spec(("sh", "-c", script)))
+        assert await proc.wait() == 0, proc.stderr_tail()
+        tree = run.tree
+        assert os.readlink(tree / "escape") == str(victim)
+        assert (tree / "hard").is_file() and not (tree / "hard").is_symlink()
+        assert os.stat(tree / "hard").st_nlink == 1
+        assert (tree / "hard").read_text() == "a\n"
+        assert not _lexists(tree / "fifo")
+        assert (tree / "d/e/f/g.txt").read_text() == "deep\n"
+        change = run.layer.read(Repo(repo))
+        paths = {f.path for f in change.files}
+        assert {"b.txt", "hard", "d/e/f/g.txt", "inside"} <= paths
+        assert not {"escape", "esc_file", "rel"} & paths
+        assert any("escape" in why for why in change.left_out)
+        assert tree_snapshot(victim) == before_victim
+
+        # A file over the limit: the whole result is refused, the copy here unchanged.
+        before_tree = tree_snapshot(tree)
+        proc = await kennel.exec(run.spec(("sh", "-c", "truncate -s 150M big; echo x > a.txt")))
+        with pytest.raises(KennelError, match="refused"):
+            await proc.wait()
+        assert not _lexists(tree / "big")
+        assert tree_snapshot(tree) == before_tree
+        assert tree_snapshot(victim) == before_victim
+
+        # The run's tree replaced by a link to the container's root: refused too.
+        swap = f"cd /runs/{run.layer.name} && mv tree t2 && ln -s / tree"
+        proc = await kennel.exec(run.spec(("sh", "-c", swap)))
+        with pytest.raises(KennelError, match="not a folder"):
+            await proc.wait()
+        assert tree_snapshot(tree) == before_tree
+        assert tree_snapshot(victim) == before_victim
+    finally:
+        await kennel.close()
+
+
+async def test_a_wrong_engine_setting_is_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(KennelError, match="tcp without TLS"):
+        Engine.parse("tcp://127.0.0.1:2375", None, True)
+    with pytest.raises(KennelError, match=r"lacks ca\.pem"):
+        Engine.parse("tcp://127.0.0.1:2376", tmp_path, True)
+    with pytest.raises(KennelError, match="use ssh://"):
+        Engine.parse("http://example.invalid", None, True)
