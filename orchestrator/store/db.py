@@ -57,6 +57,7 @@ def key_str(key: SessionKey) -> str:
 
 class Database:
     dialect: Dialect = "sqlite"
+    holder = ""  # one process owns the file (the home's lock says so)
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -154,6 +155,9 @@ class Database:
         if self._conn is None:
             raise StoreError("store is not open")
         return self._conn
+
+    async def gone(self, holder: str) -> bool:
+        return holder != self.holder
 
     async def _migrate(self) -> None:
         version = await self.schema_version()

@@ -55,9 +55,16 @@ class Engine(Protocol):
     """What every table family may use (``Database`` and ``PgDatabase`` both are one)."""
 
     dialect: Dialect
+    # This process's name on the database: '' on SQLite (one process owns the file).
+    holder: str
 
     @property
     def conn(self) -> Conn: ...
+
+    async def gone(self, holder: str) -> bool:
+        """Whether the process named ``holder`` no longer uses the database (SQLite: the
+        only process is this one, so any other name is gone)."""
+        ...
 
     async def open(self) -> None: ...
 

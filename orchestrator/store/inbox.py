@@ -26,7 +26,9 @@ class InboxPort(Protocol):
         """The message was handled: it leaves the queue (and stays seen)."""
 
     async def queued(self) -> list[dict[str, Any]]:
-        """Payloads still queued, oldest first: what a restart replays."""
+        """Payloads still queued, oldest first: what a restart replays. With several
+        processes on one PostgreSQL database: this process's and those of processes that
+        are gone (taken over), never a live one's."""
 
     async def seen(self, channel: str, message_id: str) -> bool:
         """Whether this (channel, id) was ever accepted."""
@@ -34,7 +36,7 @@ class InboxPort(Protocol):
 
 ACCEPT = (
     "INSERT INTO inbound(channel, message_id, session, payload, status,"
-    " received) VALUES (?,?,?,?, 'queued', ?) ON CONFLICT DO NOTHING"
+    " received, holder) VALUES (?,?,?,?, 'queued', ?, ?) ON CONFLICT DO NOTHING"
 )
 
 
@@ -45,7 +47,14 @@ class SqliteInbox:
     async def accept(
         self, channel: str, message_id: str, key: SessionKey, payload: dict[str, Any]
     ) -> bool:
-        params = (channel, message_id, key_str(key), json.dumps(payload), time.time())
+        params = (
+            channel,
+            message_id,
+            key_str(key),
+            json.dumps(payload),
+            time.time(),
+            self._db.holder,
+        )
         fast = self._db.write_now(ACCEPT, params)
         if fast is not None:
             return fast == 1
@@ -57,10 +66,32 @@ class SqliteInbox:
             await self._db.write(FINISH, (channel, message_id))
 
     async def queued(self) -> list[dict[str, Any]]:
+        if self._db.dialect == "postgresql":
+            return await self._adopt()
         async with self._db.conn.execute(
             "SELECT payload FROM inbound WHERE status='queued' ORDER BY received"
         ) as cur:
             return [json.loads(r[0]) for r in await cur.fetchall()]
+
+    async def _adopt(self) -> list[dict[str, Any]]:
+        """Several processes on one database: a live process's queued rows are its own
+        (it is handling them); a gone one's are taken over, one UPDATE per holder that
+        only one taker can win, and replayed with this process's own."""
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT DISTINCT holder FROM inbound WHERE status='queued'"
+        )
+        me = self._db.holder
+        for (holder,) in rows:
+            if holder != me and await self._db.gone(str(holder)):
+                await self._db.write(
+                    "UPDATE inbound SET holder=? WHERE status='queued' AND holder=?",
+                    (me, holder),
+                )
+        mine = await self._db.conn.execute_fetchall(
+            "SELECT payload FROM inbound WHERE status='queued' AND holder=? ORDER BY received",
+            (me,),
+        )
+        return [json.loads(r[0]) for r in mine]
 
     async def seen(self, channel: str, message_id: str) -> bool:
         rows = list(

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import socket
+import uuid
 from collections.abc import AsyncIterator, Generator, Iterable
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
@@ -44,6 +47,12 @@ log = logging.getLogger(__name__)
 # Advisory lock keys (any two fixed numbers): every store transaction, and migrations.
 STORE_LOCK = 0x46455443  # "FETC"
 MIGRATE_LOCK = 0x46455444
+# A process's liveness: the two-key form (its own key space), 1 and the name's hash. A
+# hash collision can only make a gone process look alive (its rows wait), never the
+# other way round.
+LIVE_LOCK = "SELECT pg_advisory_lock(1, hashtext($1))"
+TRY_LOCK = "SELECT pg_try_advisory_lock(1, hashtext($1))"
+UNLOCK = "SELECT pg_advisory_unlock(1, hashtext($1))"
 CONNECT_TIMEOUT = 10.0
 POOL_MAX = 10
 BEHIND_CAP = 10_000
@@ -194,6 +203,12 @@ class PgDatabase:
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         self.url = url
         self.where = where(url)
+        # This process's name on the database; while it lives, its own connection holds
+        # an advisory lock on that name (``gone``: a free lock means the process is gone,
+        # and the server frees it the moment the connection drops, SIGKILL included).
+        self.holder = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._live: asyncpg.Connection | None = None
+        self._live_lock = asyncio.Lock()
         self._pool_max = pool_max
         self._pool: asyncpg.Pool | None = None
         self._id_tables: frozenset[str] = frozenset()
@@ -205,6 +220,7 @@ class PgDatabase:
         self._behind_stop = asyncio.Event()
         self._behind_task: asyncio.Task[None] | None = None
         self._behind_dropped = 0
+        self._flushing = asyncio.Lock()
         self.behind_cap, self.retry_first, self.retry_ceiling = (
             BEHIND_CAP,
             RETRY_FIRST,
@@ -233,7 +249,12 @@ class PgDatabase:
         self._pool = pool
         try:
             await self._prepare()
+            self._live = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT)
+            await self._live.execute(LIVE_LOCK, self.holder)
         except BaseException:
+            if self._live is not None:
+                await self._live.close()
+                self._live = None
             await pool.close()
             self._pool = None
             raise
@@ -286,9 +307,28 @@ class PgDatabase:
                 if left := sum(map(len, self._behind.values())):
                     log.warning("message log: %d rows not written before closing (%s)", left, err)
         finally:
+            if self._live is not None:
+                live, self._live = self._live, None
+                with suppress(Exception):
+                    await live.close()
             if self._pool is not None:
                 pool, self._pool = self._pool, None
                 await pool.close()
+
+    async def gone(self, holder: str) -> bool:
+        """True when no live process holds ``holder``'s advisory lock (taken and given
+        back at once to find out). '' (rows from before migration 16) is nobody."""
+        if holder == self.holder:
+            return False
+        if not holder:
+            return True
+        if self._live is None:
+            raise StoreError("store is not open")
+        async with self._live_lock:
+            free = bool(await self._live.fetchval(TRY_LOCK, holder))
+            if free:
+                await self._live.execute(UNLOCK, holder)
+        return free
 
     async def _stop_writer(self) -> None:
         task, self._behind_task = self._behind_task, None
@@ -408,7 +448,12 @@ class PgDatabase:
     async def flush(self) -> None:
         """Every queued row now, each statement's batch all or nothing; a batch the
         server could not take (away, or a cancel) is queued again ahead of newer rows,
-        one it refuses is dropped."""
+        one it refuses is dropped. One flush at a time: a reader's flush waits for the
+        writer's batch in flight, so what it reads next includes it."""
+        async with self._flushing:
+            await self._flush()
+
+    async def _flush(self) -> None:
         pending = list(self._behind.items())
         self._behind = {}
         try:

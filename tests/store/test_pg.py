@@ -1,7 +1,8 @@
 """The store on PostgreSQL beyond the contract suites: the same schema as SQLite's, the
 families that have no suite of their own (grants, asks, /improve's records, the
-dashboard's queries) on both engines, and the one line a start gives for a bad URL, an
-unreachable server or a server without pgvector."""
+dashboard's queries) on both engines, a starting process that leaves a live process's
+queued messages alone and takes over a killed one's, and the one line a start gives for
+a bad URL, an unreachable server or a server without pgvector."""
 
 from __future__ import annotations
 
@@ -175,3 +176,55 @@ def test_fetch_says_one_line_and_exits_2(tmp_path: Path, bare_server: PostgresSe
         assert needle in done.stderr, (url, done.stderr)
         assert "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+CHILD = """
+import asyncio, sys
+from core.events import SessionKey
+from orchestrator.store import Store
+
+async def main() -> None:
+    async with Store(__import__("pathlib").Path("unused.db"), sys.argv[1]) as store:
+        await store.inbox.accept("telegram", "from-a", SessionKey("telegram", "1"), {"n": 1})
+        print("accepted", flush=True)
+        await asyncio.sleep(3600)  # handling it, until killed
+
+asyncio.run(main())
+"""
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start(cwd: Path, url: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, url],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+async def test_a_live_processs_queued_messages_are_never_replayed_by_another(
+    tmp_path: Path, pg_url: str
+) -> None:
+    child = _start(tmp_path, pg_url)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "accepted"
+        async with Store(tmp_path / "b.db", pg_url) as b:
+            await b.inbox.accept("telegram", "from-b", SessionKey("telegram", "1"), {"n": 2})
+            # B starts next to a live A: only its own row is replayed.
+            assert await b.inbox.queued() == [{"n": 2}]
+            child.kill()
+            child.wait(30)
+            # A is gone (its connection dropped): B takes its row over, once.
+            async with Store(tmp_path / "c.db", pg_url) as c:
+                assert await b.inbox.queued() == [{"n": 1}, {"n": 2}]
+                assert await c.inbox.queued() == []  # B lives: both rows are B's now
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+        if child.stdout is not None:
+            child.stdout.close()
