@@ -1,7 +1,12 @@
 """``python -m bench``: run every benchmark, print a table each, write the JSON.
 
 ``--quick`` cuts every N (for a smoke run, not for figures worth quoting);
-``--only`` picks benchmarks. Each benchmark is also runnable alone:
+``--only`` picks benchmarks. After its table each benchmark prints its figures as
+``name: value`` lines (bench/figures.py's ``FIGURES`` declares which); ``--write-readme``
+also writes them into the generated section of bench/README.md, so the figures quoted
+there are the benchmarks' own output (tests/unit/test_bench_figures.py checks each still
+exists).
+Each benchmark is also runnable alone:
 ``python -m bench.roundtrip [--profile]``, ``python -m bench.coldstart``,
 ``python -m bench.memory``, ``python -m bench.flood``, ``python -m bench.agent``,
 ``python -m bench.prompt_cache [N]``,
@@ -43,6 +48,8 @@ from bench import (
     voice,
     webchat,
 )
+from bench._common import figure_line, figures
+from bench.figures import FIGURES, README, write_readme
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -144,25 +151,47 @@ def main(argv: list[str] | None = None) -> int:
         "or latest-quick.json with --quick, so a smoke run never "
         "overwrites real figures)",
     )
+    parser.add_argument(
+        "--write-readme",
+        action="store_true",
+        help="also write the figures into bench/README.md's generated section (a benchmark "
+        "that fails is named there instead of its old figures)",
+    )
     args = parser.parse_args(argv)
     if args.json is None:
         args.json = RESULTS / ("latest-quick.json" if args.quick else "latest.json")
 
     started = time.perf_counter()
     report: dict[str, Any] = {"meta": _meta(args.quick)}
+    failed: dict[str, str] = {}
     for name in args.only:
         run, render, full_n, quick_n = BENCHMARKS[name]
         n = quick_n if args.quick else full_n
         print(f"[running {name}, N={n:,} ...]", file=sys.stderr, flush=True)
-        result = run(n)
+        try:
+            result = run(n)
+        except Exception as err:
+            if not args.write_readme:
+                raise
+            failed[name] = (
+                f"{type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"
+            )
+            print(f"[{name} failed: {failed[name]}]", file=sys.stderr, flush=True)
+            continue
         report[name] = result
-        print(render(result), end="\n\n", flush=True)
+        print(render(result), flush=True)
+        for figure, value in figures(name, result, FIGURES.get(name, ())):
+            print("   " + figure_line(figure, value))
+        print(flush=True)
     report["meta"]["loadavg_end"] = os.getloadavg()
     report["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(
         json.dumps(_jsonable(report), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
+    if args.write_readme:
+        write_readme(report, failed, list(BENCHMARKS))
+        print(f"wrote the figures of {len(args.only) - len(failed)} benchmarks into {README}")
     load = report["meta"]["loadavg_start"][0], report["meta"]["loadavg_end"][0]
     print(
         f"wrote {args.json} in {report['meta']['seconds']:.0f} s "

@@ -6,8 +6,10 @@ Fetch, not the harness around it.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
+import re
 import selectors
 import shutil
 import subprocess
@@ -227,3 +229,44 @@ class FetchProcess:
         self._stderr.seek(0)
         err = self._stderr.read().decode(errors="replace")[-2000:]
         raise RuntimeError(f"bench: `fetch` {why} (exit {self.proc.returncode}):\n{err}")
+
+
+# -- figures: the `name: value` lines a run prints and bench/README.md quotes ---------------
+
+
+def figure_key(key: str) -> str:
+    """One key of a result as it appears in a figure's name: lower case, runs of anything
+    but letters and digits as one ``_`` (``"fetch (spawn -> ready)"`` -> ``fetch_spawn_ready``)."""
+    return re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
+
+
+def figures(bench: str, result: dict[str, Any], patterns: Sequence[str]) -> list[tuple[str, float]]:
+    """The numeric leaves of ``result`` whose names (``bench.key.key``) match one of
+    ``patterns`` (fnmatch), in the result's order."""
+    found: list[tuple[str, float]] = []
+
+    def walk(name: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{name}.{figure_key(str(key))}", inner)
+        elif isinstance(value, list):  # rows per size: named by their "n" (rows, files)
+            for i, inner in enumerate(value):
+                if isinstance(inner, dict):
+                    walk(f"{name}.{figure_key(str(inner.get('n', i)))}", inner)
+        elif _finite(value) and any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            found.append((name, float(value)))
+
+    walk(bench, result)
+    return found
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return not (math.isinf(value) or math.isnan(value))
+
+
+def figure_line(name: str, value: float) -> str:
+    if value == int(value) and abs(value) >= 1:
+        return f"{name}: {int(value)}"
+    return f"{name}: {value:.1f}" if abs(value) >= 100 else f"{name}: {value:.3g}"
