@@ -44,7 +44,7 @@ THIRD_PARTY = (
     "frontmatter",
 )
 # Needed only once a feature is used (a model configured, Docker chosen, a task run, a
-# WhatsApp number set), never to import the app and read its settings.
+# WhatsApp number set, a page opened), never to import the app and read its settings.
 NOT_BEFORE_START = (
     "openai",
     "httpx",
@@ -61,6 +61,8 @@ NOT_BEFORE_START = (
     "phonenumbers",
     "numpy",
     "sqlite_vec",
+    "jinja2",
+    "segno",
 )
 
 
