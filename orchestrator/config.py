@@ -55,8 +55,9 @@ class ModelSettings(StrictSettings):
     max_iterations: int = Field(25, ge=1, le=25)
     timeout_seconds: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
-    # Each model turn sees this many recent messages of the chat, and one request stays
-    # under this many tokens (~4 characters each): older turns are compacted to fit.
+    # Each model turn sees at most this many recent messages of the chat, and one request
+    # stays under this many tokens (~4 characters each): older turns are dropped and folded
+    # in blocks (orchestrator/agent/window.py), so most requests extend the previous one.
     history_messages: int = Field(30, ge=0, le=200)
     context_tokens: int = Field(24_000, ge=1_000, le=2_000_000)
     # A chain of endpoints tried in order (orchestrator/providers/): instead of base_url.
