@@ -22,12 +22,15 @@ def tsquery(terms: Iterable[str]) -> str:
     return " or ".join('"' + t.replace('"', " ") + '"' for t in terms)
 
 
-def matches(conn: Any, term: str, cap: int) -> int:
-    row = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM memory_items WHERE fts @@ {TSQ} LIMIT ?) s",
-        (tsquery([term]), cap),
-    ).fetchone()
-    return int(row[0])
+def matches(conn: Any, terms: list[str], cap: int) -> list[int]:
+    """How many items hold each term, counted up to ``cap``: one round trip for all."""
+    rows = conn.execute(
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_items WHERE fts @@"
+        " websearch_to_tsquery('english', u.t) LIMIT ?) s) FROM unnest(?::text[])"
+        " WITH ORDINALITY AS u(t, n) ORDER BY u.n",
+        (cap, [tsquery([t]) for t in terms]),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
 
 
 def keyword_rows(
@@ -61,8 +64,8 @@ def vector_scores(conn: Any, qvec: bytes, k: int, layer: str | None = None) -> d
     return {int(r[0]): max(0.0, 1.0 - float(r[1])) for r in rows}
 
 
-def exact_scores(conn: Any, qvec: bytes, marks: str) -> dict[int, float]:
+def exact_scores(conn: Any, qvec: bytes, ids: list[int]) -> dict[int, float]:
     rows = conn.execute(
-        f"SELECT id, vec <=> ? FROM memory_vectors WHERE id IN ({marks})", (qvec,)
+        "SELECT id, vec <=> ? FROM memory_vectors WHERE id = ANY(?)", (qvec, [int(i) for i in ids])
     ).fetchall()
     return {int(r[0]): max(0.0, 1.0 - float(r[1])) for r in rows}

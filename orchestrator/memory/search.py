@@ -68,6 +68,14 @@ def _marks(ids: Iterable[int]) -> str:
     return ",".join(str(int(i)) for i in ids)
 
 
+def _id_in(conn: Any, ids: Iterable[int]) -> tuple[str, tuple[Any, ...]]:
+    """``id`` among ``ids``: literal on SQLite; an array parameter on PostgreSQL, so the
+    statement's text stays the same and asyncpg prepares it once, not every search."""
+    if is_pg(conn):
+        return "id = ANY(?)", ([int(i) for i in ids],)
+    return f"id IN ({_marks(ids)})", ()
+
+
 def vector_scores(conn: Any, qvec: bytes, k: int, layer: str | None = None) -> dict[int, float]:
     """Cosine similarity of the ~k nearest vectors (exact at small sizes, see above)."""
     if is_pg(conn):
@@ -112,7 +120,7 @@ def exact_scores(conn: Any, qvec: bytes, ids: Iterable[int], vec_ok: bool) -> di
     if not ids:
         return {}
     if is_pg(conn):
-        return pg_search.exact_scores(conn, qvec, _marks(ids))
+        return pg_search.exact_scores(conn, qvec, ids)
     if vec_ok:
         rows = conn.execute(
             "SELECT id, vec_distance_cosine(vec_f32(vec), vec_f32(?)) FROM memory_vectors WHERE"
@@ -127,8 +135,6 @@ def exact_scores(conn: Any, qvec: bytes, ids: Iterable[int], vec_ok: bool) -> di
 def _matches(conn: Any, term: str, cap: int) -> int:
     """How many items hold ``term``, counted up to ``cap`` (O(min(count, cap)): no
     ranking, the doclist only)."""
-    if is_pg(conn):
-        return pg_search.matches(conn, term, cap)
     row = conn.execute(
         "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)",
         (_quoted([term]), cap),
@@ -139,7 +145,10 @@ def _matches(conn: Any, term: str, cap: int) -> int:
 def ranked_terms(conn: Any, terms: list[str]) -> tuple[list[str], bool]:
     """The terms bm25 ranks by, rarest first, while the items holding them stay within
     ``RANK_BUDGET``; and whether even the rarest is over it (every term common)."""
-    counts = {t: _matches(conn, t, RANK_BUDGET + 1) for t in terms}
+    if is_pg(conn):
+        counts = dict(zip(terms, pg_search.matches(conn, terms, RANK_BUDGET + 1), strict=True))
+    else:
+        counts = {t: _matches(conn, t, RANK_BUDGET + 1) for t in terms}
     chosen: list[str] = []
     total = 0
     for term in sorted(terms, key=lambda t: counts[t]):
@@ -216,7 +225,8 @@ def items(conn: Any, ids: Iterable[int]) -> dict[int, Item]:
     ids = list(ids)
     if not ids:
         return {}
-    rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE id IN ({_marks(ids)})")
+    where, args = _id_in(conn, ids)
+    rows = conn.execute(f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE {where}", args)
     return {int(r[0]): Item.from_row(r) for r in rows}
 
 
@@ -232,9 +242,8 @@ def _of_subject(
     ids = list(ids)
     if not ids:
         return set()
-    rows = conn.execute(
-        f"SELECT id, subject, kind, thread FROM memory_items WHERE id IN ({_marks(ids)})"
-    )
+    where, args = _id_in(conn, ids)
+    rows = conn.execute(f"SELECT id, subject, kind, thread FROM memory_items WHERE {where}", args)
     return {
         int(r[0])
         for r in rows
