@@ -1,9 +1,10 @@
 """Issue 26.4: a long conversation keeps a provider's prompt cache warm. 200 turns through
 the whole app (terminal channel, the planner on the real openai SDK, the scripted model
-server on 127.0.0.1, real SQLite), messages sized so that both the message limit and the
-token budget bind: at least 80% of consecutive requests have the previous request (minus
-its trailing session note) as a byte prefix of their serialized messages, and the
-summariser is asked at most once per block the window folded.
+server on 127.0.0.1, real SQLite, archival memory archiving in the background), messages
+sized so that both the message limit and the token budget bind: at least 80% of
+consecutive requests have the previous request (minus its trailing session note) as a
+byte prefix of their serialized messages, and the summariser is asked at most once per
+block the window folded.
 
 Then a unit check of the window alone: the same history folds to the same bytes, a
 restart (the state read back from its JSON) continues the same window, and /clear's new
@@ -39,8 +40,9 @@ async def test_200_turns_keep_the_prefix_and_summarise_once_per_block(
     start: Callable[..., Awaitable[Driver]], model: ScriptedModelServer
 ) -> None:
     # ~500 tokens a question, ~100 an answer: the 12,000-token context holds ~13 turns,
-    # the 30-message limit 15: the two limits take turns, the harder case.
-    agent = await start(FETCH__MODEL__CONTEXT_TOKENS="12000", FETCH__MEMORY__ENABLED="false")
+    # the 30-message limit 15: the two limits take turns, the harder case. Archival memory
+    # archives as it goes (its summaries are read again only when the window moves).
+    agent = await start(FETCH__MODEL__CONTEXT_TOKENS="12000", FETCH__MEMORY__ARCHIVE_TOKENS="3000")
     model.default = Text("noted: " + "the answer goes on " * 20)
     for n in range(TURNS):
         await agent.ask(f"part {n}: " + f"lorem ipsum {n} dolor sit amet " * 64, "noted")
