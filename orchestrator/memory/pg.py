@@ -83,9 +83,11 @@ class PgConn:
     def __init__(self, url: str) -> None:
         self.where = where(url)
         self._loop = asyncio.new_event_loop()
+        connect = self._connect(url)
         try:
-            self._conn: asyncpg.Connection = self._loop.run_until_complete(self._connect(url))
+            self._conn: asyncpg.Connection = self._loop.run_until_complete(connect)
         except BaseException:
+            connect.close()  # never started when this thread already runs a loop
             self._loop.close()
             raise
 

@@ -1,0 +1,62 @@
+"""Memory moves between its SQLite file and PostgreSQL without loss (issue 25, 3): items
+with ids, text keys and vectors, archive watermarks, the embedding model; a search on the
+target finds what it found on the source, and the copy is refused into a non-empty one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import Settings
+from orchestrator.memory.copy import MemoryCopyError, copy_memory
+from tests.memory.conftest import Running
+
+FACTS = (
+    "the staging db listens on 5433",
+    "deploys go out on Tuesdays after the standup",
+    "the owner prefers tabs over spaces",
+    "invoices are filed in the blue folder",
+)
+
+
+async def _search(settings: Settings) -> tuple[list[tuple[int, str]], list[int], str]:
+    async with Running(settings) as run:
+        hits = await run.memory.search("when do deploys go out", 3)
+        again = await run.memory.write("The staging DB listens on 5433")
+        return [(h.item.id, h.item.content) for h in hits], [again.item.id], run.memory.mode()
+
+
+async def test_sqlite_to_postgres_and_back(
+    memory_settings: Callable[..., Settings], pg_url: str, tmp_path: Path
+) -> None:
+    home = memory_settings()
+    async with Running(home) as run:
+        for fact in FACTS:
+            await run.memory.write(fact)
+        await run.memory.write("an archived summary", source="archive")
+        await run.memory.db.run(
+            lambda c: c.execute(
+                "INSERT INTO memory_watermarks(thread, last_msg) VALUES ('telegram:1', 42)"
+            )
+        )
+        before = await run.memory.search("when do deploys go out", 3)
+    assert before and before[0].item.content == FACTS[1]
+    source = home.home_dir / "memory" / "memory.db"
+
+    copied = await copy_memory(source, pg_url)
+    assert (copied.items, copied.vectors, copied.watermarks) == (5, 5, 1)
+    on_pg = memory_settings(FETCH_STORE_URL=pg_url)
+    hits, repeat, mode = await _search(on_pg)
+    assert hits == [(h.item.id, h.item.content) for h in before]
+    assert repeat == [1], "the text key came along: a repeat merges into #1"
+    assert mode.startswith("hybrid")  # the same model: nothing to re-embed
+
+    back = tmp_path / "back" / "memory.db"
+    copied = await copy_memory(pg_url, back)
+    assert (copied.items, copied.vectors, copied.watermarks) == (5, 5, 1)
+    with pytest.raises(MemoryCopyError, match="not empty"):
+        await copy_memory(source, pg_url)
+    with pytest.raises(MemoryCopyError, match="no memory to copy"):
+        await copy_memory(tmp_path / "nothing" / "memory.db", pg_url)
