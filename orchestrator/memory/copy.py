@@ -44,7 +44,7 @@ def open_side(where: str | Path) -> tuple[Any, bool]:
     if _is_url(where):
         from orchestrator.memory.pg import PgConn
 
-        conn = PgConn(where)
+        conn = PgConn(str(where))
         migrate(conn)
         return conn, True
     from orchestrator.memory.db import _driver, _load_vec
