@@ -9,6 +9,7 @@ exists).
 Each benchmark is also runnable alone:
 ``python -m bench.roundtrip [--profile]``, ``python -m bench.coldstart``,
 ``python -m bench.memory``, ``python -m bench.flood``, ``python -m bench.agent``,
+``python -m bench.model_path [-n N]``,
 ``python -m bench.prompt_cache [N]``,
 ``python -m bench.webchat [N]``, ``python -m bench.voice [N]``.
 """
@@ -40,6 +41,7 @@ from bench import (
     memory,
     memory_bench,
     memory_scale,
+    model_path,
     prompt_cache,
     roundtrip,
     scheduler_bench,
@@ -77,6 +79,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "scheduler": (scheduler_bench.run, scheduler_bench.render, 10_000, 1_000),
     "flood": (flood.run, flood.render, 1_000, 200),
     "agent": (agent.run, agent.render, 10, 10),
+    # A model message end to end (instant model): first after start, warm, CPU, the knee.
+    "model_path": (model_path.run, model_path.render, 300, 50),
     # Prefix hits and summary calls over a long conversation: blocks vs the sliding window.
     "prompt_cache": (prompt_cache.run, prompt_cache.render, 200, 100),
     "dashboard": (dashboard.run, dashboard.render, 200, 20),

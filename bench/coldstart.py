@@ -7,6 +7,9 @@ is installed. The clock runs from just before the spawn until the line starting
 "🐕 Fetch is ready" can be read from its stdout; then stdin is closed (EOF), which is
 how a pipe tells ``fetch`` it is done, and the time to exit is recorded too.
 
+``fetch --help`` is timed too, spawn to exit (the owner waits for both; target 200 ms),
+against the same ``python -c pass`` floor.
+
 Baselines, spawned with the same interpreter in the same loop:
 
 * ``python -c pass`` (to exit)          - the interpreter's own start-up floor,
@@ -36,6 +39,9 @@ BASELINES: dict[str, list[str]] = {
     IMPORT: [sys.executable, "-c", "import orchestrator.app; print('imported', flush=True)"],
 }
 FETCH = "fetch (spawn -> ready)"
+HELP = "fetch --help (spawn -> exit)"
+HELP_TARGET_MS = 200.0  # issue 26: `fetch --help` within 200 ms
+READY_TARGET_MS = 800.0  # issue 26: start to healthy within 0.8 s (the default setup)
 
 
 def _spawn_seconds(argv: list[str]) -> float:
@@ -57,6 +63,17 @@ def _spawn_seconds(argv: list[str]) -> float:
     return took
 
 
+def _exit_seconds(argv: list[str]) -> float:
+    """Seconds from spawn to exit (``fetch --help`` prints, then the interpreter ends:
+    both are what the owner waits for)."""
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
+    took = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(f"bench: {argv} failed (exit {done.returncode}): {done.stderr[-500:]!r}")
+    return took
+
+
 def _fetch_once() -> tuple[float, float]:
     """(seconds to ready, seconds from EOF to exit) for one fresh home and workspace."""
     with fresh_dirs("coldstart") as (home, workspace):
@@ -70,10 +87,11 @@ def _fetch_once() -> tuple[float, float]:
 
 def run(n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    samples: dict[str, list[float]] = {name: [] for name in (*BASELINES, FETCH)}
+    samples: dict[str, list[float]] = {name: [] for name in (*BASELINES, HELP, FETCH)}
     stop_seconds: list[float] = []
     for i in range(n + 1):
         timed = {name: _spawn_seconds(argv) * 1000 for name, argv in BASELINES.items()}
+        timed[HELP] = _exit_seconds([*fetch_command(), "--help"]) * 1000
         ready, stopped = _fetch_once()
         if i == 0:
             continue  # the warm-up round
@@ -88,6 +106,7 @@ def run(n: int) -> dict[str, Any]:
         for base in BASELINES
         for q in ("p50", "p99")
     }
+    ratios["help_p50_vs_python_c_pass"] = ratio(stats[HELP]["p50"], stats[PASS]["p50"])
     return {
         "unit": "milliseconds",
         "runs": n,
@@ -95,6 +114,8 @@ def run(n: int) -> dict[str, Any]:
         "stats": stats,
         "ratios": ratios,
         "fetch_beyond_import_p50_ms": fetch_stats["p50"] - stats[IMPORT]["p50"],
+        "help_within_target": stats[HELP]["p50"] <= HELP_TARGET_MS,
+        "ready_within_target": fetch_stats["p50"] <= READY_TARGET_MS,
         "stop_after_eof": summary(stop_seconds),
         "seconds": round(time.perf_counter() - t0, 1),
     }
@@ -126,6 +147,15 @@ def render(result: dict[str, Any]) -> str:
         f"   fetch spends {result['fetch_beyond_import_p50_ms']:,.0f} ms (p50) past "
         "importing orchestrator.app"
     )
+    if HELP in stats:
+        verdict = {True: "PASS", False: "MISS"}
+        out.append(
+            f"   targets (p50): --help <= {HELP_TARGET_MS:.0f} ms "
+            f"{verdict[result['help_within_target']]} "
+            f"({stats[HELP]['p50']:,.0f} ms, {r['help_p50_vs_python_c_pass']:.1f}x "
+            "python -c pass); "
+            f"ready <= {READY_TARGET_MS:.0f} ms {verdict[result['ready_within_target']]}"
+        )
     return "\n".join(out)
 
 

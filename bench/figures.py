@@ -68,6 +68,13 @@ FIGURES: dict[str, tuple[str, ...]] = {
     ),
     "flood": ("flood.*.quiet_ms.p50", "flood.*.quiet_ms.p99", "flood.*.flood_ms.p[59]*"),
     "agent": ("agent.hello_*", "agent.last_turn_bytes"),
+    "model_path": (
+        "model_path.first_*",
+        "model_path.latency_ms.*.p50",
+        "model_path.latency_ms.*.p99",
+        "model_path.cpu_ms.*.mean",
+        "model_path.knee.*",
+    ),
     "prompt_cache": ("prompt_cache.*.hit_ratio", "prompt_cache.*.summary_calls_per_100_turns"),
     "dashboard": ("dashboard.pages.*.p95", "dashboard.first_costs_ms", "dashboard.worst_p95"),
     "skills": (
