@@ -83,6 +83,10 @@ class HarnessRequest:
     # The relay holds a subscription's token, not an API key (kennel/credentials.py): a
     # CLI that tells them apart (Claude Code) gets the run's secret in the token's place.
     subscription: bool = False
+    # A ChatGPT sign-in's account and plan (codex): not secrets, but its stand-in auth file
+    # must name them as the real one does (harnesses/codex.py). "" without a sign-in.
+    signin_account: str = ""
+    signin_plan: str = ""
 
     @property
     def mcp_servers(self) -> tuple[McpServer, ...]:

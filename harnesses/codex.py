@@ -5,13 +5,25 @@ Facts this relies on (``shared/facts/harness-clis.md`` §4): only a custom
 the wire is the Responses API; and a patch refused by the sandbox appears **only on
 stderr** (``ERROR codex_core::tools::router: error=patch rejected: …``), while the turn
 still completes. So stderr is folded into stdout and the parser watches for that line.
+
+Signed in with ChatGPT (kennel/relay_signin.py), codex runs as if signed in itself: its
+``chatgpt_base_url`` and a provider with ``requires_openai_auth`` point at the relay, and
+its auth.json is a stand-in: the access token is the run's secret, the refresh token a
+fixed word, the id token a JWT Fetch writes with only the account and plan codex reads
+(unsigned: codex does not check it). Nothing in it is the owner's secret. Measured with
+codex 0.169.0: before a turn it asks ``wham/accounts/check`` (the relay forwards it), and
+it never refreshes a token whose ``last_refresh`` is recent; if it does try, its token
+endpoint is the relay too (which refuses it), never the vendor.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +34,9 @@ from harnesses.runstate import RunState
 DEFAULT_MODEL = "gpt-5.5"  # a slug codex knows: an unknown one gets no apply_patch tool
 # The variable env_key names: one codex gives no other meaning (it holds the placeholder).
 KEY_ENV = "FETCH_RELAY_KEY"
+# The stand-in's refresh token: a word, so that nothing in the kennel is worth stealing.
+PLACEHOLDER_REFRESH = "fetch-placeholder-refresh-token"
+SIGNIN_PREFIX = "/backend-api"  # as kennel/relay.py takes it off
 REJECTED = re.compile(r"error=((?:patch|exec command) rejected.*)")
 
 
@@ -50,12 +65,21 @@ def config_toml(req: HarnessRequest) -> str:
         for m in req.mcp_servers
     )
     # The relay appends the request path to the vendor base (…/v1), so the CLI must ask
-    # for "/responses", not "/v1/responses": base_url is the relay itself.
+    # for "/responses", not "/v1/responses": base_url is the relay itself. Signed in, the
+    # provider is ChatGPT's codex backend and the key comes from auth.json (a stand-in).
+    if req.signin_account:
+        backend = req.model_url.rstrip("/") + SIGNIN_PREFIX
+        top = f"chatgpt_base_url = {_toml_str(backend + '/')}\n"
+        top += 'cli_auth_credentials_store = "file"\n'
+        provider = f"base_url = {_toml_str(backend + '/codex')}\nrequires_openai_auth = true"
+    else:
+        top = ""
+        provider = f'base_url = {_toml_str(req.model_url)}\nenv_key = "{KEY_ENV}"'
     return f"""\
 model = {_toml_str(req.model or DEFAULT_MODEL)}
 model_provider = "fetch"
 check_for_update_on_startup = false
-
+{top}
 [analytics]
 enabled = false
 
@@ -68,12 +92,40 @@ network_access = false
 
 [model_providers.fetch]
 name = "Fetch relay"
-base_url = {_toml_str(req.model_url)}
-env_key = "{KEY_ENV}"
+{provider}
 wire_api = "responses"
 request_max_retries = {retries}
 stream_max_retries = {retries}
 {memory}"""
+
+
+def placeholder_auth(req: HarnessRequest, now: float | None = None) -> dict[str, Any]:
+    """The auth.json a signed-in codex gets in the kennel: the run's secret as its access
+    token, and an id token naming the account and plan (what codex reads of it)."""
+    when = time.time() if now is None else now
+    auth: dict[str, str] = {"chatgpt_account_id": req.signin_account}
+    if req.signin_plan:
+        auth["chatgpt_plan_type"] = req.signin_plan
+    payload = {"https://api.openai.com/auth": auth, "iat": int(when), "exp": int(when) + 86400}
+    id_token = ".".join(
+        (_b64({"alg": "none", "typ": "JWT"}), _b64(payload), "ZmV0Y2gtcGxhY2Vob2xkZXI")
+    )
+    return {
+        "OPENAI_API_KEY": None,
+        "tokens": {
+            "id_token": id_token,
+            "access_token": req.placeholder_key,
+            "refresh_token": PLACEHOLDER_REFRESH,
+            "account_id": req.signin_account,
+        },
+        # Now: codex refreshes a token only when it is old (or refused by the relay).
+        "last_refresh": datetime.fromtimestamp(when, UTC).isoformat().replace("+00:00", "Z"),
+    }
+
+
+def _b64(data: dict[str, Any]) -> str:
+    raw = json.dumps(data, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def _toml_key(name: str) -> str:
@@ -96,6 +148,9 @@ class Codex(Harness, name="codex"):
         for folder in (home, host_state_dir / "home", host_state_dir / "tmp"):
             folder.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(config_toml(req))
+        if req.signin_account:
+            (home / "auth.json").write_text(json.dumps(placeholder_auth(req)))
+            (home / "auth.json").chmod(0o600)
         write_user_instructions(req, host_state_dir, "codex")  # $CODEX_HOME/AGENTS.md
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
@@ -122,6 +177,11 @@ class Codex(Harness, name="codex"):
             "TERM": "dumb",
             KEY_ENV: req.placeholder_key,
         }
+        if req.signin_account and req.model_url:
+            # Should codex try to refresh the stand-in itself, it asks the relay (which
+            # refuses it), never the vendor's token endpoint.
+            base = req.model_url.rstrip("/") + SIGNIN_PREFIX
+            env["CODEX_REFRESH_TOKEN_URL_OVERRIDE"] = f"{base}/oauth/token"
         return argv, env
 
     def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:

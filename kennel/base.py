@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from kennel.relay_signin import ChatGptSignIn
+
     McpHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 # Told of every call the relay saw (its relay.jsonl entry: task, model, status,
@@ -77,6 +79,9 @@ class RelaySpec:
     # Vendor-side features the owner keeps (kennel/relay_tools.py FEATURES: web_search,
     # web_fetch, code_execution, mcp, files, image_generation); the rest are removed.
     allow_server_tools: tuple[str, ...] = ()
+    # auth "chatgpt": codex's ChatGPT sign-in, whose tokens the relay refreshes on the host
+    # (kennel/relay_signin.py ChatGptSignIn); api_key is then None.
+    signin: ChatGptSignIn | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

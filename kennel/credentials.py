@@ -7,27 +7,37 @@ only ever holds the run's secret in the credential's place. What each harness ca
   (what ``claude setup-token`` prints; sent as ``Authorization: Bearer`` with the
   ``oauth-2025-04-20`` beta flag, measured: ../shared/facts/harness-clis.md). The CLI
   then holds the run's secret as ``CLAUDE_CODE_OAUTH_TOKEN``, and sends it the same way.
-* Codex, Gemini CLI, Copilot CLI: API keys only here (``SIGN_IN_NOTES``).
+* Codex: an API key (a bearer) or a ChatGPT sign-in (codex's auth.json, imported by
+  ``fetch login codex``; kennel/relay_signin.py keeps its access token fresh and the relay
+  sends it with the account header to the ChatGPT backend, ``providers.openai.
+  signin_base_url``). The CLI then holds a stand-in auth file whose access token is the
+  run's secret (harnesses/codex.py).
+* Gemini CLI, Copilot CLI: API keys only here (``SIGN_IN_NOTES`` says why).
 
 A token lives in ``providers.<vendor>.oauth_token`` (or ``CLAUDE_CODE_OAUTH_TOKEN``) or in
-``FETCH_HOME/credentials/<vendor>.json`` (0600), which ``fetch login claude-code``
-writes. An API key wins when both are set.
+``FETCH_HOME/credentials/<vendor>.json`` (0600), which ``fetch login <harness>`` writes.
+An API key wins when both are set.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from kennel.relay_signin import (
+    DEFAULT_BACKEND_URL,
+    DEFAULT_TOKEN_URL,
+    ChatGptSignIn,
+    parse_auth,
+    write_private,
+)
 from kennel.settings import ProviderSettings
 
 OAUTH_BETA = "oauth-2025-04-20"
 # What a sign-in cannot do through the relay, said plainly by /harness and fetch doctor.
 SIGN_IN_NOTES = {
-    "codex": "a ChatGPT sign-in is not supported through Fetch's relay yet: use an API key",
     "gemini-cli": "a Google sign-in is not supported through Fetch's relay: use an API key",
     "copilot": "a GitHub sign-in is not supported through Fetch's relay: use a provider key",
 }
@@ -35,13 +45,19 @@ SIGN_IN_NOTES = {
 
 @dataclass(frozen=True, slots=True)
 class Credential:
-    kind: Literal["api_key", "oauth"]
+    kind: Literal["api_key", "oauth", "chatgpt"]
     value: str = field(repr=False)
+    # A ChatGPT sign-in: its tokens, refreshed on the host (value is then unused).
+    signin: ChatGptSignIn | None = field(default=None, repr=False, compare=False)
+    # Where a sign-in's calls go instead of the provider's base_url (None: there).
+    upstream: str | None = None
 
     @property
     def shown(self) -> str:
         """What /harness says (never the value)."""
-        return "subscription token" if self.kind == "oauth" else "API key"
+        return {"oauth": "subscription token", "chatgpt": "ChatGPT sign-in"}.get(
+            self.kind, "API key"
+        )
 
 
 def path_for(home: Path, vendor: str) -> Path:
@@ -53,35 +69,59 @@ def save_token(home: Path, vendor: str, token: str) -> Path:
     token = token.strip()
     if not token or any(c.isspace() for c in token) or len(token) > 4096:
         raise ValueError("that is not a token (empty, too long, or with spaces in it)")
-    folder = home / "credentials"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(folder, 0o700)
-    path = path_for(home, vendor)
-    fresh = path.with_suffix(".new")
-    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump({"kind": "oauth", "token": token}, out)
-    os.replace(fresh, path)
-    return path
+    return write_private(path_for(home, vendor), {"kind": "oauth", "token": token})
 
 
-def _stored(home: Path, vendor: str) -> str | None:
+def save_chatgpt(home: Path, auth_json: str) -> Path:
+    """Keep a ChatGPT sign-in (the text of codex's auth.json) for the openai vendor;
+    ValueError saying what is wrong with it, and nothing kept."""
+    try:
+        data = json.loads(auth_json)
+    except ValueError:
+        raise ValueError("that is not codex's auth.json (not JSON)") from None
+    return write_private(path_for(home, "openai"), parse_auth(data).stored())
+
+
+def _read(home: Path, vendor: str) -> dict[str, object]:
     try:
         data = json.loads(path_for(home, vendor).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    token = data.get("token") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _stored(home: Path, vendor: str) -> str | None:
+    token = _read(home, vendor).get("token")
     return token if isinstance(token, str) and token else None
 
 
-def credential_for(home: Path, vendor: str, provider: ProviderSettings | None) -> Credential | None:
-    """The credential the relay injects for ``vendor`` (None: none configured)."""
+def credential_for(
+    home: Path, vendor: str, provider: ProviderSettings | None, harness: str = ""
+) -> Credential | None:
+    """The credential the relay injects for ``vendor`` when ``harness`` runs (None: none
+    configured). A sign-in is the one CLI's it came from: codex's ChatGPT sign-in is
+    nothing to the Copilot CLI, though both talk to "openai"."""
     if provider is not None and provider.api_key:
         return Credential("api_key", provider.api_key)
+    signed = vendor == "openai" and harness in ("", "codex")
+    if signed and _read(home, vendor).get("kind") == "chatgpt":
+        signin = ChatGptSignIn(
+            path_for(home, vendor),
+            (provider.token_url if provider is not None else None) or DEFAULT_TOKEN_URL,
+        )
+        where = (provider.signin_base_url if provider is not None else None) or DEFAULT_BACKEND_URL
+        return Credential("chatgpt", "", signin=signin, upstream=where)
     if vendor != "anthropic":
-        return None  # only Claude's subscription token can ride the relay (see above)
+        return None  # only Claude's token and codex's sign-in ride the relay (see above)
     token = (provider.oauth_token if provider is not None else None) or _stored(home, vendor)
     return Credential("oauth", token) if token else None
 
 
-__all__ = ["OAUTH_BETA", "SIGN_IN_NOTES", "Credential", "credential_for", "save_token"]
+__all__ = [
+    "OAUTH_BETA",
+    "SIGN_IN_NOTES",
+    "Credential",
+    "credential_for",
+    "save_chatgpt",
+    "save_token",
+]

@@ -43,7 +43,8 @@ from yarl import URL
 from kennel.base import CallGate, CallHook
 from kennel.credentials import OAUTH_BETA
 from kennel.relay_allow import allowed
-from kennel.relay_scrub import Scrubber
+from kennel.relay_scrub import Scrubbers
+from kennel.relay_signin import EXPIRED_LINE, ChatGptSignIn, SignInError, SignInExpired
 from kennel.relay_tools import Stripper
 from kennel.relay_url import BadTarget, join, upstream_base
 from kennel.relay_usage import Usage, UsageScanner, model_of
@@ -63,7 +64,11 @@ CREDENTIAL_HEADERS = {
     "proxy-authorization",
     "openai-organization",
     "openai-project",
+    "chatgpt-account-id",  # a sign-in's account: the relay names it, not the kennel
 }
+# Where codex, signed in with ChatGPT, sends its backend calls (its chatgpt_base_url must
+# contain this, or it uses other paths): taken off before the sign-in's upstream.
+SIGNIN_PREFIX = "/backend-api"
 HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -204,6 +209,7 @@ class ModelRelay:
         peer_uids: frozenset[int] = frozenset(),
         allow_server_tools: Iterable[str] = (),
         auth: str = "api_key",
+        signin: ChatGptSignIn | None = None,
     ) -> None:
         if not secret:
             raise ValueError("the relay needs the run's secret: without one it would serve anyone")
@@ -216,6 +222,10 @@ class ModelRelay:
         self.provider = provider
         self._api_key = api_key
         self._auth = auth  # "oauth": a subscription's token, sent as a bearer
+        # "chatgpt": codex's ChatGPT sign-in, refreshed on the host (kennel/relay_signin.py)
+        self._signin = signin
+        if auth == "chatgpt" and signin is None:
+            raise ValueError("a ChatGPT sign-in relay needs the sign-in")
         self.secret = secret
         # Fetch itself (tests, the unsafe-local kennel) and the uids the backend names.
         self.peer_uids = frozenset({os.geteuid()}) | peer_uids
@@ -402,9 +412,20 @@ class ModelRelay:
         held = 0
         removed: list[str] = []
         try:
-            url = join(self._base, request.raw_path)
-            path = request.raw_path.partition("?")[0]
-            if not allowed(self.provider, request.method, path):
+            target = request.raw_path
+            rules = self.provider
+            if self._signin is not None:
+                # Codex's ChatGPT backend calls: only those under its prefix, checked
+                # against the sign-in's own list (kennel/relay_allow.py "chatgpt").
+                rules = "chatgpt"
+                rest = target[len(SIGNIN_PREFIX) :]
+                if target.startswith(SIGNIN_PREFIX) and rest[:1] in ("/", "?"):
+                    target = rest
+                else:
+                    target = "/-" + target  # not a sign-in call: refused below
+            url = join(self._base, target)
+            path = target.partition("?")[0]
+            if not allowed(rules, request.method, path):
                 log.warning("relay %s: refused %s %s", self.harness, request.method, path[:200])
                 raise _Refused(
                     403,
@@ -529,38 +550,31 @@ class ModelRelay:
         if self._client is None or self._client.closed:
             raise web.HTTPServiceUnavailable(text="relay is shutting down")
         scanner = UsageScanner()
-        scrub = Scrubber(self._api_key)
         response: web.StreamResponse | None = None
+        sent: list[web.StreamResponse] = []  # the answer once its headers went out
+        status = 502
         try:
-            async with self._client.request(
-                request.method,
-                url,
-                data=body,
-                headers=self._headers(request.headers, removed),
-                allow_redirects=False,  # a redirect would take the key to its Location
-            ) as upstream:
-                if 300 <= upstream.status < 400:
-                    where = upstream.headers.get("Location", "")[:200]
-                    raise _Refused(
-                        502,
-                        "relay_error",
-                        f"upstream answered {upstream.status} (to {where!r}); "
-                        "the relay follows no redirects",
-                    )
-                response = web.StreamResponse(status=upstream.status)
-                for key, value in upstream.headers.items():
-                    if key.lower() not in RESPONSE_DROPPED:
-                        response.headers[key] = scrub.text(value)
-                await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    scanner.feed(chunk)
-                    if passed := scrub.feed(chunk):  # all of it may be held a moment
-                        await response.write(passed)
-                if held := scrub.close():
-                    await response.write(held)
-                await response.write_eof()
-                status = upstream.status
+            for attempt in (1, 2):
+                headers = self._headers(request.headers, removed)
+                if self._signin is not None:
+                    headers.update(await self._signed_in(None))
+                scrub = Scrubbers(self._api_key, *self._signed_secrets())
+                async with self._client.request(
+                    request.method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    allow_redirects=False,  # a redirect would take the key to its Location
+                ) as upstream:
+                    if upstream.status == 401 and self._signin is not None and attempt == 1:
+                        # The access token was refused: refreshed on the host, asked again.
+                        await self._signed_in(headers["Authorization"].removeprefix("Bearer "))
+                        continue
+                    response = await self._pass_back(request, upstream, scanner, scrub, sent)
+                    status = upstream.status
+                    break
         except aiohttp.ClientError as err:
+            response = response or (sent[0] if sent else None)
             if response is None:
                 raise _Refused(502, "relay_error", f"upstream unreachable: {err}") from err
             # Headers and part of the body are out: the only honest end is a cut
@@ -579,7 +593,64 @@ class ModelRelay:
                 request.transport.abort()
             return response
         self._record(request, model, status, started, scanner.close(), removed=removed)
+        assert response is not None  # the loop ends in a response or raises
         return response
+
+    async def _pass_back(
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        scanner: UsageScanner,
+        scrub: Scrubbers,
+        sent: list[web.StreamResponse],
+    ) -> web.StreamResponse:
+        """The vendor's answer, streamed to the kennel without the credential in it."""
+        if 300 <= upstream.status < 400:
+            where = upstream.headers.get("Location", "")[:200]
+            raise _Refused(
+                502,
+                "relay_error",
+                f"upstream answered {upstream.status} (to {where!r}); "
+                "the relay follows no redirects",
+            )
+        response = web.StreamResponse(status=upstream.status)
+        for key, value in upstream.headers.items():
+            if key.lower() not in RESPONSE_DROPPED:
+                response.headers[key] = scrub.text(value)
+        # Kept before the first byte goes: a stream cut after it must not get a second
+        # response (see _forward).
+        sent.append(response)
+        await response.prepare(request)
+        async for chunk in upstream.content.iter_any():
+            scanner.feed(chunk)
+            if passed := scrub.feed(chunk):  # all of it may be held a moment
+                await response.write(passed)
+        if held := scrub.close():
+            await response.write(held)
+        await response.write_eof()
+        return response
+
+    async def _signed_in(self, rejected: str | None) -> dict[str, str]:
+        """The sign-in's headers (refreshed first when ``rejected``, the access token the
+        vendor just refused): a refused refresh token is the owner's one line."""
+        assert self._signin is not None
+        try:
+            if rejected is not None:
+                await self._signin.refresh(rejected)
+            return await self._signin.headers()
+        except SignInExpired:
+            log.warning("relay %s: %s", self.harness, EXPIRED_LINE)
+            raise _Refused(401, "authentication_error", EXPIRED_LINE) from None
+        except SignInError as err:
+            raise _Refused(502, "relay_error", f"relay: {err}") from None
+
+    def _signed_secrets(self) -> tuple[str, ...]:
+        if self._signin is None:
+            return ()
+        try:
+            return self._signin.secrets()
+        except SignInError:
+            return ()
 
     def _refuse(
         self, request: web.Request, model: str, started: float, refusal: _Refused

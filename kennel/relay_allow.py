@@ -30,6 +30,16 @@ _RULES: dict[str, tuple[tuple[str, str], ...]] = {
         ("POST", r"/chat/completions"),  # Copilot CLI (BYOK)
         ("GET", rf"/models(?:/{_MODEL})?"),
     ),
+    # Codex signed in with ChatGPT (kennel/relay_signin.py), below its backend prefix: a
+    # turn, its compaction, the model list, and the account check it makes before any
+    # turn (without an answer it stops: "workspace routing discovery failed"). Its other
+    # startup calls (user settings, the ChatGPT apps' MCP) are not model calls: refused,
+    # and codex goes on without them (measured with codex 0.169.0).
+    "chatgpt": (
+        ("POST", r"/codex/responses(?:/compact)?"),
+        ("GET", r"/codex/models"),
+        ("GET", r"/wham/accounts/check"),
+    ),
     "gemini": (
         # Gemini CLI: a turn streams; with the model "auto" a router call comes first.
         ("POST", rf"/models/{_MODEL}:(?:generateContent|streamGenerateContent|countTokens)"),

@@ -46,4 +46,28 @@ class Scrubber:
         return 0
 
 
-__all__ = ["REDACTED", "Scrubber"]
+class Scrubbers:
+    """Several secrets taken out (a sign-in has an access, a refresh and an id token):
+    one ``Scrubber`` after another."""
+
+    def __init__(self, *keys: str | None) -> None:
+        self._each = [Scrubber(k) for k in dict.fromkeys(keys) if k]
+
+    def text(self, value: str) -> str:
+        for one in self._each:
+            value = one.text(value)
+        return value
+
+    def feed(self, chunk: bytes) -> bytes:
+        for one in self._each:
+            chunk = one.feed(chunk)
+        return chunk
+
+    def close(self) -> bytes:
+        out = b""
+        for one in self._each:
+            out = one.feed(out) + one.close()
+        return out
+
+
+__all__ = ["REDACTED", "Scrubber", "Scrubbers"]

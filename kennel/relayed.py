@@ -119,6 +119,7 @@ async def start_relayed(
                 peer_uids=r.peer_uids | admitted(socket),
                 allow_server_tools=r.allow_server_tools,
                 auth=r.auth,
+                signin=r.signin,
             )
         except ValueError as err:  # an upstream that is not a plain http(s) base URL
             release(socket)

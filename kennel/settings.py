@@ -21,6 +21,11 @@ class ProviderSettings(StrictSettings):
     # A subscription's token instead of a key (Claude: what `claude setup-token` prints);
     # the relay sends it as a bearer (kennel/credentials.py). A key wins when both are set.
     oauth_token: str | None = None
+    # A sign-in's own endpoints (openai: codex's ChatGPT sign-in, kennel/relay_signin.py):
+    # the backend its calls go to, and the OAuth token endpoint that refreshes it. None:
+    # the vendor's own.
+    signin_base_url: str | None = None
+    token_url: str | None = None
 
 
 # A size like Docker's: bytes, or a number with k, m, g or t (powers of 1024).

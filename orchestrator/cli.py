@@ -243,7 +243,7 @@ def _doctor(settings: Settings) -> int:
             from kennel.credentials import SIGN_IN_NOTES, credential_for
 
             provider = settings.providers.get(harness.provider)
-            cred = credential_for(settings.home_dir, harness.provider, provider)
+            cred = credential_for(settings.home_dir, harness.provider, provider, harness.name)
             detail = (f"{cred.shown} configured" if cred else f"no {harness.provider} key") + (
                 f"; {SIGN_IN_NOTES[harness.name]}" if harness.name in SIGN_IN_NOTES else ""
             )
@@ -275,8 +275,10 @@ def _sign_in(settings: Settings, harness: str) -> int:
     if harness in SIGN_IN_NOTES:
         print(f"fetch: {harness}: {SIGN_IN_NOTES[harness]}", file=sys.stderr)
         return 2
+    if harness == "codex":
+        return _sign_in_codex(settings)
     if harness != "claude-code":
-        print(f"fetch: no sign-in for {harness!r} (try claude-code)", file=sys.stderr)
+        print(f"fetch: no sign-in for {harness!r} (try claude-code or codex)", file=sys.stderr)
         return 2
     print(
         "Run `claude setup-token` on a machine with a browser, sign in with your Claude "
@@ -296,6 +298,53 @@ def _sign_in(settings: Settings, harness: str) -> int:
     return 0
 
 
+def _sign_in_codex(settings: Settings) -> int:
+    """``fetch login codex``: keep codex's ChatGPT sign-in on the host (FETCH_HOME/
+    credentials/openai.json, 0600): its auth.json (found in $CODEX_HOME or ~/.codex, or
+    piped in), or a pasted refresh token, exchanged at once for the rest."""
+    from pathlib import Path
+
+    from kennel.credentials import path_for, save_chatgpt
+    from kennel.relay_signin import DEFAULT_TOKEN_URL, ChatGptSignIn, SignInError, SignInExpired
+
+    home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    found = home / "auth.json"
+    if sys.stdin.isatty() and found.is_file():
+        print(f"Importing codex's ChatGPT sign-in from {found}.", flush=True)
+        text = found.read_text(encoding="utf-8", errors="replace")
+    elif sys.stdin.isatty():
+        print(
+            "Run `codex login` on a machine with a browser and copy its ~/.codex/auth.json "
+            "here (or run this again with it piped in: fetch login codex < auth.json), or "
+            "paste its refresh token (it stays on this host; the CLI in the kennel only "
+            "ever gets a stand-in):",
+            flush=True,
+        )
+        text = getpass.getpass("refresh token: ")
+    else:
+        text = sys.stdin.read(1024 * 1024)
+    text = text.strip()
+    provider = settings.providers.get("openai")
+    try:
+        if text.startswith("{"):
+            path = save_chatgpt(settings.home_dir, text)
+        else:
+            if not text or any(c.isspace() for c in text) or len(text) > 16384:
+                raise ValueError("that is neither codex's auth.json nor a refresh token")
+            token_url = (provider.token_url if provider else None) or DEFAULT_TOKEN_URL
+            path = path_for(settings.home_dir, "openai")
+            asyncio.run(ChatGptSignIn(path, token_url).exchange(text))
+    except SignInExpired as err:
+        print(f"fetch: that refresh token was refused ({err})", file=sys.stderr)
+        return 2
+    except (ValueError, SignInError, OSError) as err:
+        print(f"fetch: {err}", file=sys.stderr)
+        return 2
+    print(f"✅ Kept in {path} (0600). codex now runs on your ChatGPT sign-in", end="")
+    print(" (an OPENAI_API_KEY is set too, and wins)." if provider and provider.api_key else ".")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="fetch", description="Fetch, from your phone.")
     parser.add_argument("--version", action="version", version=f"fetch {_version()}")
@@ -306,9 +355,14 @@ def main(argv: list[str] | None = None) -> None:
     login = sub.add_parser(
         "login",
         help="print a new login link for the web pages (works once); "
-        "`fetch login claude-code` keeps a Claude subscription's token",
+        "`fetch login claude-code` keeps a Claude subscription's token, "
+        "`fetch login codex` a ChatGPT sign-in",
     )
-    login.add_argument("harness", nargs="?", help="claude-code: sign it in with a subscription")
+    login.add_argument(
+        "harness",
+        nargs="?",
+        help="claude-code (a Claude subscription) or codex (a ChatGPT sign-in)",
+    )
     whatsapp = sub.add_parser("whatsapp", help="WhatsApp: link your phone")
     wa_sub = whatsapp.add_subparsers(dest="whatsapp_command", required=True)
     pair = wa_sub.add_parser("pair", help="link by QR code, or by pairing code with --phone")

@@ -31,6 +31,7 @@ from identity.pack import Agent, Pack, Route
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
 from kennel.credentials import SIGN_IN_NOTES, Credential, credential_for
 from kennel.relay import PLACEHOLDER_KEY
+from kennel.relay_signin import EXPIRED_LINE, SignInError
 from orchestrator.boundary.gitops import Change, Repo, guard_repo_config
 from orchestrator.boundary.layer import Layer, Layers
 from orchestrator.config import Settings
@@ -165,7 +166,7 @@ class TaskRunner:
         installed = harness.executable() is not None
         if harness.provider is None:
             return Availability(installed, True, "no model needed")
-        cred = self._credential(harness.provider)
+        cred = self._credential(harness.provider, harness.name)
         has_key = cred is not None
         detail = (
             ("ready" if cred is None or cred.kind == "api_key" else f"ready ({cred.shown})")
@@ -179,10 +180,11 @@ class TaskRunner:
         )
         return Availability(installed, has_key, detail)
 
-    def _credential(self, vendor: str) -> Credential | None:
-        """The owner's key or subscription token for ``vendor`` (kennel/credentials.py)."""
+    def _credential(self, vendor: str, harness: str) -> Credential | None:
+        """The owner's key, subscription token or sign-in for ``vendor`` as ``harness``
+        uses it (kennel/credentials.py)."""
         provider = self._settings.providers.get(vendor)
-        return credential_for(self._settings.home_dir, vendor, provider)
+        return credential_for(self._settings.home_dir, vendor, provider, harness)
 
     def default_harness(self) -> str:
         wanted = self._settings.harness.default
@@ -591,6 +593,7 @@ class TaskRunner:
             mcp: McpServer | None = None
             more_mcp: tuple[McpServer, ...] = ()
             subscription = False
+            signin = None  # a ChatGPT sign-in (codex): its account and plan for the CLI
             relay_url = f"http://127.0.0.1:{layout.relay_port}"
             if harness.provider is not None:
                 # Memory rides on the relay's socket (/mcp): only runs with a relay get it.
@@ -612,10 +615,16 @@ class TaskRunner:
                     )
                     handler = _both(handler, owners)
                 provider = settings.providers[harness.provider]
-                cred = self._credential(harness.provider)
-                subscription = cred is not None and cred.kind == "oauth"
+                cred = self._credential(harness.provider, harness.name)
+                subscription = cred is not None and cred.kind in ("oauth", "chatgpt")
+                signin = cred.signin if cred is not None else None
+                if signin is not None:
+                    try:  # read now: an unreadable sign-in is said before any kennel starts
+                        await asyncio.to_thread(signin.load)
+                    except SignInError as err:
+                        raise HarnessFailed(f"{harness.name}: {err}") from err
                 relay = RelaySpec(
-                    upstream=provider.base_url,
+                    upstream=(cred.upstream if cred is not None else None) or provider.base_url,
                     provider=harness.provider,
                     api_key=cred.value if cred is not None else None,
                     auth=cred.kind if cred is not None else "api_key",
@@ -627,6 +636,7 @@ class TaskRunner:
                     on_call=self.costs.relay_hook(key_str(session.key)) if self.costs else None,
                     gate=self.costs.gate(handle.task_id) if self.costs else None,
                     allow_server_tools=settings.kennel.relay_server_tools,
+                    signin=signin,
                 )
             # Remembered context goes with the task, not with an answer to the CLI's
             # question (the resumed session has it already).
@@ -676,6 +686,8 @@ class TaskRunner:
                 mcp=mcp,
                 more_mcp=more_mcp,
                 subscription=subscription,
+                signin_account=signin.tokens.account_id if signin is not None else "",
+                signin_plan=signin.tokens.plan if signin is not None else "",
                 instructions=instructions_for(handle.agent),
                 skills=handed,
                 steer=steer,
@@ -752,6 +764,8 @@ class TaskRunner:
                 tokens_out=tokens[1],
                 cost_usd=float(usage.data.get("cost_usd", 0.0)) if usage else 0.0,
             )
+            if signin is not None and signin.expired and (final is None or final.kind != "done"):
+                raise HarnessFailed(EXPIRED_LINE)  # the one thing the owner can do about it
             refused = self.costs.refusal(handle.task_id) if self.costs else None
             if refused and (final is None or final.kind != "done"):
                 # The relay refused its vendor calls: say why, not the CLI's echo of it.
