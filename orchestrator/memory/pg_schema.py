@@ -84,6 +84,11 @@ def ensure_vec_index(conn: Any, dims: int) -> bool:
         return False
     conn.execute("BEGIN IMMEDIATE")
     try:
+        # Again under the lock: another process may have made it meanwhile.
+        row = conn.execute("SELECT value FROM memory_meta WHERE key='vec_dims'").fetchone()
+        if row is not None and row[0] == str(dims):
+            conn.execute("ROLLBACK")
+            return False
         conn.execute("DROP TABLE IF EXISTS memory_vectors")
         conn.execute(
             "CREATE TABLE memory_vectors (id BIGINT PRIMARY KEY REFERENCES memory_items(id)"

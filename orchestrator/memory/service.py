@@ -443,6 +443,10 @@ class Memory:
                 else "memory: not started"
             )
         parts = [f"memory: {self.mode()}"]
+        if self.db.url:
+            from orchestrator.store.pg import where  # asyncpg: only with a PostgreSQL store
+
+            parts.append(f"on PostgreSQL {where(self.db.url)}")
         progress = self.reembed
         if progress.running and progress.total:
             parts.append(f"re-embedding {progress.done}/{progress.total}")

@@ -25,7 +25,8 @@ async def _search(settings: Settings) -> tuple[list[tuple[int, str]], list[int],
     async with Running(settings) as run:
         hits = await run.memory.search("when do deploys go out", 3)
         again = await run.memory.write("The staging DB listens on 5433")
-        return [(h.item.id, h.item.content) for h in hits], [again.item.id], run.memory.mode()
+        found = [(h.item.id, h.item.content) for h in hits]
+        return found, [again.item.id], run.memory.status_line()
 
 
 async def test_sqlite_to_postgres_and_back(
@@ -51,7 +52,8 @@ async def test_sqlite_to_postgres_and_back(
     hits, repeat, mode = await _search(on_pg)
     assert hits == [(h.item.id, h.item.content) for h in before]
     assert repeat == [1], "the text key came along: a repeat merges into #1"
-    assert mode.startswith("hybrid")  # the same model: nothing to re-embed
+    assert mode.startswith("memory: hybrid")  # the same model: nothing to re-embed
+    assert "on PostgreSQL 127.0.0.1:" in mode and "re-embedding" not in mode
 
     back = tmp_path / "back" / "memory.db"
     copied = await copy_memory(pg_url, back)
