@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -216,3 +217,46 @@ async def test_a_wrong_engine_setting_is_one_clear_line(tmp_path: Path) -> None:
         Engine.parse("tcp://127.0.0.1:2376", tmp_path, True)
     with pytest.raises(KennelError, match="use ssh://"):
         Engine.parse("http://example.invalid", None, True)
+
+
+def test_doctor_names_the_engine_and_checks_it(second_engine: SecondEngine, tmp_path: Path) -> None:
+    """``fetch doctor`` (the installed command) with ``auto``: the second engine is asked
+    (it answers, it has the image), and named, with how it is reached."""
+    from tests.cli.test_fetch_command import _env, _fetch_executable
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir()
+    ws.mkdir()
+    env = _env(
+        home,
+        FETCH_KENNEL="auto",
+        FETCH_WORKSPACE=str(ws),
+        FETCH_DOCKER_HOST=second_engine.url,
+        FETCH_DOCKER_CERT_PATH=str(second_engine.certs),
+    )
+    done = subprocess.run(
+        [_fetch_executable(), "doctor"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    out = done.stdout
+    engine = f"{second_engine.url} (TLS, engine verified)"
+    assert f"auto → docker: engine answers on the engine at {engine}" in out, out + done.stderr
+    assert "kennel:    docker: no network" in out and f"on the Docker engine at {engine}" in out
+    # A wrong setting is one line, not a traceback.
+    env.update(FETCH_DOCKER_CERT_PATH=str(tmp_path))
+    done = subprocess.run(
+        [_fetch_executable(), "doctor"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    both = done.stdout + done.stderr
+    assert "lacks ca.pem, cert.pem, key.pem" in both and "Traceback" not in both, both
