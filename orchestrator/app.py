@@ -38,6 +38,7 @@ from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.dashboard import mount as mount_dashboard
 from orchestrator.gateway import Gateway
 from orchestrator.hearing.ears import Ears
+from orchestrator.hearing.pending import Pending
 from orchestrator.hearing.transcriber import Transcriber
 from orchestrator.improve.review import keep_review_job
 from orchestrator.mcphost.service import McpHost, sandbox_owner
@@ -321,6 +322,9 @@ class App:
             settings.transcription,
             refusal=costs.refusal,
             member_rate=settings.gateway.rate_per_minute,
+            # Kept until the gateway has the words: a kill mid-transcription loses none.
+            pending=Pending(settings.home_dir / "hearing" / "pending"),
+            seen=store.inbox.seen,
         )
         self.ears = ears
         if settings.scheduler.enabled:
@@ -401,6 +405,8 @@ class App:
         replayed = await gateway.replay_unfinished(unfinished)
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
+        # Voice notes a stopped Fetch was still hearing: heard again (or said lost).
+        await ears.recover()
         self.serving = True  # /healthz: 200 from here; the first step down makes it 503
         stack.callback(setattr, self, "serving", False)
 

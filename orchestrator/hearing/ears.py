@@ -16,7 +16,9 @@ audio file) is, in a task of its own so no channel waits on a transcription:
 
 Order per chat is kept: while a voice note of a chat is being heard, that chat's later
 messages wait behind it (a command, starting with "/", never waits: /stop must not).
-A crash mid-transcription loses that one voice note (it was never accepted).
+A crash mid-transcription loses nothing: the note is kept on the host from the moment it
+arrives until the gateway has its words (``pending.py``), and ``recover`` hears it again
+at the next start (or tells the sender it was lost, should its audio be gone).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
 from channels.base import InboundSink
 from core.events import Attachment, Inbound, SessionKey
+from orchestrator.hearing.pending import Pending
 from orchestrator.hearing.settings import HOW_TO_SET, TranscriptionSettings
 from orchestrator.hearing.transcriber import Transcriber, TranscriptionFailed
 from orchestrator.limits import SenderLimits, Verdict
@@ -76,6 +79,8 @@ class Ears:
         settings: TranscriptionSettings,
         refusal: Callable[[], str | None] = lambda: None,
         member_rate: float = 30.0,
+        pending: Pending | None = None,
+        seen: Callable[[str, str], Awaitable[bool]] | None = None,
     ) -> None:
         self._receive = receive
         self._allowed = allowed
@@ -89,6 +94,10 @@ class Ears:
         # limit sees them: the same rate, refused here first (the owner is never limited).
         self._member_rate = member_rate
         self._limits = SenderLimits(member_rate)
+        # Notes being heard, kept until the gateway has them; ``seen``: whether the
+        # inbox accepted a message (what ``recover`` asks of one a restart found).
+        self._pending = pending
+        self._seen = seen
 
     async def receive(self, inbound: Inbound) -> None:
         key = inbound.key
@@ -97,6 +106,9 @@ class Ears:
         if audio is None and (tail is None or inbound.text.lstrip().startswith("/")):
             await self._receive(inbound)  # the common case costs one dict lookup
             return
+        if audio is not None and self._pending is not None:
+            # Before anything else: from here on a kill cannot lose it.
+            self._pending.keep(inbound)
         task = self._supervisor.spawn(
             self._after(tail, inbound, audio), name=f"hear:{key.slug}:{inbound.message_id}"
         )
@@ -117,12 +129,54 @@ class Ears:
             return
         try:
             heard = await self._hear(inbound, audio)
-        finally:
-            _remove(audio.path)
-        if heard is None:
-            return
-        rest = tuple(a for a in inbound.attachments if a is not audio)
-        await self._receive(replace(inbound, text=heard, attachments=rest))
+            if heard is not None:
+                rest = tuple(a for a in inbound.attachments if a is not audio)
+                await self._receive(replace(inbound, text=heard, attachments=rest))
+        except asyncio.CancelledError:
+            # Fetch is stopping: the note and its audio are kept for the next start.
+            raise
+        except BaseException:
+            self._done(inbound, audio)
+            raise
+        # The gateway has its words (or it was refused, said): only the words are kept.
+        self._done(inbound, audio)
+
+    def _done(self, inbound: Inbound, audio: Attachment) -> None:
+        _remove(audio.path)
+        if self._pending is not None:
+            self._pending.forget(inbound)
+
+    async def recover(self) -> int:
+        """At start: the voice notes a stopped Fetch was still hearing. One the inbox
+        has was handed over already (its audio goes); one whose audio is still there is
+        heard again, in order; one whose audio is gone is said lost. How many are heard
+        again."""
+        if self._pending is None:
+            return 0
+        again = 0
+        for inbound in await asyncio.to_thread(self._pending.left):
+            audio = audio_of(inbound)
+            if audio is None or (
+                self._seen is not None and await self._seen(inbound.channel, inbound.message_id)
+            ):
+                if audio is not None:
+                    self._done(inbound, audio)
+                else:
+                    self._pending.forget(inbound)
+                continue
+            present: bool = bool(audio.path) and await asyncio.to_thread(Path(audio.path).is_file)
+            if present:
+                log.info("hearing again voice note %s cut short by a restart", inbound.message_id)
+                await self.receive(inbound)
+                again += 1
+                continue
+            self._done(inbound, audio)
+            await self._say(
+                inbound,
+                "🎙 A voice note you sent was lost in a restart before I heard it; "
+                "please send it again.",
+            )
+        return again
 
     async def _hear(self, inbound: Inbound, audio: Attachment) -> str | None:
         """The words of ``audio``, said back to the sender; None when refused (said)."""
