@@ -9,6 +9,8 @@ endpoint. Every request, good or failed, is recorded in the cost ledger (source
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
 import time
 from collections.abc import Callable
@@ -25,6 +27,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SOURCE = "transcribe"
+_sdk_imported = False  # set once a thread finished importing the openai SDK
+
+
+async def _import_sdk() -> None:
+    """The openai SDK (~0.5 s of CPU) imported in a thread the first time, not on the
+    event loop, where every chat would wait for it; at once after that."""
+    global _sdk_imported
+    if not _sdk_imported:
+        await asyncio.to_thread(importlib.import_module, "openai")
+        _sdk_imported = True
 
 
 class TranscriptionFailed(FetchError):
@@ -107,6 +119,7 @@ class Transcriber:
     async def _once(
         self, endpoint: _Endpoint, key: str, data: bytes, filename: str, mime: str
     ) -> tuple[Heard | None, int, str]:
+        await _import_sdk()
         import openai
 
         entry = endpoint.entry
