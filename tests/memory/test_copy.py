@@ -4,13 +4,14 @@ target finds what it found on the source, and the copy is refused into a non-emp
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from orchestrator.config import Settings
-from orchestrator.memory.copy import MemoryCopyError, copy_memory
+from orchestrator.memory.copy import COLUMNS, MemoryCopyError, copy_memory, open_side
 from tests.memory.conftest import Running
 
 FACTS = (
@@ -62,3 +63,25 @@ async def test_sqlite_to_postgres_and_back(
         await copy_memory(source, pg_url)
     with pytest.raises(MemoryCopyError, match="no memory to copy"):
         await copy_memory(tmp_path / "nothing" / "memory.db", pg_url)
+
+
+def _columns(where: str | Path) -> list[str]:
+    conn, _ = open_side(where)
+    try:
+        if isinstance(where, str):
+            rows = conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name ="
+                " 'memory_items' AND column_name != 'fts' ORDER BY ordinal_position"
+            ).fetchall()
+        else:
+            rows = conn.execute("SELECT name FROM pragma_table_info('memory_items')").fetchall()
+        return [str(r[0]) for r in rows]
+    finally:
+        conn.close()
+
+
+async def test_both_engines_have_the_same_item_columns(pg_url: str, tmp_path: Path) -> None:
+    """pg_schema.py's history makes what schema.py's makes (and the copy's COLUMNS are all)."""
+    lite = await asyncio.to_thread(_columns, tmp_path / "memory.db")
+    pg = await asyncio.to_thread(_columns, pg_url)
+    assert lite == pg and set(lite) == {c.strip() for c in COLUMNS.split(",")}
