@@ -169,7 +169,9 @@ class TaskRunner:
         cred = self._credential(harness.provider, harness.name)
         has_key = cred is not None
         detail = (
-            ("ready" if cred is None or cred.kind == "api_key" else f"ready ({cred.shown})")
+            # Which kind of credential (API key, subscription token, ChatGPT sign-in),
+            # never its value.
+            (f"ready ({cred.shown})" if cred is not None else "ready")
             if installed and has_key
             else (
                 f"`{harness.binary}` not installed"
