@@ -40,6 +40,7 @@ from bench import (
     mcp_relay,
     memory,
     memory_bench,
+    memory_pg,
     memory_scale,
     model_path,
     prompt_cache,
@@ -64,6 +65,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "memory_search": (memory_bench.run, memory_bench.render, 300, 50),
     # /remember and keyword search at 10k and 1M memories (100k quick) vs the old queries.
     "memory_scale": (memory_scale.run, memory_scale.render, 300, 50),
+    # Memory on PostgreSQL + pgvector at 1M memories (20k quick): HNSW + GIN vs an exact scan.
+    "memory_pg": (memory_pg.run, memory_pg.render, 300, 50),
     "kennel_start": (kennel_start.run, kennel_start.render, 6, 2),
     # The run's layer against the old direct mount; the quick N runs the small repos only.
     "layer": (

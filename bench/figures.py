@@ -45,6 +45,15 @@ FIGURES: dict[str, tuple[str, ...]] = {
         "memory_scale.sizes.*.search_ms.p99",
         "memory_scale.sizes.*.old_search_ms.p99",
     ),
+    "memory_pg": (
+        "memory_pg.hybrid_ms.p99",
+        "memory_pg.keyword_ms.p99",
+        "memory_pg.exact_ms.p50",
+        "memory_pg.recall_at_10",
+        "memory_pg.remember_ms.p99",
+        "memory_pg.copy_s",
+        "memory_pg.hnsw_s",
+    ),
     "kennel_start": (
         "kennel_start.start.ms.*.p50",
         "kennel_start.start.overhead_p50_ms.*",
