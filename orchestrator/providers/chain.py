@@ -37,6 +37,7 @@ from orchestrator.providers.settings import ProviderEntry
 
 if TYPE_CHECKING:
     import aiohttp
+    from yarl import URL
 
     from orchestrator.config import ModelSettings
 
@@ -80,6 +81,10 @@ class Endpoint:
     images: bool = False  # sent image parts (else their words)
     # One connection pool per key (aiohttp, providers/wire.py), made on first use.
     clients: dict[str, aiohttp.ClientSession] = field(default_factory=dict)
+    url: URL = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.url = wire.completions_url(self.base_url)
 
     def client(self, key: str) -> aiohttp.ClientSession:
         client = self.clients.get(key)
@@ -279,7 +284,7 @@ class ProviderChain:
             body["tools"] = tools
         try:
             response = await wire.post_completion(
-                endpoint.client(key), endpoint.base_url, key, body, timeout
+                endpoint.client(key), endpoint.url, key, body, timeout
             )
         except wire.TimedOut as err:
             return attempt(0, f"timed out after {timeout:g}s"), None, err

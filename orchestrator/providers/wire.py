@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 # Data, not structure: a tool call's arguments (a string, or an object from a lax
 # server, which completion.normalise_arguments turns into its string) and a message's
@@ -103,6 +104,12 @@ def encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
+def completions_url(base_url: str) -> URL:
+    """``base_url``/chat/completions, parsed once per endpoint (at start): a request
+    reuses it, and the first one does not pay yarl's first host encoding (~8 ms)."""
+    return URL(base_url.rstrip("/") + "/chat/completions")
+
+
 def session() -> aiohttp.ClientSession:
     """One endpoint key's connection pool. ``trust_env``: the proxy variables apply, as
     they did to the SDK's client."""
@@ -110,9 +117,9 @@ def session() -> aiohttp.ClientSession:
 
 
 async def post_completion(
-    http: aiohttp.ClientSession, base_url: str, key: str, body: dict[str, Any], seconds: float
+    http: aiohttp.ClientSession, url: URL, key: str, body: dict[str, Any], seconds: float
 ) -> Any:
-    """POST ``body`` to ``base_url``/chat/completions; the parsed answer (see the module
+    """POST ``body`` to ``url`` (``completions_url``); the parsed answer (see the module
     docstring), or WireError / ValueError. ``seconds``: to connect, and for each read
     (the SDK's per-request timeout; the chain keeps the call's overall deadline)."""
     headers = {
@@ -121,7 +128,6 @@ async def post_completion(
         "Accept": "application/json",
     }
     limits = aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
-    url = base_url.rstrip("/") + "/chat/completions"
     try:
         async with http.post(url, data=encode(body), headers=headers, timeout=limits) as answer:
             raw = await answer.read()
@@ -152,6 +158,7 @@ __all__ = [
     "TimedOut",
     "Unreachable",
     "WireError",
+    "completions_url",
     "encode",
     "post_completion",
     "session",
