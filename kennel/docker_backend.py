@@ -171,12 +171,14 @@ class DockerKennel:
         """An exec's stdin rides the engine's hijacked socket (``DockerProcess``): the end
         of input is a half-close of that socket, which a plain socket (the local engine's
         unix socket, plain tcp) can do and a TLS or ssh transport cannot from Python. On
-        those, a message sent while the task runs is kept for after it instead."""
-        try:
-            url = str(self._docker().api.base_url)
-        except KennelError:
-            return False
-        return half_closes(url)
+        those, a message sent while the task runs is kept for after it instead.
+        Asked on the event loop at a task's start: the engine is never contacted here
+        (a client not made yet is judged by the address it would use)."""
+        if self._client is not None:
+            return half_closes(str(self._client.api.base_url))
+        host = self._settings.host or os.environ.get("DOCKER_HOST", "")
+        # Without a client, a tcp:// engine may be TLS: judged when the client exists.
+        return not host or host.startswith("unix://")
 
     @property
     def host_mounts(self) -> bool:

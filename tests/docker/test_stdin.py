@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
+
+import pytest
 
 from kennel.docker_backend import DockerKennel, half_closes
 from kennel.settings import DockerKennelSettings
@@ -54,7 +57,14 @@ async def test_what_fetch_writes_reaches_the_cli_in_the_container(
         await kennel.close()
 
 
-def test_which_engine_sockets_can_end_stdin() -> None:
+def test_which_engine_sockets_can_end_stdin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    # Judged without contacting the engine (asked on the loop at a task's start).
+    for host, steers in (("ssh://fetch@box", False), ("tcp://box:2376", False), (None, True)):
+        kennel = DockerKennel(tmp_path, DockerKennelSettings(host=host), "unused")
+        assert kennel.steerable is steers and kennel._client is None
     assert half_closes("http+docker://localhost")  # unix socket
     assert half_closes("http://127.0.0.1:2375")
     assert not half_closes("https://engine.example:2376")  # TLS: no half-close
