@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from functools import partial
 from pathlib import Path
 
@@ -204,6 +204,21 @@ class App:
         home = settings.home_dir
         home.mkdir(parents=True, exist_ok=True)
         os.chmod(home, 0o700)  # the home holds keys' logs, the DB and (later) WhatsApp
+        # Which kennel: with kennel.backend auto, the Docker engine is asked (its client
+        # imported, a ping, the image looked up: 0.1-0.3 s, blocking). Asked in a thread
+        # while the loop opens the store and memory; taken where the runner needs it.
+        choosing = asyncio.ensure_future(asyncio.to_thread(choose, settings.kennel))
+        built: list[Kennel] = []
+
+        async def close_kennel() -> None:
+            # Here in the exit order (after everything that uses the kennel), and the
+            # choice always awaited, even when the start failed before it was taken.
+            with suppress(Exception):
+                await choosing
+            if built:
+                await built[0].close()
+
+        stack.push_async_callback(close_kennel)
         harnesses = build_harnesses()
         check_start(settings)  # what `fetch` and `fetch doctor` checked already (tests: not)
         identity = load_identity(identity_dir(settings))
@@ -219,8 +234,6 @@ class App:
         skill_book = SkillBook(skills, workspace)
         for problem in skills.problems:
             log.warning("%s", problem.line())
-        kennel = build_kennel(settings)
-        stack.push_async_callback(kennel.close)
 
         store = await stack.enter_async_context(Store(settings.db_path, settings.store.url))
         journal = Journal(home / "sessions")
@@ -238,6 +251,8 @@ class App:
         memory = Memory(settings, supervisor)
         await memory.start()
         stack.push_async_callback(memory.stop)
+        kennel = build_kennel(settings, await choosing)
+        built.append(kennel)
         runner = TaskRunner(
             settings=settings,
             store=store,

@@ -31,9 +31,10 @@ import aiohttp
 from yarl import URL
 
 # Data, not structure: a tool call's arguments (a string, or an object from a lax
-# server, which completion.normalise_arguments turns into its string) and a message's
-# content (a string, or a list of parts) are handed over as they came.
-RAW = frozenset({"arguments", "content"})
+# server, which completion.normalise_arguments turns into its string), a message's
+# content (a string, or a list of parts) and an error object in a 200 (which
+# completion.problem reads as a dict) are handed over as they came, as the SDK did.
+RAW = frozenset({"arguments", "content", "error"})
 USER_AGENT = "fetch-assistant (openai-compatible)"
 
 

@@ -121,7 +121,10 @@ def test_an_answer_reads_like_the_sdks_models() -> None:
         "id": "c",
         "function": {"name": "f", "arguments": '{"a": 1}'},
     }
-    assert completion.problem(Node({"error": {"message": "quota"}})) is not None
+    # An error object in a 200 stays the dict the SDK gave: its message is what is said.
+    assert "answered an error: quota" in str(
+        completion.problem(Node({"error": {"message": "quota"}}))
+    )
     assert encode({"a": "é", "b": [1, 2]}) == '{"a":"é","b":[1,2]}'.encode()
 
 
