@@ -16,6 +16,8 @@ from orchestrator.task.approvals import WITHDRAW
 from orchestrator.task.attachments import usable
 
 EXAMPLE = "fix the typo in README.md of demo"
+# What a channel says for a file sent with no words: "[image]", "[document crash.log]".
+PLACEHOLDER = re.compile(r"\[[^\]\n]*\]")
 
 
 async def handle_text(ctx: Context) -> None:
@@ -54,6 +56,10 @@ async def _while_working(ctx: Context) -> None:
     files = usable(ctx.inbound.attachments)
     # The files go to the sender's next task (orchestrator/task/recent.py), not this one.
     later = "\n📎 The file goes with your next task." if files else ""
+    if files and PLACEHOLDER.fullmatch(ctx.text.strip()):
+        # A file with no words ("[image]"): nothing to pass on or answer later.
+        await ctx.reply(f"📎 Got it: it goes with your next task (#{handle.task_id} works on).")
+        return
     if handle.paused:
         ctx.deferred = True
         await ctx.reply(

@@ -103,6 +103,10 @@ async def test_a_screenshot_then_fix_this_and_one_sent_mid_task(
             await model.wait_for_requests(len(model.requests) + 1, timeout=60)
             emit(image(shot, "this one is the next thing"), "3EB0DURING")
             await wait_for(client, "📎 The file goes with your next task", mark, 30)
+            # One with no words is kept for the next task too, and not passed on.
+            emit(image(shot), "3EB0DURING2")
+            _, got = await wait_for(client, "📎 Got it", mark, 30)
+            assert "goes with your next task" in got
             _, diff = await wait_for(client, "Apply? (yes/no)", mark, timeout=120)
             mark = len(client.calls)
             emit(text("no"), "3EB0NO2")
@@ -116,11 +120,14 @@ async def test_a_screenshot_then_fix_this_and_one_sent_mid_task(
             mark = len(client.calls)
             emit(text(TASK), "3EB0TASK3")
             _, card = await wait_for(client, "On it", mark, timeout=30)
-            assert "📎 with what you sent just before: 3EB0DURING.png" in card
+            flat = " ".join(card.split())  # the phone width wraps the line
+            assert "📎 with what you sent just before: 3EB0DURING.png, 3EB0DURING2.png" in flat
             assert "3EB0BEFORE1" not in card  # used once, by the first task
             await wait_for(client, "Apply? (yes/no)", mark, timeout=120)
             turns = [r.body for r in model.requests[first:] if r.dialect == "anthropic"]
             assert f"{SEEN}/3EB0DURING.png (an image" in json.dumps(turns[0])
+            assert f"{SEEN}/3EB0DURING2.png (an image" in json.dumps(turns[0])
+            assert not [r for r in model.requests if "[image]" in json.dumps(r.body)]
             assert [i for body in turns if body for i in images_in(body)]
         finally:
             await app.__aexit__(None, None, None)
