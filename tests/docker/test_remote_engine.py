@@ -26,7 +26,7 @@ from orchestrator.boundary.gitops import Repo
 from orchestrator.config import Settings
 from tests.conftest import Driver, git, start_driver, tree_snapshot
 from tests.docker.conftest import CANARY
-from tests.docker.remote_daemon import SecondEngine
+from tests.docker.remote_daemon import SecondEngine, make_certs
 from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
 from tests.fakes.require import missing
 from tests.kennel.runs import Runs
@@ -34,9 +34,7 @@ from tests.kennel.runs import runs as runs  # the fixture
 
 
 @pytest.fixture(scope="module")
-def second_engine(
-    kennel_image: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SecondEngine]:
+def second_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecondEngine]:
     if os.geteuid() != 0:
         missing("a second Docker engine needs root")
     for binary in ("dockerd", "docker", "ip"):
@@ -45,11 +43,18 @@ def second_engine(
     engine = SecondEngine(tmp_path_factory.mktemp("engine2"))
     try:
         engine.start()
-        engine.load_image(kennel_image)
-        print(f"\nsecond engine: {engine.figures}")
         yield engine
     finally:
+        print(f"\nsecond engine: {engine.figures}")
         engine.stop()
+
+
+@pytest.fixture(scope="module")
+def with_image(second_engine: SecondEngine, kennel_image: str) -> SecondEngine:
+    """The second engine, with the real kennel image copied in (once: about 35 s)."""
+    if "image_copy_s" not in second_engine.figures:
+        second_engine.load_image(kennel_image)
+    return second_engine
 
 
 def _lexists(path: Path) -> bool:
@@ -68,7 +73,7 @@ def _ours(client: Any, home: Path) -> list[Any]:
 
 @pytest.fixture
 async def remote_fetch(
-    second_engine: SecondEngine,
+    with_image: SecondEngine,
     kennel_image: str,
     make_settings: Callable[..., Settings],
 ) -> AsyncIterator[tuple[Driver, ScriptedModelServer]]:
@@ -76,8 +81,8 @@ async def remote_fetch(
         settings = make_settings(
             FETCH_KENNEL="docker",
             FETCH_HARNESS="claude-code",
-            FETCH_DOCKER_HOST=second_engine.url,
-            FETCH_DOCKER_CERT_PATH=str(second_engine.certs),
+            FETCH_DOCKER_HOST=with_image.url,
+            FETCH_DOCKER_CERT_PATH=str(with_image.certs),
             ANTHROPIC_BASE_URL=model.url,
             ANTHROPIC_API_KEY=CANARY,
         )
@@ -131,17 +136,17 @@ async def test_a_task_runs_on_the_second_engine_and_commits_here(
 
 
 async def test_close_leaves_nothing_on_the_second_engine(
-    second_engine: SecondEngine, kennel_image: str, runs: Runs
+    with_image: SecondEngine, kennel_image: str, runs: Runs
 ) -> None:
     kennel = RemoteDockerKennel(
-        runs.home, DockerKennelSettings(), kennel_image, _remote(second_engine)
+        runs.home, DockerKennelSettings(), kennel_image, _remote(with_image)
     )
     run = runs.open(kennel)
     proc = await kennel.exec(run.spec(("sh", "-c", "echo hi > made.txt")))
     assert await proc.wait() == 0
     assert (run.tree / "made.txt").read_text() == "hi\n"
     await kennel.close()
-    there = second_engine.client()
+    there = with_image.client()
     try:
         assert _ours(there, runs.home) == []
         label = f"{LABEL}.install={install_id(runs.home)}"
@@ -151,7 +156,7 @@ async def test_close_leaves_nothing_on_the_second_engine(
 
 
 async def test_a_hostile_kennel_there_leaves_the_victim_here_untouched(
-    second_engine: SecondEngine, kennel_image: str, runs: Runs, tmp_path: Path
+    with_image: SecondEngine, kennel_image: str, runs: Runs, tmp_path: Path
 ) -> None:
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -161,7 +166,7 @@ async def test_a_hostile_kennel_there_leaves_the_victim_here_untouched(
         runs.home,
         DockerKennelSettings(runs_size="512m"),
         kennel_image,
-        _remote(second_engine),
+        _remote(with_image),
     )
     repo = runs.repo("app", {"a.txt": "a\n", "b.txt": "b\n"})
     run = runs.open(kennel, repo)
@@ -219,7 +224,7 @@ async def test_a_wrong_engine_setting_is_one_clear_line(tmp_path: Path) -> None:
         Engine.parse("http://example.invalid", None, True)
 
 
-def test_doctor_names_the_engine_and_checks_it(second_engine: SecondEngine, tmp_path: Path) -> None:
+def test_doctor_names_the_engine_and_checks_it(with_image: SecondEngine, tmp_path: Path) -> None:
     """``fetch doctor`` (the installed command) with ``auto``: the second engine is asked
     (it answers, it has the image), and named, with how it is reached."""
     from tests.cli.test_fetch_command import _env, _fetch_executable
@@ -231,8 +236,8 @@ def test_doctor_names_the_engine_and_checks_it(second_engine: SecondEngine, tmp_
         home,
         FETCH_KENNEL="auto",
         FETCH_WORKSPACE=str(ws),
-        FETCH_DOCKER_HOST=second_engine.url,
-        FETCH_DOCKER_CERT_PATH=str(second_engine.certs),
+        FETCH_DOCKER_HOST=with_image.url,
+        FETCH_DOCKER_CERT_PATH=str(with_image.certs),
     )
     done = subprocess.run(
         [_fetch_executable(), "doctor"],
@@ -244,7 +249,7 @@ def test_doctor_names_the_engine_and_checks_it(second_engine: SecondEngine, tmp_
         timeout=90,
     )
     out = done.stdout
-    engine = f"{second_engine.url} (TLS, engine verified)"
+    engine = f"{with_image.url} (TLS, engine verified)"
     assert f"auto → docker: engine answers on the engine at {engine}" in out, out + done.stderr
     assert "kennel:    docker: no network" in out and f"on the Docker engine at {engine}" in out
     # A wrong setting is one line, not a traceback.
@@ -260,3 +265,24 @@ def test_doctor_names_the_engine_and_checks_it(second_engine: SecondEngine, tmp_
     )
     both = done.stdout + done.stderr
     assert "lacks ca.pem, cert.pem, key.pem" in both and "Traceback" not in both, both
+
+
+def test_tls_both_ways_an_unknown_client_or_engine_is_refused(
+    second_engine: SecondEngine, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    make_certs(other)  # a CA the engine does not know, and a client cert it signed
+    mixed = tmp_path / "mixed"  # our real client cert, but another CA to check the engine
+    mixed.mkdir()
+    shutil.copy(other / "ca.pem", mixed / "ca.pem")
+    for name in ("cert.pem", "key.pem"):
+        shutil.copy(second_engine.certs / name, mixed / name)
+    for n, folder in enumerate((other, mixed)):
+        kennel = RemoteDockerKennel(
+            tmp_path / f"home{n}",
+            DockerKennelSettings(),
+            "unused",
+            Engine.parse(second_engine.url, folder, True),
+        )
+        with pytest.raises(KennelError, match=f"engine at {second_engine.url}.*not reachable"):
+            kennel._docker()
