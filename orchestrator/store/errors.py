@@ -43,6 +43,8 @@ def _cause(err: BaseException) -> str | None:
         return "read-only files?"
     if "malformed" in text or "not a database" in text or "corrupt" in text:
         return "damaged database?"
+    if "unreachable" in text:  # the PostgreSQL server went away (store/pg.py)
+        return "database server unreachable?"
     return "database error"
 
 

@@ -100,8 +100,24 @@ async def _init(conn: asyncpg.Connection) -> None:
     )
 
 
+class PgError(StoreError):
+    """A statement PostgreSQL refused, or the server went away; the driver's error is
+    its cause. A ``StoreError``, so the gateway words it for the phone (store/errors.py)."""
+
+
+_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+def _wrap(err: BaseException) -> PgError:
+    if _transient(err):
+        return PgError(f"the PostgreSQL server is unreachable ({_reason(err)})")
+    return PgError(f"PostgreSQL refused it: {_reason(err)}")
+
+
 def _transient(err: BaseException) -> bool:
     """The server is away (restarting, unreachable): the same write may work later."""
+    if isinstance(err, PgError) and err.__cause__ is not None:
+        err = err.__cause__
     return isinstance(
         err,
         OSError
@@ -180,11 +196,14 @@ class PgConn:
         return PgCursor([], -1, None)
 
     async def _on(self, call: Any) -> Any:
-        if self._raw is not None:
-            async with self._lock:
-                return await call(self._raw)
-        async with self._db.pool.acquire() as raw:
-            return await call(raw)
+        try:
+            if self._raw is not None:
+                async with self._lock:
+                    return await call(self._raw)
+            async with self._db.pool.acquire() as raw:
+                return await call(raw)
+        except _DRIVER_ERRORS as err:
+            raise _wrap(err) from err
 
     async def _execute(self, sql: str, params: tuple[Any, ...]) -> PgCursor:
         text, returns_id = self._db.statement(sql)
@@ -363,6 +382,8 @@ class PgDatabase:
         known = self._statements.get(sql)
         if known is not None:
             return known
+        if len(self._statements) > 4096:  # bounded, should some SQL carry its values
+            self._statements.clear()
         text = placeholders(sql)
         m = _INSERT.match(text)
         returns_id = bool(
@@ -377,20 +398,25 @@ class PgDatabase:
     @asynccontextmanager
     async def transaction(self, *, rows_locked: bool = False) -> AsyncIterator[PgConn]:
         async with self.pool.acquire() as raw:
-            await raw.execute("BEGIN")
             token = None
             try:
+                await raw.execute("BEGIN")
                 if not rows_locked:
                     await raw.execute("SELECT pg_advisory_xact_lock($1)", STORE_LOCK)
                 conn = PgConn(self, raw)
                 token = self._tx.set(conn)
                 yield conn
-            except BaseException:
+            except BaseException as err:
                 with suppress(Exception, asyncio.CancelledError):
                     await asyncio.shield(raw.execute("ROLLBACK"))
+                if isinstance(err, _DRIVER_ERRORS):
+                    raise _wrap(err) from err
                 raise
             else:
-                await raw.execute("COMMIT")
+                try:
+                    await raw.execute("COMMIT")
+                except _DRIVER_ERRORS as err:
+                    raise _wrap(err) from err
             finally:
                 if token is not None:
                     self._tx.get().open = False  # type: ignore[union-attr]
@@ -525,4 +551,4 @@ def is_url(target: str) -> bool:
     return target.startswith(("postgresql://", "postgres://"))
 
 
-__all__ = ["PgDatabase", "is_url", "placeholders", "where"]
+__all__ = ["PgDatabase", "PgError", "is_url", "placeholders", "where"]

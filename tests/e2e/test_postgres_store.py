@@ -4,6 +4,7 @@ no fetch.db in the home (every table family is on PostgreSQL)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from orchestrator.config import Settings
@@ -34,11 +35,17 @@ async def test_the_loop_and_a_restart_on_postgresql(
         await second.expect("⏰ stretch", timeout=30)
         store = second.services.store
         assert store.db.dialect == "postgresql"
-        rows = await store.db.conn.execute_fetchall(
-            "SELECT r.status FROM job_runs r JOIN jobs j ON j.id = r.job_id"
-            " WHERE j.text LIKE '%stretch%'"
-        )
-        assert [str(r[0]) for r in rows] == ["done"]
+        statuses: list[str] = []
+        for _ in range(100):  # the run is marked done just after the message went out
+            rows = await store.db.conn.execute_fetchall(
+                "SELECT r.status FROM job_runs r JOIN jobs j ON j.id = r.job_id"
+                " WHERE j.text LIKE '%stretch%'"
+            )
+            statuses = [str(r[0]) for r in rows]
+            if statuses == ["done"]:
+                break
+            await asyncio.sleep(0.05)
+        assert statuses == ["done"]
     finally:
         await app.__aexit__(None, None, None)
     assert not settings.db_path.exists()
