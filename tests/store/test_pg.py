@@ -6,6 +6,7 @@ a bad URL, an unreachable server or a server without pgvector."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -228,3 +229,41 @@ async def test_a_live_processs_queued_messages_are_never_replayed_by_another(
             child.wait(30)
         if child.stdout is not None:
             child.stdout.close()
+
+
+async def test_the_log_waits_out_a_server_restart(tmp_path: Path) -> None:
+    """Rows written behind while the server is down are kept and written once it is back;
+    a statement meanwhile fails as a StoreError the sender is told about."""
+    try:
+        context = running_postgres()  # not in tmp_path: its parents are 0700 (root)
+        server = context.__enter__()
+    except PostgresError as err:
+        missing(f"no PostgreSQL for the tests: {err}", ci_must="install")
+    try:
+        url = server.create_database("restart")
+        async with Store(tmp_path / "x.db", url) as store:
+            assert isinstance(store.db, PgDatabase)
+            store.db.retry_ceiling = 0.5
+            store.messages.log(KEY, "in", "before")
+            await store.messages.flush()
+            server.stop()
+            store.messages.log(KEY, "in", "while down")
+            with pytest.raises(StoreError, match="unreachable"):
+                await store.sessions.save(KEY, "idle", {})
+            server.start()
+            for _ in range(200):
+                rows = await _texts(store)
+                if rows == ["before", "while down"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert await _texts(store) == ["before", "while down"]
+    finally:
+        context.__exit__(None, None, None)
+
+
+async def _texts(store: Store) -> list[str]:
+    try:
+        rows = await store.db.conn.execute_fetchall("SELECT text FROM messages ORDER BY id")
+    except StoreError:
+        return []
+    return [str(r[0]) for r in rows]
