@@ -122,3 +122,69 @@ def test_a_whatsapp_number_still_loads_the_phone_tables_and_is_checked(tmp_path:
         assert "calling code" in str(err) or "too short" in str(err)
     else:
         raise AssertionError("an impossible number was accepted")
+
+
+LATE_PROBE = """
+import asyncio, json, sys, threading
+
+LATE = []
+ARMED = [False]
+
+
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if ARMED[0] and threading.current_thread() is threading.main_thread():
+            LATE.append(name)
+        return None
+
+
+sys.meta_path.insert(0, Spy())
+from bench._common import fresh_dirs, model_env
+from channels.terminal import TerminalChannel
+from orchestrator.app import build_app
+from orchestrator.config import load_settings
+from tests.fakes.model_server import ScriptedModelServer, Text
+
+
+async def main():
+    async with ScriptedModelServer(default=Text("hello back")) as model:
+        with fresh_dirs("late") as (home, workspace):
+            env = {
+                **model_env(home, workspace, model.url),
+                "FETCH__HTTP__PORT": "0",
+                # Memory's own MCP server still imports on the loop once started
+                # (orchestrator/memory/service.py): off here, so this checks the rest.
+                "FETCH__MEMORY__ENABLED": "false",
+            }
+            settings = load_settings(None, env)
+            terminal = TerminalChannel(settings.terminal.chat)
+            async with build_app(settings, terminal=terminal):
+                ARMED[0] = True
+                for text in ("Say hello", "/status", "and say hello again"):
+                    await terminal.submit(text)
+                    await asyncio.wait_for(terminal.outbox.get(), 30)
+                await asyncio.sleep(0.5)
+                ARMED[0] = False
+    print(json.dumps(sorted(set(LATE))))
+
+
+asyncio.run(main())
+"""
+
+
+def test_after_start_model_messages_import_nothing_on_the_loop(tmp_path: Path) -> None:
+    """The web listener, the terminal and a configured model, started as ``fetch`` starts
+    them: then two model messages and /status import no module on the event loop's
+    thread (the model SDK used to be imported there by the first message)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FETCH_")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-c", LATE_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
