@@ -182,9 +182,10 @@ def _doctor(settings: Settings) -> int:
 
     print(f"home:      {settings.home_dir}")
     if settings.store.url:
-        from orchestrator.store.pg import where
+        from orchestrator.store.pg import probe, where
 
-        print(f"database:  PostgreSQL at {where(settings.store.url)} (store.url)")
+        said = asyncio.run(probe(settings.store.url))
+        print(f"database:  PostgreSQL at {where(settings.store.url)} (store.url): {said}")
     else:
         print(f"database:  {settings.db_path}")
     ws = Workspace(settings.workspace_dir)

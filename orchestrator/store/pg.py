@@ -546,9 +546,33 @@ def _reason(err: BaseException) -> str:
     return text
 
 
+async def probe(url: str) -> str:
+    """``fetch doctor``'s word on the server, read-only: reachable, and pgvector there
+    (installed in the database, or available to it)."""
+    try:
+        conn = await asyncio.wait_for(
+            asyncpg.connect(url, timeout=CONNECT_TIMEOUT), CONNECT_TIMEOUT + 1
+        )
+    except Exception as err:
+        return f"ERROR cannot reach it: {_reason(err)}"
+    try:
+        server = await conn.fetchval("SHOW server_version")
+        vector = await conn.fetchval(
+            "SELECT COALESCE(installed_version, default_version) FROM pg_available_extensions"
+            " WHERE name = 'vector'"
+        )
+    except Exception as err:
+        return f"ERROR {_reason(err)}"
+    finally:
+        await conn.close()
+    if vector is None:
+        return f"ERROR PostgreSQL {server} has no pgvector; install it on that server"
+    return f"PostgreSQL {server}, pgvector {vector}"
+
+
 def is_url(target: str) -> bool:
     """Whether ``store.url`` (or a ``fetch store copy`` end) names PostgreSQL."""
     return target.startswith(("postgresql://", "postgres://"))
 
 
-__all__ = ["PgDatabase", "PgError", "is_url", "placeholders", "where"]
+__all__ = ["PgDatabase", "PgError", "is_url", "placeholders", "probe", "where"]

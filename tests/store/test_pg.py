@@ -267,3 +267,30 @@ async def _texts(store: Store) -> list[str]:
     except StoreError:
         return []
     return [str(r[0]) for r in rows]
+
+
+def test_doctor_names_the_server_and_its_pgvector(
+    tmp_path: Path, pg_url: str, bare_server: PostgresServer
+) -> None:
+    said = {}
+    for name, url in (("good", pg_url), ("bare", bare_server.url("postgres"))):
+        env = {
+            **os.environ,
+            "FETCH_HOME": str(tmp_path / "home"),
+            "FETCH_HARNESS": "demo",
+            "FETCH_KENNEL": "bwrap",
+            "FETCH_STORE_URL": url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", "from orchestrator.cli import main; main(['doctor'])"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        said[name] = next(line for line in done.stdout.splitlines() if line.startswith("database:"))
+    assert "PostgreSQL at 127.0.0.1:" in said["good"] and "pgvector 0." in said["good"]
+    assert "ERROR" in said["bare"] and "no pgvector" in said["bare"]
