@@ -6,6 +6,7 @@ there leaves a victim folder on this machine as it was."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -286,3 +287,61 @@ def test_tls_both_ways_an_unknown_client_or_engine_is_refused(
         )
         with pytest.raises(KennelError, match=f"engine at {second_engine.url}.*not reachable"):
             kennel._docker()
+
+
+BRIDGE_PROBE = r"""
+const net = require('node:net');
+const big = Buffer.alloc(5 * 1024 * 1024, 'abcdefgh');
+function talk(payload) {
+  return new Promise((done) => {
+    const sock = net.connect(4100, '127.0.0.1');
+    const got = [];
+    sock.on('data', (d) => got.push(d));
+    sock.on('error', () => done(null));
+    sock.on('close', () => done(Buffer.concat(got)));
+    sock.end(payload);
+  });
+}
+(async () => {
+  const many = await Promise.all(Array.from({ length: 100 }, (_, i) => talk('ping ' + i)));
+  const ok = many.filter((b) => b && b.toString().startsWith('echo:ping')).length;
+  const echoed = await talk(big);
+  const same = echoed && echoed.length === big.length + 5 && echoed.subarray(5).equals(big);
+  const after = await talk('ping after');
+  console.log(JSON.stringify({ ok, same, after: after && after.toString() }));
+})();
+"""
+
+
+async def test_the_bridge_carries_big_streams_and_bounds_a_flood(
+    with_image: SecondEngine, kennel_image: str, runs: Runs
+) -> None:
+    """The relay's way in, with a stand-in relay on the run's socket that echoes after a
+    pause: 100 connections at once get at most 64 through (the rest are hung up on, not
+    queued on Fetch), 5 MB go there and back intact (many frames), and the bridge still
+    serves the next connection."""
+    kennel = RemoteDockerKennel(
+        runs.home, DockerKennelSettings(), kennel_image, _remote(with_image)
+    )
+    run = runs.open(kennel)
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        data = await reader.read()  # to the client's half-close, carried as a frame
+        await asyncio.sleep(0.5)
+        writer.write(b"echo:" + data)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_unix_server(echo, path=str(run.layout.relay_socket))
+    try:
+        env = {"PATH": run.layout.path_env}
+        proc = await kennel.exec(run.spec(("node", "-e", BRIDGE_PROBE), env))
+        lines = [line async for line in proc.lines()]
+        assert await proc.wait() == 0, proc.stderr_tail()
+        result = json.loads(lines[-1])
+        assert 1 <= result["ok"] <= 64, result
+        assert result["same"] is True
+        assert result["after"] == "echo:ping after"
+    finally:
+        server.close()
+        await kennel.close()
