@@ -4,6 +4,11 @@ Facts this relies on (``shared/facts/harness-clis.md`` §3): the base URL env va
 selects auth "gateway" and exits 41, so settings.json must pick ``gemini-api-key``; the
 default model "auto" adds a router call, so a model is always named; a denied edit still
 ends in ``result.status == "success"``, so denials are remembered and decide the end.
+
+Signed in with Google (kennel/relay_signin_google.py), the CLI talks to Code Assist
+instead: auth ``oauth-personal``, ``GOOGLE_GENAI_USE_GCA`` with the run's secret as
+``GOOGLE_CLOUD_ACCESS_TOKEN`` (taken as is: no credentials file, no refresh in the
+kennel) and ``CODE_ASSIST_ENDPOINT`` on the relay (measured with Gemini CLI 0.61.0).
 """
 
 from __future__ import annotations
@@ -48,8 +53,9 @@ class GeminiCli(Harness, name="gemini-cli"):
     models = (DEFAULT_MODEL, "gemini-2.5-pro")
 
     def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
+        kind = "oauth-personal" if req.subscription else "gemini-api-key"
         settings = {
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "security": {"auth": {"selectedType": kind}},
             "privacy": {"usageStatisticsEnabled": False},  # the only startup lookup
             "telemetry": {"enabled": False},
             "general": {
@@ -106,7 +112,12 @@ class GeminiCli(Harness, name="gemini-cli"):
             # One process instead of wrapper + relaunched child, so a signal reaches it.
             "GEMINI_CLI_NO_RELAUNCH": "true",
         }
-        if req.model_url:
+        if req.model_url and req.subscription:
+            # A Google sign-in: Code Assist on the relay, the run's secret as the token.
+            env["GOOGLE_GENAI_USE_GCA"] = "true"
+            env["GOOGLE_CLOUD_ACCESS_TOKEN"] = req.placeholder_key
+            env["CODE_ASSIST_ENDPOINT"] = req.model_url
+        elif req.model_url:
             env["GOOGLE_GEMINI_BASE_URL"] = req.model_url
         return argv, env
 

@@ -12,7 +12,11 @@ only ever holds the run's secret in the credential's place. What each harness ca
   sends it with the account header to the ChatGPT backend, ``providers.openai.
   signin_base_url``). The CLI then holds a stand-in auth file whose access token is the
   run's secret (harnesses/codex.py).
-* Gemini CLI, Copilot CLI: API keys only here (``SIGN_IN_NOTES`` says why).
+* Gemini CLI: an API key (``x-goog-api-key``) or a Google sign-in (its oauth_creds.json,
+  imported by ``fetch login gemini-cli``; kennel/relay_signin_google.py refreshes it): the
+  CLI then talks to Code Assist (``providers.gemini.signin_base_url``) through the relay
+  with the run's secret as its access token.
+* Copilot CLI: a provider key only (``SIGN_IN_NOTES`` says why).
 
 A token lives in ``providers.<vendor>.oauth_token`` (or ``CLAUDE_CODE_OAUTH_TOKEN``) or in
 ``FETCH_HOME/credentials/<vendor>.json`` (0600), which ``fetch login <harness>`` writes.
@@ -33,19 +37,27 @@ from kennel.relay_signin import (
     parse_auth,
     write_private,
 )
+from kennel.relay_signin_google import (
+    DEFAULT_CODE_ASSIST_URL,
+    DEFAULT_GOOGLE_TOKEN_URL,
+    GoogleSignIn,
+)
 from kennel.settings import ProviderSettings
 
 OAUTH_BETA = "oauth-2025-04-20"
 # What a sign-in cannot do through the relay, said plainly by /harness and fetch doctor.
 SIGN_IN_NOTES = {
-    "gemini-cli": "a Google sign-in is not supported through Fetch's relay: use an API key",
-    "copilot": "a GitHub sign-in is not supported through Fetch's relay: use a provider key",
+    # Measured with Copilot CLI 1.0.102: a GitHub token is first checked against GitHub's
+    # own API (which only a GitHub Enterprise host over HTTPS can stand in for) before
+    # any Copilot call, so the token itself would have to be in the kennel.
+    "copilot": "a GitHub sign-in cannot go through Fetch's relay (the CLI checks the "
+    "token with GitHub itself): use a provider key (COPILOT_PROVIDER_*)",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Credential:
-    kind: Literal["api_key", "oauth", "chatgpt"]
+    kind: Literal["api_key", "oauth", "chatgpt", "google"]
     value: str = field(repr=False)
     # A ChatGPT sign-in: its tokens, refreshed on the host (value is then unused).
     signin: ChatGptSignIn | None = field(default=None, repr=False, compare=False)
@@ -55,9 +67,11 @@ class Credential:
     @property
     def shown(self) -> str:
         """What /harness says (never the value)."""
-        return {"oauth": "subscription token", "chatgpt": "ChatGPT sign-in"}.get(
-            self.kind, "API key"
-        )
+        return {
+            "oauth": "subscription token",
+            "chatgpt": "ChatGPT sign-in",
+            "google": "Google sign-in",
+        }.get(self.kind, "API key")
 
 
 def path_for(home: Path, vendor: str) -> Path:
@@ -111,8 +125,21 @@ def credential_for(
         )
         where = (provider.signin_base_url if provider is not None else None) or DEFAULT_BACKEND_URL
         return Credential("chatgpt", "", signin=signin, upstream=where)
+    if (
+        vendor == "gemini"
+        and harness in ("", "gemini-cli")
+        and _read(home, vendor).get("kind") == "google"
+    ):
+        google = GoogleSignIn(
+            path_for(home, vendor),
+            (provider.token_url if provider is not None else None) or DEFAULT_GOOGLE_TOKEN_URL,
+        )
+        where = (
+            provider.signin_base_url if provider is not None else None
+        ) or DEFAULT_CODE_ASSIST_URL
+        return Credential("google", "", signin=google, upstream=where)
     if vendor != "anthropic":
-        return None  # only Claude's token and codex's sign-in ride the relay (see above)
+        return None  # only the sign-ins above and Claude's token ride the relay
     token = (provider.oauth_token if provider is not None else None) or _stored(home, vendor)
     return Credential("oauth", token) if token else None
 

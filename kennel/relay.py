@@ -44,7 +44,7 @@ from kennel.base import CallGate, CallHook
 from kennel.credentials import OAUTH_BETA
 from kennel.relay_allow import allowed
 from kennel.relay_scrub import Scrubbers
-from kennel.relay_signin import EXPIRED_LINE, ChatGptSignIn, SignInError, SignInExpired
+from kennel.relay_signin import ChatGptSignIn, SignInError, SignInExpired
 from kennel.relay_tools import Stripper
 from kennel.relay_url import BadTarget, join, upstream_base
 from kennel.relay_usage import Usage, UsageScanner, model_of
@@ -224,7 +224,7 @@ class ModelRelay:
         self._auth = auth  # "oauth": a subscription's token, sent as a bearer
         # "chatgpt": codex's ChatGPT sign-in, refreshed on the host (kennel/relay_signin.py)
         self._signin = signin
-        if auth == "chatgpt" and signin is None:
+        if auth in ("chatgpt", "google") and signin is None:
             raise ValueError("a ChatGPT sign-in relay needs the sign-in")
         self.secret = secret
         # Fetch itself (tests, the unsafe-local kennel) and the uids the backend names.
@@ -414,7 +414,9 @@ class ModelRelay:
         try:
             target = request.raw_path
             rules = self.provider
-            if self._signin is not None:
+            if self._auth == "google":
+                rules = "codeassist"  # Gemini CLI signed in: Code Assist's own calls
+            elif self._signin is not None:
                 # Codex's ChatGPT backend calls: only those under its prefix, checked
                 # against the sign-in's own list (kennel/relay_allow.py "chatgpt").
                 rules = "chatgpt"
@@ -532,6 +534,10 @@ class ModelRelay:
         if not isinstance(parsed, dict):
             return None
         removed += self._strip.body(parsed)
+        inner = parsed.get("request")
+        if self._auth == "google" and isinstance(inner, dict):
+            # Code Assist wraps the Gemini request: its tools are inside.
+            removed += self._strip.body(inner)
         model = str(parsed.get("model", ""))[:200]
         try:
             return json.dumps(parsed, ensure_ascii=False, separators=(",", ":")).encode(), model
@@ -638,9 +644,9 @@ class ModelRelay:
             if rejected is not None:
                 await self._signin.refresh(rejected)
             return await self._signin.headers()
-        except SignInExpired:
-            log.warning("relay %s: %s", self.harness, EXPIRED_LINE)
-            raise _Refused(401, "authentication_error", EXPIRED_LINE) from None
+        except SignInExpired as err:
+            log.warning("relay %s: %s", self.harness, err)
+            raise _Refused(401, "authentication_error", str(err)) from None
         except SignInError as err:
             raise _Refused(502, "relay_error", f"relay: {err}") from None
 

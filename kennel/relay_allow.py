@@ -40,6 +40,16 @@ _RULES: dict[str, tuple[tuple[str, str], ...]] = {
         ("GET", r"/codex/models"),
         ("GET", r"/wham/accounts/check"),
     ),
+    # Gemini CLI signed in with Google (kennel/relay_signin_google.py): Code Assist's setup
+    # (which project and tier) and its model calls; its quota, experiments and metrics
+    # calls are not model calls (refused; the CLI goes on, measured with 0.61.0).
+    "codeassist": (
+        (
+            "POST",
+            r"internal:(?:loadCodeAssist|onboardUser|streamGenerateContent"
+            r"|generateContent|countTokens)",
+        ),
+    ),
     "gemini": (
         # Gemini CLI: a turn streams; with the model "auto" a router call comes first.
         ("POST", rf"/models/{_MODEL}:(?:generateContent|streamGenerateContent|countTokens)"),

@@ -50,10 +50,10 @@ _locks: dict[Path, asyncio.Lock] = {}
 
 
 class SignInExpired(Exception):
-    """The refresh token was refused: only a new ``fetch login codex`` helps."""
+    """The refresh token was refused: only a new ``fetch login <harness>`` helps."""
 
-    def __init__(self) -> None:
-        super().__init__(EXPIRED_LINE)
+    def __init__(self, line: str = EXPIRED_LINE) -> None:
+        super().__init__(line)
 
 
 class SignInError(Exception):
@@ -85,6 +85,7 @@ class Tokens:
     refresh_token: str
     account_id: str
     refreshed_at: float  # when the access token was had (epoch seconds)
+    expiry: float = 0.0  # when it expires, when the sign-in says so (else its claims do)
 
     @property
     def plan(self) -> str:
@@ -93,6 +94,8 @@ class Tokens:
 
     @property
     def expires_at(self) -> float:
+        if self.expiry > 0:
+            return self.expiry
         exp = claims(self.access_token).get("exp")
         if isinstance(exp, int | float) and not isinstance(exp, bool):
             return float(exp)
@@ -165,7 +168,11 @@ def write_private(path: Path, data: dict[str, Any]) -> Path:
 
 
 class ChatGptSignIn:
-    """The owner's ChatGPT sign-in as the relay uses it: headers to send, refreshed."""
+    """The owner's ChatGPT sign-in as the relay uses it: headers to send, refreshed.
+    Another vendor's sign-in changes the hooks (kennel/relay_signin_google.py)."""
+
+    name = "ChatGPT"
+    expired_line = EXPIRED_LINE
 
     def __init__(self, path: Path, token_url: str = DEFAULT_TOKEN_URL) -> None:
         self.path = path
@@ -178,12 +185,46 @@ class ChatGptSignIn:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
-            raise SignInError(f"cannot read the ChatGPT sign-in in {self.path}: {err}") from err
+            raise SignInError(f"cannot read the {self.name} sign-in in {self.path}: {err}") from err
         try:
-            self._tokens = parse_auth(data)
+            self._tokens = self.parse(data)
         except ValueError as err:
             raise SignInError(f"{self.path}: {err}") from err
         return self._tokens
+
+    def parse(self, data: object) -> Tokens:
+        return parse_auth(data)
+
+    def stored(self, tokens: Tokens) -> dict[str, Any]:
+        return tokens.stored()
+
+    def auth_headers(self, tokens: Tokens) -> dict[str, str]:
+        return {"Authorization": f"Bearer {tokens.access_token}", ACCOUNT_HEADER: tokens.account_id}
+
+    def request(self, refresh_token: str) -> dict[str, Any]:
+        """The token endpoint's request (aiohttp ``post`` arguments): codex's."""
+        return {
+            "json": {
+                "client_id": CODEX_CLIENT_ID,
+                "grant_type": "refresh_token",
+                "refresh_token": refresh_token,
+            }
+        }
+
+    def answered(self, got: dict[str, Any], access: str, current: Tokens) -> Tokens:
+        """The tokens after a refresh: what the answer brings, the rest kept."""
+
+        def kept(name: str, old: str) -> str:
+            value = got.get(name)
+            return value if isinstance(value, str) and value else old
+
+        return Tokens(
+            id_token=kept("id_token", current.id_token),
+            access_token=access,
+            refresh_token=kept("refresh_token", current.refresh_token),
+            account_id=current.account_id,
+            refreshed_at=time.time(),
+        )
 
     @property
     def tokens(self) -> Tokens:
@@ -200,7 +241,7 @@ class ChatGptSignIn:
         tokens = self.tokens
         if tokens.stale():
             tokens = await self.refresh(tokens.access_token)
-        return {"Authorization": f"Bearer {tokens.access_token}", ACCOUNT_HEADER: tokens.account_id}
+        return self.auth_headers(tokens)
 
     async def refresh(self, rejected: str) -> Tokens:
         """New tokens, unless the file already holds newer ones than ``rejected`` (the
@@ -211,9 +252,9 @@ class ChatGptSignIn:
             if current.access_token != rejected and not current.stale():
                 return current  # someone refreshed while this one waited
             if current.refresh_token == self._refused:
-                raise SignInExpired  # said once to the endpoint is enough
+                raise SignInExpired(self.expired_line)  # said once to the endpoint is enough
             fresh = await self._ask(current)
-            await asyncio.to_thread(write_private, self.path, fresh.stored())
+            await asyncio.to_thread(write_private, self.path, self.stored(fresh))
             self._tokens = fresh
             return fresh
 
@@ -226,51 +267,39 @@ class ChatGptSignIn:
         if not isinstance(account, str) or not account:
             raise SignInError("the token endpoint's answer names no ChatGPT account")
         fresh = replace(fresh, account_id=account)
-        await asyncio.to_thread(write_private, self.path, fresh.stored())
+        await asyncio.to_thread(write_private, self.path, self.stored(fresh))
         self._tokens = fresh
         return fresh
 
     async def _ask(self, current: Tokens) -> Tokens:
-        body = {
-            "client_id": CODEX_CLIENT_ID,
-            "grant_type": "refresh_token",
-            "refresh_token": current.refresh_token,
-        }
         timeout = aiohttp.ClientTimeout(total=30)
         try:
             async with (
                 aiohttp.ClientSession(timeout=timeout, trust_env=False) as client,
-                client.post(self.token_url, json=body, allow_redirects=False) as answer,
+                client.post(
+                    self.token_url, allow_redirects=False, **self.request(current.refresh_token)
+                ) as answer,
             ):
                 status = answer.status
                 text = await answer.text()
         except (aiohttp.ClientError, TimeoutError) as err:
             why = str(err) or type(err).__name__
-            raise SignInError(f"the ChatGPT token endpoint is unreachable: {why}") from err
+            raise SignInError(f"the {self.name} token endpoint is unreachable: {why}") from err
         if status in (400, 401, 403):
             self.expired, self._refused = True, current.refresh_token
-            raise SignInExpired
+            raise SignInExpired(self.expired_line)
         if status != 200:
-            raise SignInError(f"the ChatGPT token endpoint answered {status}")
+            raise SignInError(f"the {self.name} token endpoint answered {status}")
         try:
             got = json.loads(text)
             access = got["access_token"]
         except (ValueError, KeyError, TypeError) as err:
-            raise SignInError("the ChatGPT token endpoint's answer has no access token") from err
+            raise SignInError(
+                f"the {self.name} token endpoint's answer has no access token"
+            ) from err
         if not isinstance(access, str) or not access or any(c.isspace() for c in access):
-            raise SignInError("the ChatGPT token endpoint's answer has no access token")
-
-        def kept(name: str, old: str) -> str:
-            value = got.get(name)
-            return value if isinstance(value, str) and value else old
-
-        return Tokens(
-            id_token=kept("id_token", current.id_token),
-            access_token=access,
-            refresh_token=kept("refresh_token", current.refresh_token),
-            account_id=current.account_id,
-            refreshed_at=time.time(),
-        )
+            raise SignInError(f"the {self.name} token endpoint's answer has no access token")
+        return self.answered(got, access, current)
 
 
 __all__ = [

@@ -278,8 +278,13 @@ def _sign_in(settings: Settings, harness: str) -> int:
         return 2
     if harness == "codex":
         return _sign_in_codex(settings)
+    if harness == "gemini-cli":
+        return _sign_in_gemini(settings)
     if harness != "claude-code":
-        print(f"fetch: no sign-in for {harness!r} (try claude-code or codex)", file=sys.stderr)
+        print(
+            f"fetch: no sign-in for {harness!r} (try claude-code, codex or gemini-cli)",
+            file=sys.stderr,
+        )
         return 2
     print(
         "Run `claude setup-token` on a machine with a browser, sign in with your Claude "
@@ -346,6 +351,43 @@ def _sign_in_codex(settings: Settings) -> int:
     return 0
 
 
+def _sign_in_gemini(settings: Settings) -> int:
+    """``fetch login gemini-cli``: keep Gemini CLI's Google sign-in on the host (FETCH_HOME/
+    credentials/gemini.json, 0600): its oauth_creds.json, found in $GEMINI_CLI_HOME/.gemini
+    or ~/.gemini, or piped in."""
+    from pathlib import Path
+
+    from kennel.credentials import path_for
+    from kennel.relay_signin_google import save_google
+
+    home = Path(os.environ.get("GEMINI_CLI_HOME") or Path.home()) / ".gemini"
+    found = home / "oauth_creds.json"
+    if sys.stdin.isatty() and found.is_file():
+        print(f"Importing Gemini CLI's Google sign-in from {found}.", flush=True)
+        text = found.read_text(encoding="utf-8", errors="replace")
+    elif sys.stdin.isatty():
+        print(
+            "Sign Gemini CLI in with Google on a machine with a browser, then run this again "
+            "with its ~/.gemini/oauth_creds.json piped in: fetch login gemini-cli < "
+            "oauth_creds.json (it stays on this host; the CLI in the kennel only ever gets a "
+            "stand-in).",
+            file=sys.stderr,
+        )
+        return 2
+    else:
+        text = sys.stdin.read(1024 * 1024)
+    path = path_for(settings.home_dir, "gemini")
+    try:
+        save_google(path, text.strip())
+    except (ValueError, OSError) as err:
+        print(f"fetch: {err}", file=sys.stderr)
+        return 2
+    provider = settings.providers.get("gemini")
+    print(f"✅ Kept in {path} (0600). gemini-cli now runs on your Google sign-in", end="")
+    print(" (a GEMINI_API_KEY is set too, and wins)." if provider and provider.api_key else ".")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="fetch", description="Fetch, from your phone.")
     parser.add_argument("--version", action="version", version=f"fetch {_version()}")
@@ -357,12 +399,13 @@ def main(argv: list[str] | None = None) -> None:
         "login",
         help="print a new login link for the web pages (works once); "
         "`fetch login claude-code` keeps a Claude subscription's token, "
-        "`fetch login codex` a ChatGPT sign-in",
+        "`fetch login codex` a ChatGPT sign-in, `fetch login gemini-cli` a Google sign-in",
     )
     login.add_argument(
         "harness",
         nargs="?",
-        help="claude-code (a Claude subscription) or codex (a ChatGPT sign-in)",
+        help="claude-code (a Claude subscription), codex (a ChatGPT sign-in) or "
+        "gemini-cli (a Google sign-in)",
     )
     whatsapp = sub.add_parser("whatsapp", help="WhatsApp: link your phone")
     wa_sub = whatsapp.add_subparsers(dest="whatsapp_command", required=True)

@@ -31,7 +31,7 @@ from identity.pack import Agent, Pack, Route
 from kennel.base import ExecSpec, Kennel, KennelProcess, RelaySpec
 from kennel.credentials import SIGN_IN_NOTES, Credential, credential_for
 from kennel.relay import PLACEHOLDER_KEY
-from kennel.relay_signin import EXPIRED_LINE, SignInError
+from kennel.relay_signin import SignInError
 from orchestrator.boundary.gitops import Change, Repo, guard_repo_config
 from orchestrator.boundary.layer import Layer, Layers
 from orchestrator.config import Settings
@@ -618,7 +618,7 @@ class TaskRunner:
                     handler = _both(handler, owners)
                 provider = settings.providers[harness.provider]
                 cred = self._credential(harness.provider, harness.name)
-                subscription = cred is not None and cred.kind in ("oauth", "chatgpt")
+                subscription = cred is not None and cred.kind != "api_key"
                 signin = cred.signin if cred is not None else None
                 if signin is not None:
                     try:  # read now: an unreadable sign-in is said before any kennel starts
@@ -767,7 +767,8 @@ class TaskRunner:
                 cost_usd=float(usage.data.get("cost_usd", 0.0)) if usage else 0.0,
             )
             if signin is not None and signin.expired and (final is None or final.kind != "done"):
-                raise HarnessFailed(EXPIRED_LINE)  # the one thing the owner can do about it
+                # The one thing the owner can do about it.
+                raise HarnessFailed(signin.expired_line)
             refused = self.costs.refusal(handle.task_id) if self.costs else None
             if refused and (final is None or final.kind != "done"):
                 # The relay refused its vendor calls: say why, not the CLI's echo of it.
