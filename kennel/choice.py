@@ -59,6 +59,10 @@ def docker_unusable(image: str, timeout: float = 3.0, engine: Engine | None = No
             image = compose_image(client)
         client.images.get(image)
     except docker.errors.ImageNotFound:
+        if engine is not None:
+            from kennel.remote import missing_image
+
+            return missing_image(image, engine)
         return f"kennel image {image} is not built (python -m kennel.build)"
     except docker.errors.DockerException as err:
         return f"docker engine not answering ({_short(err)})"

@@ -136,6 +136,10 @@ class RemoteDockerKennel(DockerKennel):
                     volume.remove(force=True)
 
     def _launch(self, client: Any, repo: Path, image: str, **options: Any) -> Any:
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            raise KennelError(missing_image(image, self.engine)) from None
         name = str(options["name"])
         user = str(options["labels"][f"{LABEL}.user"])
         uid, gid = parse_user(user)
@@ -319,6 +323,15 @@ class RemoteProcess(DockerProcess):
             log.warning("the stopped kennel's result did not come back: %s", err)
 
 
+def missing_image(image: str, engine: Engine) -> str:
+    """The one line for a kennel image the other engine lacks (building it here does
+    not put it there)."""
+    return (
+        f"the kennel image {image} is not on the engine at {engine.describe()}: copy it "
+        f"there (docker save {image} | docker -H {engine.url} load) or build it there"
+    )
+
+
 def pack_run(run: Path, owner: tuple[int, int], out: IO[bytes]) -> tuple[int, frozenset[str]]:
     """The run's folder (tree, state, attachments: Fetch's own, never a kennel's) as a
     tar for ``/runs``, every entry the task's uid's, nothing followed: links go as links.
@@ -378,4 +391,4 @@ def _climbs_out(name: str, target: str) -> bool:
     return where != str(RUNS) and not where.startswith(f"{RUNS}/")
 
 
-__all__ = ["RemoteDockerKennel", "RemoteProcess", "pack_run"]
+__all__ = ["RemoteDockerKennel", "RemoteProcess", "missing_image", "pack_run"]

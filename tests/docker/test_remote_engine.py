@@ -345,3 +345,17 @@ async def test_the_bridge_carries_big_streams_and_bounds_a_flood(
     finally:
         server.close()
         await kennel.close()
+
+
+async def test_an_image_missing_there_is_one_line_saying_how_to_copy_it(
+    second_engine: SecondEngine, runs: Runs
+) -> None:
+    kennel = RemoteDockerKennel(
+        runs.home, DockerKennelSettings(), "fetch-kennel:not-there", _remote(second_engine)
+    )
+    run = runs.open(kennel)
+    try:
+        with pytest.raises(KennelError, match=r"not on the engine at .*docker save"):
+            await kennel.exec(run.spec(("true",)))
+    finally:
+        await kennel.close()
