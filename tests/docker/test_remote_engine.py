@@ -359,3 +359,29 @@ async def test_an_image_missing_there_is_one_line_saying_how_to_copy_it(
             await kennel.exec(run.spec(("true",)))
     finally:
         await kennel.close()
+
+
+async def test_a_question_there_resumes_the_same_cli_session(
+    remote_fetch: tuple[Driver, ScriptedModelServer],
+) -> None:
+    """The CLI's state travels too: its transcript comes back after the turn that asked,
+    and goes there again with the answer, so the real Claude Code resumes its session."""
+    driver, model = remote_fetch
+    repo = driver.services.workspace.path("demo")
+    question = "Which word should replace Teh: The or A?"
+    model.script(Text(question))
+    asked = await driver.ask("fix the typo in README.md of demo", "asks", 180)
+    assert question in asked
+    seen = -1
+    while seen != len(model.requests):  # a late side request of the first turn lands first
+        seen = len(model.requests)
+        await asyncio.sleep(1.0)
+    first = len(model.model_requests)
+    model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Used your word."))
+    await driver.ask("The", "Passed your answer")
+    card = await driver.expect("Apply?", 180)
+    assert "+The quick" in card
+    later = model.model_requests[first:]
+    assert later and any(question in json.dumps(r.body) for r in later), "not resumed"
+    await driver.ask("yes", "Committed")
+    assert "The quick" in (repo / "README.md").read_text()
