@@ -10,6 +10,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -294,3 +295,43 @@ def test_doctor_names_the_server_and_its_pgvector(
         said[name] = next(line for line in done.stdout.splitlines() if line.startswith("database:"))
     assert "PostgreSQL at 127.0.0.1:" in said["good"] and "pgvector 0." in said["good"]
     assert "ERROR" in said["bare"] and "no pgvector" in said["bare"]
+
+
+async def test_two_stores_claim_side_by_side_and_never_the_same_run(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Two engines (two pools, as two processes have) claim the same due jobs and the same
+    expired runs at once: every job is claimed once, every expired run taken back once."""
+    from orchestrator.scheduler.jobs import SqliteJobs
+
+    now = time.time()
+    async with Store(tmp_path / "a", pg_url) as a, Store(tmp_path / "b", pg_url) as b:
+        async with a.db.transaction() as conn:
+            await conn.executemany(
+                "INSERT INTO jobs(kind, text, channel, chat, cron, tz, spec, missed, status,"
+                " next_at, created, updated) VALUES ('reminder', ?, 'terminal', 'owner', NULL,"
+                " 'UTC', 't', 'run_once', 'active', ?, ?, ?)",
+                [(f"r{i}", now - 1, now, now) for i in range(200)],
+            )
+        ja, jb = SqliteJobs(a.db), SqliteJobs(b.db)
+
+        async def drain(jobs: SqliteJobs, holder: str) -> list[int]:
+            got: list[int] = []
+            while True:
+                claims, handled = await jobs.claim_due(now, holder, 300, now - 3600, 7)
+                got += [c.job.id for c in claims]
+                if not handled:
+                    return got
+                await asyncio.sleep(0)
+
+        first, second = await asyncio.gather(drain(ja, "a"), drain(jb, "b"))
+        assert sorted(first + second) == list(range(1, 201))  # each job once
+        assert first and second  # side by side, not one after the other
+        # Every lease runs out: both take back at once, each run goes to one of them.
+        later = now + 301
+        (again_a, _), (again_b, _) = await asyncio.gather(
+            ja.reclaim(later, "a2", 300, orphans_of_others=False),
+            jb.reclaim(later, "b2", 300, orphans_of_others=False),
+        )
+        runs = [c.run.id for c in again_a + again_b]
+        assert sorted(runs) == sorted(set(runs)) and len(runs) == 200
