@@ -44,6 +44,9 @@ class Entry:
     mode: int  # 0o755 or 0o644 (folders 0o755)
     member: tarfile.TarInfo | None = None  # where a file's bytes are
     target: str = ""  # a link's
+    # A file over the size limit that is the one sent (``Unchanged``): left as it is
+    # here, never read.
+    kept: bool = False
 
 
 @dataclass
@@ -76,7 +79,18 @@ def _parts(name: str, top: str, depth: int) -> list[str] | None:
     return parts[1:]
 
 
-def plan(tar: tarfile.TarFile, top: str, limits: Limits, total_bytes: int) -> Plan:
+# Whether a file over the size limit is the one that was sent (path, its member): a
+# repository may commit a file bigger than any change may be, and it travels both ways.
+Unchanged = Callable[[str, tarfile.TarInfo], bool]
+
+
+def plan(
+    tar: tarfile.TarFile,
+    top: str,
+    limits: Limits,
+    total_bytes: int,
+    unchanged: Unchanged | None = None,
+) -> Plan:
     """Every member of ``tar`` checked, nothing written; ``Refused`` past a bound."""
     out = Plan()
     files: dict[str, tarfile.TarInfo] = {}  # by full name: what a hard link may name
@@ -112,7 +126,10 @@ def plan(tar: tarfile.TarFile, top: str, limits: Limits, total_bytes: int) -> Pl
             out.entries.append(Entry(path, "dir", 0o755))
         elif member.isreg():
             if member.size > limits.file_bytes:
-                raise Refused(f"{shown(path)} is {member.size:,} bytes, over the limit")
+                if unchanged is None or not unchanged(path, member):
+                    raise Refused(f"{shown(path)} is {member.size:,} bytes, over the limit")
+                out.entries.append(Entry(path, "file", executable, kept=True))
+                continue
             total += member.size
             files[member.name.rstrip("/")] = member
             out.entries.append(Entry(path, "file", executable, member))
@@ -180,9 +197,23 @@ def sync(
 ) -> Synced:
     """``plan`` then ``apply``: the archive in ``fileobj`` (seekable), its folder ``top``
     made the contents of ``dest``. ``Refused`` leaves ``dest`` as it was."""
+
+    def same(path: str, member: tarfile.TarInfo) -> bool:
+        # Sent with mtime 0 (kennel/remote.py), still that size and time there, and the
+        # same size here: the file that was sent. (A kennel that rewrote it in place and
+        # set its time back loses its own change, which was over the limit anyway.)
+        with Tree(dest) as tree:
+            st = tree.lstat(path)
+        return (
+            member.mtime == 0
+            and st is not None
+            and stat.S_ISREG(st.st_mode)
+            and st.st_size == member.size
+        )
+
     try:
         with tarfile.open(fileobj=fileobj, mode="r:") as tar:
-            steps = plan(tar, top, limits, total_bytes)
+            steps = plan(tar, top, limits, total_bytes, same)
             return apply(tar, steps, dest, limits, keep)
     except (tarfile.TarError, EOFError, ValueError) as err:
         raise Refused(f"the returned archive is not readable: {err}") from err
@@ -227,6 +258,8 @@ def _write(tar: tarfile.TarFile, tree: Tree, entry: Entry, limits: Limits) -> bo
             if st is None:
                 os.mkdir(name, entry.mode, dir_fd=fd)
             return False
+        if entry.kept:
+            return False
         if entry.kind == "link":
             if st is not None and os.readlink(name, dir_fd=fd) == entry.target:
                 return False
@@ -270,4 +303,4 @@ def _replace(fd: int, name: str, make: Callable[[str], None]) -> None:
         raise
 
 
-__all__ = ["Entry", "Plan", "Synced", "apply", "plan", "sync"]
+__all__ = ["Entry", "Plan", "Synced", "Unchanged", "apply", "plan", "sync"]

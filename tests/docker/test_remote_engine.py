@@ -7,10 +7,12 @@ there leaves a victim folder on this machine as it was."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import shutil
 import subprocess
+import tarfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -146,6 +148,13 @@ async def test_close_leaves_nothing_on_the_second_engine(
     proc = await kennel.exec(run.spec(("sh", "-c", "echo hi > made.txt")))
     assert await proc.wait() == 0
     assert (run.tree / "made.txt").read_text() == "hi\n"
+    # What was sent keeps the time it was sent with (0) there: how a committed file over
+    # the size limit is known to come back unchanged (orchestrator/boundary/tarsync.py).
+    (warm,) = kennel._warm.values()
+    stream, _ = warm.container.get_archive(f"/runs/{run.layer.name}/tree")
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+        times = {m.name: m.mtime for m in tar.getmembers()}
+    assert times["tree/README.md"] == 0 and times["tree/made.txt"] > 0
     await kennel.close()
     there = with_image.client()
     try:

@@ -186,3 +186,36 @@ def test_not_a_tar_is_refused(scene: tuple[Path, Path]) -> None:
     dest, _victim = scene
     with pytest.raises(Refused, match="not readable"):
         sync(io.BytesIO(b"\x00garbage" * 200), "tree", str(dest), LIMITS, 1 << 20)
+
+
+def test_a_committed_file_over_the_limit_travels_back_untouched(
+    scene: tuple[Path, Path],
+) -> None:
+    """A repository may commit a file bigger than any change may be: the one sent (its
+    size, the time it was sent with) is left as it is; one the kennel changed is not."""
+    dest, _victim = scene
+    big = b"B" * ((1 << 20) + 10)
+    (dest / "big.bin").write_bytes(big)
+    before = os.stat(dest / "big.bin")
+
+    def back(add: Add) -> None:
+        add("tree/same.txt", data=b"same\n")
+        add("tree/big.bin", data=big)
+
+    sync(_tar(back), "tree", str(dest), LIMITS, 8 << 20)
+    after = os.stat(dest / "big.bin")
+    assert (after.st_ino, after.st_ctime_ns) == (before.st_ino, before.st_ctime_ns)
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in (("tree", None), ("tree/big.bin", big)):
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            else:
+                info.size, info.mtime = len(data), 1_700_000_000  # written there
+                tar.addfile(info, io.BytesIO(data))
+    out.seek(0)
+    with pytest.raises(Refused, match="over the limit"):
+        sync(out, "tree", str(dest), LIMITS, 8 << 20)
+    assert os.stat(dest / "big.bin").st_ino == before.st_ino
