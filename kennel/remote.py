@@ -204,7 +204,8 @@ class RemoteDockerKennel(DockerKennel):
         problems = hardening_problems(
             warm.container.attrs, RUNS, self._secrets, runs_volume=self._volume_name(warm.name)
         )
-        if not any(m.get("Destination") == str(RUNS) for m in warm.container.attrs["Mounts"]):
+        mounts = warm.container.attrs.get("Mounts") or []
+        if not any(m.get("Destination") == str(RUNS) for m in mounts):
             problems.append("/runs is not mounted")
         if problems:
             raise KennelError(
