@@ -394,3 +394,34 @@ async def test_a_question_there_resumes_the_same_cli_session(
     assert later and any(question in json.dumps(r.body) for r in later), "not resumed"
     await driver.ask("yes", "Committed")
     assert "The quick" in (repo / "README.md").read_text()
+
+
+async def test_what_a_killed_fetch_left_there_is_removed_at_the_next_start(
+    with_image: SecondEngine, kennel_image: str, runs: Runs
+) -> None:
+    """A Fetch killed with a kennel running there leaves its container and its volume;
+    the next one of the same home removes both before its first kennel (by label)."""
+    killed = RemoteDockerKennel(
+        runs.home, DockerKennelSettings(), kennel_image, _remote(with_image)
+    )
+    run = runs.open(killed, runs.repo("left"))
+    proc = await killed.exec(run.spec(("true",)))
+    assert await proc.wait() == 0
+    (left,) = killed._warm.values()
+    for bridge in killed._bridges.values():
+        bridge.close()  # what the kill ends; the engine's side stays
+    nxt = RemoteDockerKennel(runs.home, DockerKennelSettings(), kennel_image, _remote(with_image))
+    there = with_image.client()
+    try:
+        run2 = runs.open(nxt, runs.repo("other"))
+        proc = await nxt.exec(run2.spec(("true",)))
+        assert await proc.wait() == 0
+        names = [c.name for c in _ours(there, runs.home)]
+        assert left.name not in names and len(names) == 1
+        volumes = [v.name for v in there.volumes.list(filters={"label": f"{LABEL}=1"})]
+        assert f"{left.name}-runs" not in volumes
+    finally:
+        there.close()
+        await nxt.close()
+        killed._warm.clear()
+        await killed.close()
