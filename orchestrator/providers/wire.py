@@ -100,6 +100,18 @@ def _dump(value: Any, exclude_none: bool) -> Any:
     return value
 
 
+def _content_type(header: str) -> tuple[str, str]:
+    """(media type, charset) of a Content-Type header: read here in a split, not by
+    aiohttp's ``charset`` (the email package's header parser, on every answer)."""
+    kind, *params = header.split(";")
+    charset = "utf-8"
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip():
+            charset = value.strip().strip('"')
+    return kind.strip().lower(), charset
+
+
 def encode(body: dict[str, Any]) -> bytes:
     """The request body, byte for byte as the SDK (httpx) encoded it."""
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
@@ -133,8 +145,7 @@ async def post_completion(
         async with http.post(url, data=encode(body), headers=headers, timeout=limits) as answer:
             raw = await answer.read()
             status, answer_headers = answer.status, answer.headers
-            kind = answer.headers.get("Content-Type", "*").split(";")[0].strip()
-            charset = answer.charset or "utf-8"
+            kind, charset = _content_type(answer.headers.get("Content-Type", "*"))
     except TimeoutError as err:  # aiohttp's ServerTimeoutError is one too: first
         raise TimedOut(str(err)) from err
     except aiohttp.ClientError as err:

@@ -18,7 +18,7 @@ from orchestrator import completion
 from orchestrator.config import ModelSettings
 from orchestrator.providers.chain import ChainFailed, ProviderChain
 from orchestrator.providers.settings import ProviderEntry
-from orchestrator.providers.wire import Node, encode
+from orchestrator.providers.wire import Node, _content_type, encode
 from tests.fakes.model_server import ScriptedModelServer, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,6 +126,8 @@ def test_an_answer_reads_like_the_sdks_models() -> None:
         completion.problem(Node({"error": {"message": "quota"}}))
     )
     assert encode({"a": "é", "b": [1, 2]}) == '{"a":"é","b":[1,2]}'.encode()
+    assert _content_type("application/json") == ("application/json", "utf-8")
+    assert _content_type('Text/HTML; Charset="ISO-8859-1"') == ("text/html", "ISO-8859-1")
 
 
 async def test_an_html_page_and_broken_json_are_told_apart() -> None:
