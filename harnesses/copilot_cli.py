@@ -6,6 +6,10 @@ BYOK needs no GitHub login and ``COPILOT_OFFLINE`` stops every other connection;
 node wrapper does not pass signals on (the kennel signals the whole group); and the final
 ``result`` says ``exitCode: 0`` even after a denied edit or a cancellation, so both are
 remembered and decide the end.
+
+Signed in with GitHub (kennel/credentials.py), it runs online instead: the run's secret as
+``COPILOT_GITHUB_TOKEN`` and the relay as ``COPILOT_API_URL``, where it sends that token
+as the bearer of its Copilot API calls (measured with 1.0.102); client telemetry off.
 """
 
 from __future__ import annotations
@@ -104,16 +108,23 @@ class CopilotCli(Harness, name="copilot"):
             "LANG": "C.UTF-8",
             "TERM": "dumb",
             "NO_COLOR": "1",
-            "COPILOT_OFFLINE": "true",  # no GitHub auth, telemetry or update check
             "COPILOT_AUTO_UPDATE": "false",
-            "COPILOT_PROVIDER_TYPE": "openai",
-            "COPILOT_PROVIDER_API_KEY": req.placeholder_key,
             "COPILOT_MODEL": req.model or DEFAULT_MODEL,
             # Shared by the harnesses of this repo: a first run unpacks ~235 MB (6 s) here.
             "XDG_CACHE_HOME": str(req.state_dir.parent / ".cache"),
         }
         if os.environ.get(PKG_CACHE_ENV):
             env[PKG_CACHE_ENV] = os.environ[PKG_CACHE_ENV]
+        if req.subscription:
+            # A GitHub sign-in: the Copilot API on the relay, the run's secret as the token.
+            env["COPILOT_GITHUB_TOKEN"] = req.placeholder_key
+            if req.model_url:
+                env["COPILOT_API_URL"] = req.model_url
+            argv.append("--disable-client-telemetry")
+            return argv, env
+        env["COPILOT_OFFLINE"] = "true"  # no GitHub auth, telemetry or update check
+        env["COPILOT_PROVIDER_TYPE"] = "openai"
+        env["COPILOT_PROVIDER_API_KEY"] = req.placeholder_key
         if req.model_url:
             # The relay appends the path to the vendor base (…/v1): ask for /chat/completions.
             env["COPILOT_PROVIDER_BASE_URL"] = req.model_url

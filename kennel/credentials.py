@@ -16,7 +16,14 @@ only ever holds the run's secret in the credential's place. What each harness ca
   imported by ``fetch login gemini-cli``; kennel/relay_signin_google.py refreshes it): the
   CLI then talks to Code Assist (``providers.gemini.signin_base_url``) through the relay
   with the run's secret as its access token.
-* Copilot CLI: a provider key only (``SIGN_IN_NOTES`` says why).
+* Copilot CLI: a provider key (BYOK, ``providers.openai``) or a GitHub sign-in: a
+  fine-grained or OAuth GitHub token (``fetch login copilot``). Measured with Copilot CLI
+  1.0.102: with ``COPILOT_API_URL`` set it sends that token itself as the bearer of its
+  Copilot API calls (``/models``, ``/responses``, ``/chat/completions``), no exchange
+  first; so the CLI holds the run's secret as ``COPILOT_GITHUB_TOKEN`` and the relay sends
+  the real token to ``providers.github.base_url`` (the Copilot API). A GitHub token does
+  not expire on a schedule and has no refresh token: a refused one is the owner's to
+  replace.
 
 A token lives in ``providers.<vendor>.oauth_token`` (or ``CLAUDE_CODE_OAUTH_TOKEN``) or in
 ``FETCH_HOME/credentials/<vendor>.json`` (0600), which ``fetch login <harness>`` writes.
@@ -26,6 +33,8 @@ An API key wins when both are set.
 from __future__ import annotations
 
 import json
+import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -45,24 +54,30 @@ from kennel.relay_signin_google import (
 from kennel.settings import ProviderSettings
 
 OAUTH_BETA = "oauth-2025-04-20"
-# What a sign-in cannot do through the relay, said plainly by /harness and fetch doctor.
-SIGN_IN_NOTES = {
-    # Measured with Copilot CLI 1.0.102: a GitHub token is first checked against GitHub's
-    # own API (which only a GitHub Enterprise host over HTTPS can stand in for) before
-    # any Copilot call, so the token itself would have to be in the kennel.
-    "copilot": "a GitHub sign-in cannot go through Fetch's relay (the CLI checks the "
-    "token with GitHub itself): use a provider key (COPILOT_PROVIDER_*)",
-}
+# The Copilot API a GitHub sign-in's calls go to (``providers.github.base_url`` moves it).
+DEFAULT_COPILOT_URL = "https://api.githubcopilot.com"
+# What a sign-in cannot do through the relay, said plainly by /harness and fetch doctor
+# (harness -> reason). Every harness's sign-in rides the relay today (checked with the
+# real CLIs: tests/harnesses/test_*signin*.py), so there is none.
+SIGN_IN_NOTES: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
 class Credential:
-    kind: Literal["api_key", "oauth", "chatgpt", "google"]
+    kind: Literal["api_key", "oauth", "chatgpt", "google", "github"]
     value: str = field(repr=False)
     # A ChatGPT sign-in: its tokens, refreshed on the host (value is then unused).
     signin: ChatGptSignIn | None = field(default=None, repr=False, compare=False)
     # Where a sign-in's calls go instead of the provider's base_url (None: there).
     upstream: str | None = None
+
+    def run_secret(self) -> str | None:
+        """The run's secret in the shape the CLI wants its credential in (None: any).
+        Copilot CLI takes only a GitHub-token-shaped token (measured: a random one gets
+        "No authentication information found"), so a GitHub sign-in's secret is one."""
+        if self.kind == "github":
+            return "gho_" + secrets.token_hex(18)
+        return None
 
     @property
     def shown(self) -> str:
@@ -71,6 +86,7 @@ class Credential:
             "oauth": "subscription token",
             "chatgpt": "ChatGPT sign-in",
             "google": "Google sign-in",
+            "github": "GitHub sign-in",
         }.get(self.kind, "API key")
 
 
@@ -84,6 +100,21 @@ def save_token(home: Path, vendor: str, token: str) -> Path:
     if not token or any(c.isspace() for c in token) or len(token) > 4096:
         raise ValueError("that is not a token (empty, too long, or with spaces in it)")
     return write_private(path_for(home, vendor), {"kind": "oauth", "token": token})
+
+
+def save_github(home: Path, token: str) -> Path:
+    """Keep a GitHub token for the Copilot CLI (0600); ValueError saying why not."""
+    token = token.strip()
+    if not token or any(c.isspace() for c in token) or len(token) > 1024:
+        raise ValueError("that is not a GitHub token (empty, too long, or with spaces in it)")
+    if token.startswith("ghp_"):
+        # Measured: Copilot CLI refuses them ("Classic Personal Access Tokens (ghp_) are
+        # not supported by Copilot").
+        raise ValueError(
+            "Copilot does not take classic personal access tokens (ghp_): use a "
+            "fine-grained token with the Copilot Requests permission, or `gh auth token`"
+        )
+    return write_private(path_for(home, "github"), {"kind": "github", "token": token})
 
 
 def save_chatgpt(home: Path, auth_json: str) -> Path:
@@ -110,7 +141,11 @@ def _stored(home: Path, vendor: str) -> str | None:
 
 
 def credential_for(
-    home: Path, vendor: str, provider: ProviderSettings | None, harness: str = ""
+    home: Path,
+    vendor: str,
+    provider: ProviderSettings | None,
+    harness: str = "",
+    providers: Mapping[str, ProviderSettings] | None = None,
 ) -> Credential | None:
     """The credential the relay injects for ``vendor`` when ``harness`` runs (None: none
     configured). A sign-in is the one CLI's it came from: codex's ChatGPT sign-in is
@@ -138,6 +173,12 @@ def credential_for(
             provider.signin_base_url if provider is not None else None
         ) or DEFAULT_CODE_ASSIST_URL
         return Credential("google", "", signin=google, upstream=where)
+    github = _read(home, "github")
+    token = github.get("token")
+    if harness == "copilot" and github.get("kind") == "github" and isinstance(token, str):
+        copilot = (providers or {}).get("github")
+        where = copilot.base_url if copilot is not None else DEFAULT_COPILOT_URL
+        return Credential("github", token, upstream=where)
     if vendor != "anthropic":
         return None  # only the sign-ins above and Claude's token ride the relay
     token = (provider.oauth_token if provider is not None else None) or _stored(home, vendor)
@@ -150,5 +191,6 @@ __all__ = [
     "Credential",
     "credential_for",
     "save_chatgpt",
+    "save_github",
     "save_token",
 ]

@@ -244,7 +244,9 @@ def _doctor(settings: Settings) -> int:
             from kennel.credentials import SIGN_IN_NOTES, credential_for
 
             provider = settings.providers.get(harness.provider)
-            cred = credential_for(settings.home_dir, harness.provider, provider, harness.name)
+            cred = credential_for(
+                settings.home_dir, harness.provider, provider, harness.name, settings.providers
+            )
             detail = (f"{cred.shown} configured" if cred else f"no {harness.provider} key") + (
                 f"; {SIGN_IN_NOTES[harness.name]}" if harness.name in SIGN_IN_NOTES else ""
             )
@@ -280,9 +282,11 @@ def _sign_in(settings: Settings, harness: str) -> int:
         return _sign_in_codex(settings)
     if harness == "gemini-cli":
         return _sign_in_gemini(settings)
+    if harness == "copilot":
+        return _sign_in_copilot(settings)
     if harness != "claude-code":
         print(
-            f"fetch: no sign-in for {harness!r} (try claude-code, codex or gemini-cli)",
+            f"fetch: no sign-in for {harness!r} (claude-code, codex, gemini-cli, copilot)",
             file=sys.stderr,
         )
         return 2
@@ -351,6 +355,29 @@ def _sign_in_codex(settings: Settings) -> int:
     return 0
 
 
+def _sign_in_copilot(settings: Settings) -> int:
+    """``fetch login copilot``: keep a GitHub token for the Copilot CLI on the host
+    (FETCH_HOME/credentials/github.json, 0600)."""
+    from kennel.credentials import save_github
+
+    print(
+        "Paste a GitHub token with Copilot access (a fine-grained token with the Copilot "
+        "Requests permission, or what `gh auth token` prints; it stays on this host; the "
+        "CLI in the kennel only ever gets a stand-in):",
+        flush=True,
+    )
+    token = getpass.getpass("token: ") if sys.stdin.isatty() else sys.stdin.readline()
+    try:
+        path = save_github(settings.home_dir, token)
+    except (ValueError, OSError) as err:
+        print(f"fetch: {err}", file=sys.stderr)
+        return 2
+    provider = settings.providers.get("openai")
+    print(f"✅ Kept in {path} (0600). copilot now runs on your GitHub sign-in", end="")
+    print(" (an OPENAI_API_KEY is set too, and wins)." if provider and provider.api_key else ".")
+    return 0
+
+
 def _sign_in_gemini(settings: Settings) -> int:
     """``fetch login gemini-cli``: keep Gemini CLI's Google sign-in on the host (FETCH_HOME/
     credentials/gemini.json, 0600): its oauth_creds.json, found in $GEMINI_CLI_HOME/.gemini
@@ -399,13 +426,13 @@ def main(argv: list[str] | None = None) -> None:
         "login",
         help="print a new login link for the web pages (works once); "
         "`fetch login claude-code` keeps a Claude subscription's token, "
-        "`fetch login codex` a ChatGPT sign-in, `fetch login gemini-cli` a Google sign-in",
+        "`fetch login codex|gemini-cli|copilot` a ChatGPT, Google or GitHub sign-in",
     )
     login.add_argument(
         "harness",
         nargs="?",
-        help="claude-code (a Claude subscription), codex (a ChatGPT sign-in) or "
-        "gemini-cli (a Google sign-in)",
+        help="claude-code (a Claude subscription), codex (a ChatGPT sign-in), "
+        "gemini-cli (a Google sign-in) or copilot (a GitHub token)",
     )
     whatsapp = sub.add_parser("whatsapp", help="WhatsApp: link your phone")
     wa_sub = whatsapp.add_subparsers(dest="whatsapp_command", required=True)

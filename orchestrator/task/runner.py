@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 from contextlib import AbstractContextManager, AsyncExitStack, nullcontext, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -186,7 +186,9 @@ class TaskRunner:
         """The owner's key, subscription token or sign-in for ``vendor`` as ``harness``
         uses it (kennel/credentials.py)."""
         provider = self._settings.providers.get(vendor)
-        return credential_for(self._settings.home_dir, vendor, provider, harness)
+        return credential_for(
+            self._settings.home_dir, vendor, provider, harness, self._settings.providers
+        )
 
     def default_harness(self) -> str:
         wanted = self._settings.harness.default
@@ -640,6 +642,8 @@ class TaskRunner:
                     allow_server_tools=settings.kennel.relay_server_tools,
                     signin=signin,
                 )
+                if cred is not None and (shaped := cred.run_secret()):
+                    relay = replace(relay, secret=shaped)
             # Remembered context goes with the task, not with an answer to the CLI's
             # question (the resumed session has it already).
             remembered = (

@@ -257,6 +257,6 @@ async def test_harness_names_each_kind_of_credential_never_its_value(
         if name in installed:
             assert kind in said[name], said
     if "copilot" in installed:  # codex's sign-in is nothing to the Copilot CLI
-        assert "no openai API key" in said["copilot"] and "GitHub sign-in" in said["copilot"]
+        assert "no openai API key" in said["copilot"], said
     for value in ("sk-ant-", "gemini-key", "real-refresh", access(1, 3600)[:20]):
         assert value not in shown and value not in json.dumps(said)

@@ -137,5 +137,5 @@ def test_doctor_says_which_credential_and_what_cannot_sign_in(tmp_path: Path) ->
     # fetch doctor leaves nothing mounted behind it (the Docker kennel's runs folder).
     with open("/proc/self/mountinfo", encoding="utf-8") as table:
         assert str(home) not in table.read()
-    assert "GitHub sign-in cannot go through Fetch's relay" in out, out
+    assert "not supported" not in out, out  # every CLI's sign-in rides the relay
     assert TOKEN not in out + done.stderr
