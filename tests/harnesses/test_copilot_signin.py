@@ -156,9 +156,9 @@ async def test_copilot_runs_on_the_github_sign_in_the_cli_never_has_it(
     assert "+The quick" in card
     turns = [h for m, p, h in api.seen if p in ("/responses", "/chat/completions")]
     assert turns, api.seen
-    for _, path, headers in api.seen:
-        assert headers.get("authorization") == f"Bearer {TOKEN}", (path, headers)
-        assert not path.startswith("/mcp"), path  # GitHub's own MCP server: refused
+    for _, called, headers in api.seen:
+        assert headers.get("authorization") == f"Bearer {TOKEN}", (called, headers)
+        assert not called.startswith("/mcp"), called  # GitHub's own MCP server: refused
     home = tmp_path / "home"
     for path in home.rglob("*"):
         if path.is_file() and not path.is_symlink() and "credentials" not in path.parts:
