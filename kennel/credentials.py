@@ -43,6 +43,7 @@ from kennel.relay_signin import (
     DEFAULT_BACKEND_URL,
     DEFAULT_TOKEN_URL,
     ChatGptSignIn,
+    GitHubToken,
     parse_auth,
     write_private,
 )
@@ -178,7 +179,8 @@ def credential_for(
     if harness == "copilot" and github.get("kind") == "github" and isinstance(token, str):
         copilot = (providers or {}).get("github")
         where = copilot.base_url if copilot is not None else DEFAULT_COPILOT_URL
-        return Credential("github", token, upstream=where)
+        signin = GitHubToken(path_for(home, "github"))
+        return Credential("github", "", signin=signin, upstream=where)
     if vendor != "anthropic":
         return None  # only the sign-ins above and Claude's token ride the relay
     token = (provider.oauth_token if provider is not None else None) or _stored(home, vendor)

@@ -224,7 +224,7 @@ class ModelRelay:
         self._auth = auth  # "oauth": a subscription's token, sent as a bearer
         # "chatgpt": codex's ChatGPT sign-in, refreshed on the host (kennel/relay_signin.py)
         self._signin = signin
-        if auth in ("chatgpt", "google") and signin is None:
+        if auth in ("chatgpt", "google", "github") and signin is None:
             raise ValueError("a ChatGPT sign-in relay needs the sign-in")
         self.secret = secret
         # Fetch itself (tests, the unsafe-local kennel) and the uids the backend names.
@@ -416,7 +416,7 @@ class ModelRelay:
             rules = self.provider
             if self._auth == "google":
                 rules = "codeassist"  # Gemini CLI signed in: Code Assist's own calls
-            elif self._signin is not None:
+            elif self._auth == "chatgpt":
                 # Codex's ChatGPT backend calls: only those under its prefix, checked
                 # against the sign-in's own list (kennel/relay_allow.py "chatgpt").
                 rules = "chatgpt"

@@ -302,6 +302,36 @@ class ChatGptSignIn:
         return self.answered(got, access, current)
 
 
+class GitHubToken(ChatGptSignIn):
+    """A GitHub token for the Copilot CLI, as the relay uses it: sent as the bearer; it has
+    no refresh token, so a 401 for it is the owner's one line (nothing to refresh)."""
+
+    name = "GitHub"
+    expired_line = "GitHub token refused: run fetch login copilot"
+
+    def parse(self, data: object) -> Tokens:
+        token = data.get("token") if isinstance(data, dict) else None
+        if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+            raise ValueError("no GitHub token in it")
+        return Tokens("", token, "", "", time.time(), expiry=float("inf"))
+
+    def stored(self, tokens: Tokens) -> dict[str, Any]:
+        return {"kind": "github", "token": tokens.access_token}
+
+    def auth_headers(self, tokens: Tokens) -> dict[str, str]:
+        return {"Authorization": f"Bearer {tokens.access_token}"}
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self.tokens.access_token,)
+
+    async def refresh(self, rejected: str) -> Tokens:
+        current = await asyncio.to_thread(self.load)
+        if current.access_token != rejected:
+            return current  # a new `fetch login copilot` since
+        self.expired = True
+        raise SignInExpired(self.expired_line)
+
+
 __all__ = [
     "ACCOUNT_HEADER",
     "CODEX_CLIENT_ID",
@@ -309,6 +339,7 @@ __all__ = [
     "DEFAULT_TOKEN_URL",
     "EXPIRED_LINE",
     "ChatGptSignIn",
+    "GitHubToken",
     "SignInError",
     "SignInExpired",
     "Tokens",
