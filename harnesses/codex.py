@@ -71,9 +71,11 @@ def config_toml(req: HarnessRequest) -> str:
         backend = req.model_url.rstrip("/") + SIGNIN_PREFIX
         top = f"chatgpt_base_url = {_toml_str(backend + '/')}\n"
         top += 'cli_auth_credentials_store = "file"\n'
+        # ChatGPT's apps (its ps/mcp server) run tools on the owner's account: off.
+        features = "apps = false\n"
         provider = f"base_url = {_toml_str(backend + '/codex')}\nrequires_openai_auth = true"
     else:
-        top = ""
+        top = features = ""
         provider = f'base_url = {_toml_str(req.model_url)}\nenv_key = "{KEY_ENV}"'
     return f"""\
 model = {_toml_str(req.model or DEFAULT_MODEL)}
@@ -85,7 +87,7 @@ enabled = false
 
 [features]
 plugins = false  # with analytics off: no lookups at all at startup
-
+{features}
 [sandbox_workspace_write]
 exclude_slash_tmp = true  # writable: the workspace and $TMPDIR (our state dir) only
 network_access = false

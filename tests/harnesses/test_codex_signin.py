@@ -25,10 +25,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from kennel.relay_signin import CODEX_CLIENT_ID
+from kennel.relay_signin import CODEX_CLIENT_ID, claims
 from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
-from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
+from tests.fakes.model_server import Delay, EditFile, ScriptedModelServer, Text
 from tests.fakes.require import require_binary
 
 pytestmark = pytest.mark.real
@@ -229,6 +229,30 @@ async def codex(
         await app.__aexit__(None, None, None)
 
 
+def _running_codex() -> list[tuple[str, str, dict[str, Any]]]:
+    """Each signed-in codex of a kennel now running (its environment names the relay as
+    its token endpoint): environment, command line and the auth.json it reads, as root
+    sees them through /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = (entry / "environ").read_bytes().replace(b"\0", b"\n").decode("utf-8", "replace")
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "CODEX_REFRESH_TOKEN_URL_OVERRIDE=" not in env or "codex" not in argv:
+            continue
+        home = next(line[11:] for line in env.splitlines() if line.startswith("CODEX_HOME="))
+        try:
+            stand_in = json.loads((entry / "root" / home.lstrip("/") / "auth.json").read_text())
+        except (OSError, ValueError):
+            continue
+        found.append((env, argv, stand_in))
+    return found
+
+
 def _files_hold(root: Path, secrets: list[str], skip: Path) -> list[str]:
     found = []
     for path in root.rglob("*"):
@@ -257,10 +281,14 @@ async def test_codex_runs_on_the_sign_in_refreshed_on_the_host(
     status = await codex.ask("/harness", "codex")
     assert "ChatGPT sign-in" in status and first not in status, status
     # apply_patch takes whole lines.
-    model.script(
-        EditFile("README.md", "Teh quick brown fox.", "The quick brown fox."), Text("Fixed.")
-    )
-    card = await codex.ask("fix the typo in README.md of demo", "Apply? (yes/no)", 180)
+    # The first turn is held a moment: the CLI is looked at while it runs.
+    edit = EditFile("README.md", "Teh quick brown fox.", "The quick brown fox.")
+    model.script(Delay(3.0, edit), Text("Fixed."))
+    await codex.ask("fix the typo in README.md of demo", "On it")
+    await model.wait_for_requests(1, timeout=90)
+    running = _running_codex()
+    assert running, "no signed-in codex process found while its turn was held"
+    card = await codex.expect("Apply? (yes/no)", 180)
     assert "+The quick" in card
     assert not vendor.bad, vendor.bad
     assert [r["refresh_token"] for r in vendor.refreshes] == [
@@ -282,10 +310,21 @@ async def test_codex_runs_on_the_sign_in_refreshed_on_the_host(
     secrets = [first, second, third, ID_TOKEN] + [f"real-refresh-{n}" for n in ("1", "2", "3")]
     home = tmp_path / "home"
     assert _files_hold(home, secrets, home / "credentials") == []
-    stand_ins = list(home.rglob("auth.json"))
-    for found in stand_ins:  # the stand-in codex had, where it is kept after the run
-        tokens = json.loads(found.read_text())["tokens"]
+    # Nor in the running CLI's environment, command line or stand-in auth.json: there the
+    # access token is the run's secret, and the id token carries only account and plan.
+    for env, argv, stand_in in running:
+        seen = env + argv + json.dumps(stand_in)
+        assert not [s for s in secrets if s in seen], "a real token reached the kennel"
+        tokens = stand_in["tokens"]
         assert tokens["account_id"] == ACCOUNT and tokens["access_token"] not in secrets
+        assert f"FETCH_RELAY_KEY={tokens['access_token']}" in env
+        assert claims(tokens["id_token"])["https://api.openai.com/auth"] == {
+            "chatgpt_account_id": ACCOUNT,
+            "chatgpt_plan_type": "pro",
+        }
+    # ChatGPT's apps (ps/mcp) are off: never asked for, so never refused either.
+    log = (home / "relay.jsonl").read_text()
+    assert "ps/mcp" not in log and "settings/user" in log  # the latter refused (403)
     await codex.ask("no", "Discarded")
 
 
