@@ -36,6 +36,7 @@ from orchestrator.boundary.layer import build_layers
 from orchestrator.config import Settings
 from orchestrator.costs.wiring import build_ledger, phone_warning
 from orchestrator.dashboard import mount as mount_dashboard
+from orchestrator.dashboard.render import Renderer
 from orchestrator.gateway import Gateway
 from orchestrator.hearing.ears import Ears
 from orchestrator.hearing.pending import Pending
@@ -384,9 +385,13 @@ class App:
             stack.push_async_callback(channel.stop)
             messenger.opened(channel.name)
             stack.callback(messenger.closed, channel.name)
+        pages: Renderer | None = None
         if self.http is not None and self.web_auth is not None:
             # The dashboard (orchestrator/dashboard/): the token holder's pages.
-            mount_dashboard(self.http, self.web_auth, services, self.channels, gateway.receive)
+            dash = mount_dashboard(
+                self.http, self.web_auth, services, self.channels, gateway.receive
+            )
+            pages = dash.render
         if self.http is not None and self.http.routes:  # polling-only: no listener at all
             add_health(self.http, lambda: self.serving)
             add_favicon(self.http)  # browsers ask on every page: no 404 in their console
@@ -423,6 +428,8 @@ class App:
         # Voice notes a stopped Fetch was still hearing: heard again (or said lost).
         await ears.recover()
         self.serving = True  # /healthz: 200 from here; the first step down makes it 503
+        if pages is not None:
+            pages.prepare()  # the pages' templates, in a thread now that Fetch is up
         stack.callback(setattr, self, "serving", False)
 
     def _listener_required(self) -> bool:

@@ -139,6 +139,8 @@ class Spy:
 
 
 sys.meta_path.insert(0, Spy())
+import aiohttp
+
 from bench._common import fresh_dirs, model_env
 from channels.terminal import TerminalChannel
 from orchestrator.app import build_app
@@ -158,14 +160,22 @@ async def main():
             }
             settings = load_settings(None, env)
             terminal = TerminalChannel(settings.terminal.chat)
-            async with build_app(settings, terminal=terminal):
+            async with build_app(settings, terminal=terminal) as app:
                 ARMED[0] = True
                 for text in ("Say hello", "/status", "and say hello again"):
                     await terminal.submit(text)
                     await asyncio.wait_for(terminal.outbox.get(), 30)
+                # A dashboard page, logged in as the owner's browser would be.
+                base = f"http://127.0.0.1:{app.http.port}"
+                jar = aiohttp.CookieJar(unsafe=True)
+                async with aiohttp.ClientSession(cookie_jar=jar) as browser:
+                    async with browser.get(app.web_auth.login_url(base)) as answer:
+                        await answer.read()
+                    async with browser.get(base + "/sessions") as answer:
+                        page = (answer.status, "Sessions" in await answer.text())
                 await asyncio.sleep(0.5)
                 ARMED[0] = False
-    print(json.dumps(sorted(set(LATE))))
+    print(json.dumps({"late": sorted(set(LATE)), "page": page}))
 
 
 asyncio.run(main())
@@ -174,8 +184,9 @@ asyncio.run(main())
 
 def test_after_start_model_messages_import_nothing_on_the_loop(tmp_path: Path) -> None:
     """The web listener, the terminal and a configured model, started as ``fetch`` starts
-    them: then two model messages and /status import no module on the event loop's
-    thread (the model SDK used to be imported there by the first message)."""
+    them: then two model messages, /status and a dashboard page import no module on the
+    event loop's thread (the model SDK used to be imported there by the first message;
+    the pages' jinja2 is imported by a thread once Fetch is up)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FETCH_")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     done = subprocess.run(
@@ -187,4 +198,6 @@ def test_after_start_model_messages_import_nothing_on_the_loop(tmp_path: Path) -
         env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["page"] == [200, True]
+    assert result["late"] == []
