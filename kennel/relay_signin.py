@@ -46,7 +46,8 @@ ACCOUNT_HEADER = "chatgpt-account-id"
 SKEW_SECONDS = 300
 # Codex refreshes a token it cannot read the expiry of after this long.
 REFRESH_AFTER = 8 * 24 * 3600
-_locks: dict[Path, asyncio.Lock] = {}
+# One refresh per file at a time, per event loop (a lock is bound to the loop it waits on).
+_locks: dict[tuple[int, Path], asyncio.Lock] = {}
 
 
 class SignInExpired(Exception):
@@ -246,7 +247,8 @@ class ChatGptSignIn:
     async def refresh(self, rejected: str) -> Tokens:
         """New tokens, unless the file already holds newer ones than ``rejected`` (the
         access token the vendor refused or that expired)."""
-        lock = _locks.setdefault(self.path, asyncio.Lock())
+        loop = id(asyncio.get_running_loop())
+        lock = _locks.setdefault((loop, self.path), asyncio.Lock())
         async with lock:
             current = await asyncio.to_thread(self.load)
             if current.access_token != rejected and not current.stale():

@@ -352,6 +352,12 @@ def _sign_in_codex(settings: Settings) -> int:
         return 2
     print(f"✅ Kept in {path} (0600). codex now runs on your ChatGPT sign-in", end="")
     print(" (an OPENAI_API_KEY is set too, and wins)." if provider and provider.api_key else ".")
+    # OpenAI's refresh tokens are used once: after Fetch's first refresh, a codex that
+    # still holds this one (on this machine or another) must sign in again.
+    print(
+        "Fetch refreshes it from now on, and a refresh token works once: a codex elsewhere "
+        "that still holds this sign-in will have to sign in again after that."
+    )
     return 0
 
 
