@@ -28,6 +28,7 @@ from kennel.remote_engine import API_VERSION, Engine
 log = logging.getLogger(__name__)
 MAX_STREAMS = 64
 MAX_FRAME = 1 << 20
+INBOX_FRAMES = 4  # per stream, waiting for the relay connection to take them
 MUX_SCRIPT = (Path(__file__).parent / "remote_mux.js").read_text(encoding="utf-8")
 HEAD = struct.Struct(">cII")
 
@@ -38,7 +39,9 @@ class BridgeBroken(Exception):
 
 class _Stream:
     def __init__(self) -> None:
-        self.inbox: asyncio.Queue[tuple[bytes, bytes]] = asyncio.Queue()
+        # Bounded: a relay connection that reads slowly (or not at all) holds up the
+        # kennel's stream, never Fetch's memory.
+        self.inbox: asyncio.Queue[tuple[bytes, bytes]] = asyncio.Queue(INBOX_FRAMES)
         self.tasks: list[asyncio.Task[None]] = []
 
 
@@ -164,15 +167,19 @@ class Bridge:
                     break
                 body = pending[HEAD.size : HEAD.size + length]
                 pending = pending[HEAD.size + length :]
-                self._frame(kind, sid, body)
+                await self._frame(kind, sid, body)
 
-    def _frame(self, kind: bytes, sid: int, body: bytes) -> None:
+    async def _frame(self, kind: bytes, sid: int, body: bytes) -> None:
+        """One frame from the kennel. Awaited before the next is read: what waits for
+        the relay, or for the kennel to read our answers, holds up the kennel's side
+        (the engine stops taking its output), never piles up here."""
         if kind == b"R":
             self._ready.set()
             return
         if kind == b"O":
             if sid in self._streams or len(self._streams) >= MAX_STREAMS:
                 self._send(b"C", sid)
+                await self._drain()
                 return
             self.opened += 1
             stream = _Stream()
@@ -184,11 +191,16 @@ class Bridge:
             return  # a stream already over: its last frames cross ours
         if kind not in (b"D", b"H", b"C"):
             raise BridgeBroken(f"an unknown frame {kind!r} from the kennel")
-        stream_.inbox.put_nowait((kind, body))
+        await stream_.inbox.put((kind, body))
 
     def _send(self, kind: bytes, sid: int, body: bytes = b"") -> None:
         if self._writer is not None and not self._writer.is_closing():
             self._writer.write(HEAD.pack(kind, sid, len(body)) + body)
+
+    async def _drain(self) -> None:
+        """Wait while the kennel has not taken what was sent (its stdin's pipe full)."""
+        if self._writer is not None and not self._writer.is_closing():
+            await self._writer.drain()
 
     async def _carry(self, sid: int, stream: _Stream) -> None:
         """One connection: the kennel's frames to the relay, the relay's bytes back."""
@@ -196,8 +208,9 @@ class Bridge:
             reader, writer = await asyncio.open_unix_connection(str(self._socket))
         except OSError as err:
             log.info("remote kennel: relay not reachable (%s)", err)
-            self._send(b"C", sid)
             self._streams.pop(sid, None)
+            self._send(b"C", sid)
+            await self._drain()
             return
         back = asyncio.create_task(self._back(sid, reader))
         stream.tasks.append(back)
@@ -217,16 +230,14 @@ class Bridge:
             self._send(b"C", sid)
         finally:
             self._streams.pop(sid, None)
-            writer.close()
-            with suppress(OSError):
-                await writer.wait_closed()
+            # Never waits on a relay connection that takes nothing more.
+            writer.transport.abort()
 
     async def _back(self, sid: int, reader: asyncio.StreamReader) -> None:
         try:
             while chunk := await reader.read(MAX_FRAME):
                 self._send(b"D", sid, chunk)
-                if self._writer is not None:
-                    await self._writer.drain()
+                await self._drain()
             self._send(b"H", sid)
         except OSError:
             self._send(b"C", sid)

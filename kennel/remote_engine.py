@@ -140,7 +140,9 @@ class Engine:
             return proc.stdout, proc.stdin, end
 
         async def close() -> None:
-            writer.close()
+            # Dropped, not flushed: what the kennel never read may fill the buffer, and a
+            # graceful close would wait for it forever.
+            writer.transport.abort()
             with suppress(OSError, ssl.SSLError):
                 await writer.wait_closed()
 
