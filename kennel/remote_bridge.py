@@ -8,9 +8,11 @@ connects each stream the kennel opens to the run's relay socket on this machine,
 Fetch's own uid, which the relay admits. Everything runs on a loop of its own, in one
 thread per container, so a busy engine never holds up Fetch's loop.
 
-Bounded: at most ``MAX_STREAMS`` open, frames of at most ``MAX_FRAME`` bytes; anything
-else from the kennel ends the bridge, which ends the container's main process, and the
-next task gets a fresh kennel.
+Bounded: at most ``MAX_STREAMS`` open, frames of at most ``MAX_FRAME`` bytes, at most
+``INBOX_FRAMES`` of a stream waiting for its relay connection; each frame is handled
+before the next is read, so a kennel that floods, or reads nothing back, holds up its
+own side, never Fetch's memory. Anything the framing does not allow ends the bridge,
+which ends the container's main process, and the next task gets a fresh kennel.
 """
 
 from __future__ import annotations
