@@ -14,6 +14,7 @@ the one long-lived stream the relay rides (kennel/remote_bridge.py).
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import ssl
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
@@ -64,6 +65,12 @@ class Engine:
             ]
             if missing:
                 raise KennelError(f"kennel.docker.cert_path {cert_path} lacks {', '.join(missing)}")
+        if parts.scheme == "ssh" and importlib.util.find_spec("paramiko") is None:
+            # The Docker SDK's ssh support imports it even when it runs the ssh command.
+            raise KennelError(
+                f"kennel.docker.host {url!r} is ssh, which needs the paramiko package "
+                "(pip install paramiko); or reach the engine over TLS: tcp://host:2376"
+            )
         if parts.scheme == "unix" and not parts.path:
             raise KennelError(f"kennel.docker.host {url!r} names no socket")
         return cls(url, cert_path, tls_verify)
