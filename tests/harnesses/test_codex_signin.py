@@ -253,11 +253,21 @@ def _running_codex() -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
-def _files_hold(root: Path, secrets: list[str], skip: Path) -> list[str]:
+def files_hold(root: Path, secrets: list[str], skip: Path) -> list[str]:
+    """Which files under ``root`` (not under ``skip``) hold one of ``secrets``. A run's
+    folder may be going away meanwhile: what vanishes is not read."""
     found = []
-    for path in root.rglob("*"):
-        if path.is_file() and not path.is_symlink() and skip not in path.parents:
-            data = path.read_bytes()
+    for folder, _dirs, names in os.walk(root):
+        if Path(folder) == skip or skip in Path(folder).parents:
+            continue
+        for name in names:
+            path = Path(folder) / name
+            try:
+                if path.is_symlink() or not path.is_file():
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
             found += [f"{path}: {s[:24]}…" for s in secrets if s.encode() in data]
     return found
 
@@ -309,7 +319,7 @@ async def test_codex_runs_on_the_sign_in_refreshed_on_the_host(
     # Nothing the owner holds is in any file of the run (the stand-in only).
     secrets = [first, second, third, ID_TOKEN] + [f"real-refresh-{n}" for n in ("1", "2", "3")]
     home = tmp_path / "home"
-    assert _files_hold(home, secrets, home / "credentials") == []
+    assert files_hold(home, secrets, home / "credentials") == []
     # Nor in the running CLI's environment, command line or stand-in auth.json: there the
     # access token is the run's secret, and the id token carries only account and plan.
     for env, argv, stand_in in running:

@@ -24,6 +24,7 @@ from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
 from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
 from tests.fakes.require import require_binary
+from tests.harnesses.test_codex_signin import files_hold
 
 pytestmark = pytest.mark.real
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,9 +161,7 @@ async def test_copilot_runs_on_the_github_sign_in_the_cli_never_has_it(
         assert headers.get("authorization") == f"Bearer {TOKEN}", (called, headers)
         assert not called.startswith("/mcp"), called  # GitHub's own MCP server: refused
     home = tmp_path / "home"
-    for path in home.rglob("*"):
-        if path.is_file() and not path.is_symlink() and "credentials" not in path.parts:
-            assert TOKEN.encode() not in path.read_bytes(), path
+    assert files_hold(home, [TOKEN], home / "credentials") == []
     await copilot.ask("no", "Discarded")
 
 

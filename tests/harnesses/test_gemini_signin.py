@@ -27,6 +27,7 @@ from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
 from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
 from tests.fakes.require import require_binary
+from tests.harnesses.test_codex_signin import files_hold
 
 pytestmark = pytest.mark.real
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,10 +197,7 @@ async def test_gemini_runs_on_the_google_sign_in_refreshed_on_the_host(
     assert stored["access_token"] == "ya29.real-access-3-a6"
     assert stored["expiry_date"] > time.time() * 1000 + 3000 * 1000
     secrets = ["real-access-", "real-refresh-g1"]
-    for path in home.rglob("*"):
-        if path.is_file() and not path.is_symlink() and "credentials" not in path.parts:
-            data = path.read_bytes()
-            assert not [s for s in secrets if s.encode() in data], path
+    assert files_hold(home, secrets, home / "credentials") == []
     await gemini.ask("no", "Discarded")
 
 
