@@ -222,10 +222,12 @@ class ModelRelay:
         self.provider = provider
         self._api_key = api_key
         self._auth = auth  # "oauth": a subscription's token, sent as a bearer
-        # "chatgpt": codex's ChatGPT sign-in, refreshed on the host (kennel/relay_signin.py)
+        # "chatgpt", "google", "github": a CLI's sign-in, whose credential headers it gives
+        # and refreshes on the host (kennel/relay_signin.py, relay_signin_google.py); on a
+        # vendor 401 it is refreshed and the call asked again, once.
         self._signin = signin
         if auth in ("chatgpt", "google", "github") and signin is None:
-            raise ValueError("a ChatGPT sign-in relay needs the sign-in")
+            raise ValueError(f"a relay for a {auth} sign-in needs the sign-in")
         self.secret = secret
         # Fetch itself (tests, the unsafe-local kennel) and the uids the backend names.
         self.peer_uids = frozenset({os.geteuid()}) | peer_uids
