@@ -35,6 +35,34 @@ from typing import IO
 from orchestrator.boundary.walk import Limits, Refused, Tree, shown
 
 FILE_WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# tarfile reads an extended header (pax records, a GNU long name) whole into memory, at
+# about three times its size, before anything can look at it; the engine's tar code
+# (Go's archive/tar) reads none over 1 MiB either. Sparse members: no engine writes one,
+# and tarfile reads their maps (GNU's, block after block) into memory too.
+MAX_HEADER = 1 << 20
+_EXTENDED = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
+
+
+class _Bounded(tarfile.TarInfo):
+    """A member header that tarfile may expand only within ``MAX_HEADER``.
+    (ReadError: tarfile takes most header errors past the first member for the
+    archive's end, silently.)"""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise tarfile.ReadError("a sparse member (no engine writes one)")
+        if self.type in _EXTENDED and self.size > MAX_HEADER:
+            raise tarfile.ReadError(f"an extended header of {self.size:,} bytes")
+        return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]
+
+    def _proc_gnusparse_10(self, *_args: object) -> None:
+        raise tarfile.ReadError("a sparse member (no engine writes one)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +240,7 @@ def sync(
         )
 
     try:
-        with tarfile.open(fileobj=fileobj, mode="r:") as tar:
+        with tarfile.open(fileobj=fileobj, mode="r:", tarinfo=_Bounded) as tar:
             steps = plan(tar, top, limits, total_bytes, same)
             return apply(tar, steps, dest, limits, keep)
     except (tarfile.TarError, EOFError, ValueError) as err:
