@@ -224,7 +224,10 @@ def _doctor(settings: Settings) -> int:
         # Asked without mounting anything (the Docker kennel's answer would make one).
         could = getattr(kennel, "could_mount", None)
         mounts = could() if callable(could) else kennel.host_mounts
-        print(f"layers:    {describe_kind(settings.home_dir / 'runs', mounts)}")
+        from kennel.remote_engine import is_remote
+
+        travels = choice.backend == "docker" and is_remote(settings.kennel.docker.host)
+        print(f"layers:    {describe_kind(settings.home_dir / 'runs', mounts, travels)}")
         print(f"setup:     {_setup_line(settings)}")
         for line in _mcp_lines(settings):
             print(line)

@@ -655,8 +655,10 @@ def _overlay_ok(base: Path, root: Path) -> bool:
     return ok
 
 
-def describe_kind(home: Path, host_mounts: bool) -> str:
+def describe_kind(home: Path, host_mounts: bool, travels: bool = False) -> str:
     """``fetch doctor``'s line: how a run's tree is made here, and why."""
+    if travels:
+        return "copy of a base checkout per run (it goes to the other engine as a tar)"
     if not host_mounts:
         return "copy of a base checkout per run (the backend binds its folders once)"
     if os.geteuid() != 0:

@@ -269,6 +269,7 @@ def test_doctor_names_the_engine_and_checks_it(with_image: SecondEngine, tmp_pat
     engine = f"{with_image.url} (TLS, engine verified)"
     assert f"auto → docker: engine answers on the engine at {engine}" in out, out + done.stderr
     assert "kennel:    docker: no network" in out and f"on the Docker engine at {engine}" in out
+    assert "layers:    copy of a base checkout per run (it goes to the other engine" in out, out
     # A wrong setting is one line, not a traceback.
     env.update(FETCH_DOCKER_CERT_PATH=str(tmp_path))
     done = subprocess.run(
