@@ -250,7 +250,8 @@ def _doctor(settings: Settings) -> int:
             cred = credential_for(
                 settings.home_dir, harness.provider, provider, harness.name, settings.providers
             )
-            detail = (f"{cred.shown} configured" if cred else f"no {harness.provider} key") + (
+            none = f"no {harness.provider} key (or a sign-in: fetch login {harness.name})"
+            detail = (f"{cred.shown} configured" if cred else none) + (
                 f"; {SIGN_IN_NOTES[harness.name]}" if harness.name in SIGN_IN_NOTES else ""
             )
         print(

@@ -177,7 +177,11 @@ class TaskRunner:
                 f"`{harness.binary}` not installed"
                 if not installed
                 else f"no {harness.provider} API key configured"
-                + (f" ({SIGN_IN_NOTES[harness.name]})" if harness.name in SIGN_IN_NOTES else "")
+                + (
+                    f" ({SIGN_IN_NOTES[harness.name]})"
+                    if harness.name in SIGN_IN_NOTES
+                    else f" (or a sign-in: fetch login {harness.name})"
+                )
             )
         )
         return Availability(installed, has_key, detail)
