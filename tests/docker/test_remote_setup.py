@@ -1,0 +1,209 @@
+"""The setup phase (issue 21) on another Docker engine (issue 25, 4), against the second
+dockerd of tests/docker/remote_daemon.py.
+
+A repository's ``.fetch/setup.sh`` runs in the kennel there: its only way out is the
+egress proxy, served on this machine on the run's socket and reached through the
+container's stdio (kennel/remote_bridge.py). What it adds comes back as data
+(orchestrator/boundary/tarsync.py) and is kept here as the setup layer; later tasks
+there get it under their tree, and the tests before approval pass because the wheel of
+the test's own index is installed. A hostile setup script there (links out, a FIFO, a
+rewritten committed file) leaves a victim folder here untouched and keeps only what it
+added."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from kennel.base import ExecSpec
+from kennel.remote import RemoteDockerKennel
+from kennel.remote_engine import Engine
+from kennel.settings import DockerKennelSettings, SetupSettings
+from orchestrator.boundary.gitops import Repo
+from orchestrator.boundary.layer import build_layers
+from orchestrator.config import Settings
+from orchestrator.task.setup import Setup, plan
+from tests.conftest import Driver, git, make_repo, start_driver, tree_snapshot
+from tests.docker.remote_daemon import SecondEngine
+from tests.docker.test_remote_engine import second_engine as second_engine  # the fixtures
+from tests.docker.test_remote_engine import with_image as with_image
+from tests.e2e.test_setup_phase import SETUP, TESTS, _other
+from tests.fakes.package_index import PackageIndex
+
+
+def _lexists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+@pytest.fixture
+async def remote_setup_fetch(
+    with_image: SecondEngine,
+    kennel_image: str,
+    make_settings: Callable[..., Settings],
+    workspace: Path,
+    tmp_path: Path,
+) -> AsyncIterator[tuple[Driver, PackageIndex, list[str], Path]]:
+    other, other_port, other_hits = await _other()
+    async with PackageIndex() as index:
+        repo = make_repo(
+            workspace,
+            "deps",
+            {
+                "calc.py": "def add(a, b):\n    # teh sum\n    return a + b\n",
+                "test_deps.py": TESTS.format(index=index.url, port=index.port),
+                ".fetch/setup.sh": SETUP.format(
+                    index=index.url, other=f"http://127.0.0.1:{other_port}"
+                ),
+                "requirements.txt": "tinydep\n",
+                ".gitignore": ".venv/\nnode_modules/\npackage.json\npackage-lock.json\n",
+            },
+        )
+        config = tmp_path / "config.yaml"
+        config.write_text(f"kennel:\n  setup:\n    registries: ['127.0.0.1:{index.port}']\n")
+        settings = make_settings(
+            FETCH_KENNEL="docker",
+            FETCH_CONFIG=str(config),
+            FETCH_DOCKER_HOST=with_image.url,
+            FETCH_DOCKER_CERT_PATH=str(with_image.certs),
+        )
+        app, driver = await start_driver(settings)
+        try:
+            yield driver, index, other_hits, repo
+        finally:
+            await app.__aexit__(None, None, None)
+            await other.cleanup()
+
+
+async def test_setup_there_then_the_tests_pass_there_offline(
+    remote_setup_fetch: tuple[Driver, PackageIndex, list[str], Path],
+) -> None:
+    driver, index, other_hits, repo = remote_setup_fetch
+    assert isinstance(driver.services.kennel, RemoteDockerKennel)
+    started = time.monotonic()
+    await driver.push("fix the typo in calc.py of deps")
+    await driver.expect("🧰 Running .fetch/setup.sh first", 60)
+    card = await driver.expect("Apply?", 600)
+    print(f"\nremote: setup and the first task to the card: {time.monotonic() - started:.1f} s")
+    assert "🧰 setup ran (" in card, card
+    # The tests ran there, on the setup layer: the wheel and the npm package are there.
+    assert "🧪 3/3 passing (pytest, in the kennel)" in card, card
+    assert "calc.py +1 −1" in card and ".venv" not in card and "node_modules" not in card
+    assert "/files/tinydep-1.0-py3-none-any.whl" in index.hits
+    assert "/tinynode/-/tinynode-1.0.0.tgz" in index.hits
+    assert other_hits == [], "the proxy let the setup reach a port not on its list"
+    # The layer is kept here, as data: the venv's python is still a link.
+    home = driver.services.settings.home_dir
+    (kept,) = [p for p in (home / "runs" / ".setup").glob("deps-*/*") if (p / "done").is_file()]
+    python = kept / "layer" / ".venv" / "bin" / "python"
+    assert python.is_symlink(), "a link of the setup came back as something else"
+    assert (kept / "layer" / "node_modules" / "tinynode" / "index.js").is_file()
+    after_setup = len(index.hits)
+    done = await driver.ask("yes", "Committed", 60)
+    assert "🧪 3/3 passing" in done
+    assert git(repo, "status", "--porcelain") == ""
+    assert not (repo / ".venv").exists() and not (repo / "node_modules").exists()
+
+    # A second task: the kept layer goes under its tree there; nothing reaches the index.
+    (repo / "calc.py").write_text("def add(a, b):\n    # teh total\n    return a + b\n")
+    git(repo, "commit", "-qam", "typo again")
+    started = time.monotonic()
+    card = await driver.ask("fix the typo in calc.py of deps", "Apply?", 300)
+    print(f"remote: a later task with the layer to the card: {time.monotonic() - started:.1f} s")
+    assert "🧰" not in card and "🧪 3/3 passing" in card, card
+    assert len(index.hits) == after_setup
+    await driver.ask("no", "Discarded")
+    assert other_hits == []
+
+
+HOSTILE = """\
+mkdir -p .venv/lib node_modules/pkg node_modules/.bin
+echo 'VALUE = 1' > .venv/lib/dep.py
+echo 'module.exports = 2;' > node_modules/pkg/cli.js
+ln -s ../pkg/cli.js node_modules/.bin/tool
+ln -s {victim} escape
+ln -s {victim}/secret.txt esc_file
+ln -s ../../../../../../../..{victim} rel
+mkfifo pipe
+ln .venv/lib/dep.py hard
+echo rewritten > a.txt
+rm b.txt
+"""
+
+
+async def test_a_hostile_setup_there_keeps_only_its_additions(
+    with_image: SecondEngine, kennel_image: str, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "secret.txt").write_text("keep me\n")
+    before_victim = tree_snapshot(victim)
+    home = tmp_path / "home"
+    repo = make_repo(
+        tmp_path / "ws",
+        "app",
+        {"a.txt": "a\n", "b.txt": "b\n", ".fetch/setup.sh": HOSTILE.format(victim=victim)},
+    )
+    kennel = RemoteDockerKennel(
+        home,
+        DockerKennelSettings(runs_size="512m"),
+        kennel_image,
+        Engine.parse(with_image.url, with_image.certs, True),
+    )
+    layers = build_layers(home, kennel)
+    setup = Setup(kennel, layers, SetupSettings(registries=("127.0.0.1:9",)), home / "logs")
+    wanted = plan(Repo(repo))
+    assert wanted is not None
+    try:
+        outcome = await setup.ensure(Repo(repo), wanted)
+        assert outcome.layer is not None, outcome.line
+        assert tree_snapshot(victim) == before_victim
+        layer = outcome.layer / "layer"
+        kept = set(json.loads((outcome.layer / "paths.json").read_text()))
+        # Only what it added; a committed file it rewrote or removed is not the layer's.
+        assert {".venv", "node_modules", "escape", "esc_file", "rel", "hard"} <= kept
+        assert not {"a.txt", "b.txt", "pipe", ".fetch"} & kept
+        assert not _lexists(layer / "pipe") and not (layer / "a.txt").exists()
+        # Links are links (data), never followed here; a hard link is a copy.
+        assert os.readlink(layer / "escape") == str(victim)
+        assert os.readlink(layer / "node_modules/.bin/tool") == "../pkg/cli.js"
+        assert not (layer / "hard").is_symlink() and os.stat(layer / "hard").st_nlink == 1
+        assert (layer / ".venv/lib/dep.py").read_text() == "VALUE = 1\n"
+
+        # A later task there gets the layer under its tree, and the commit's own files.
+        run = layers.open(Repo(repo), 7, host_mounts=kennel.host_mounts, setup=outcome.layer)
+        try:
+            run.fresh_state("probe")
+            layout = kennel.layout(run.tree, "probe", repo)
+            look = (
+                "cat .venv/lib/dep.py a.txt b.txt; readlink node_modules/.bin/tool; "
+                "node -e \"console.log(require('./node_modules/pkg/cli.js'))\"; "
+                "readlink escape; test -e pipe || echo no-pipe"
+            )
+            proc = await kennel.exec(
+                ExecSpec(("sh", "-c", look), {"PATH": layout.path_env}, run.tree, layout)
+            )
+            lines = [line async for line in proc.lines()]
+            assert await proc.wait() == 0, proc.stderr_tail()
+            assert lines == [
+                "VALUE = 1",
+                "a",
+                "b",
+                "../pkg/cli.js",
+                "2",
+                str(victim),
+                "no-pipe",
+            ], lines
+            # Its change holds none of the setup's entries.
+            change = run.read(Repo(repo))
+            assert not [f.path for f in change.files], change.files
+        finally:
+            run.drop()
+        assert tree_snapshot(victim) == before_victim
+        assert git(repo, "status", "--porcelain") == ""
+    finally:
+        await kennel.close()
