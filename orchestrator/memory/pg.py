@@ -32,7 +32,9 @@ import asyncpg
 
 from orchestrator.store.pg import placeholders, where
 
-MEMORY_LOCK = 0x46455445  # "FETE": memory's write transactions (the store uses FETC/FETD)
+# Memory's write transactions: the two-number form, whose keys never meet the store's
+# one-number locks (FETC, FETD, its liveness key) nor its (1, name) ones.
+MEMORY_LOCK = (0x4D454D4F, 1)  # "MEMO", 1
 CONNECT_TIMEOUT = 10.0
 _ROWS = re.compile(r"^\s*(SELECT|WITH|VALUES|EXPLAIN)\b|\bRETURNING\b", re.IGNORECASE)
 _INSERT_ITEM = re.compile(r"^\s*INSERT\s+INTO\s+memory_items\b", re.IGNORECASE)
@@ -108,6 +110,10 @@ class PgConn:
         # 64); a filtered one (one layer) goes on scanning until it has enough.
         await conn.execute("SET hnsw.ef_search = 100")
         await conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        # asyncpg prepares every statement; after five runs PostgreSQL may plan one for
+        # any parameter, and a search's plan depends on its words (a rare word: the GIN
+        # index; a generic plan guessed a scan of every item at 1M: 140 ms).
+        await conn.execute("SET plan_cache_mode = force_custom_plan")
         return conn
 
     @staticmethod
@@ -133,7 +139,7 @@ class PgConn:
         head = sql.lstrip()[:16].upper()
         if head.startswith("BEGIN"):
             self._run(self._conn.execute("BEGIN"))
-            self._run(self._conn.execute("SELECT pg_advisory_xact_lock($1)", MEMORY_LOCK))
+            self._run(self._conn.execute("SELECT pg_advisory_xact_lock($1, $2)", *MEMORY_LOCK))
             return PgCursor([], -1, None)
         text = placeholders(sql)
         if _INSERT_ITEM.match(text) and not _ROWS.search(text):

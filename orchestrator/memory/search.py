@@ -143,20 +143,27 @@ def _matches(conn: Any, term: str, cap: int) -> int:
 
 
 def ranked_terms(conn: Any, terms: list[str]) -> tuple[list[str], bool]:
-    """The terms bm25 ranks by, rarest first, while the items holding them stay within
-    ``RANK_BUDGET``; and whether even the rarest is over it (every term common)."""
+    """The terms ranked by, rarest first, while the items holding them stay within the
+    budget; and whether even the rarest is over it (every term common)."""
+    budget = _budget(conn)
     if is_pg(conn):
-        counts = dict(zip(terms, pg_search.matches(conn, terms, RANK_BUDGET + 1), strict=True))
+        counts = dict(zip(terms, pg_search.matches(conn, terms, budget + 1), strict=True))
     else:
-        counts = {t: _matches(conn, t, RANK_BUDGET + 1) for t in terms}
+        counts = {t: _matches(conn, t, budget + 1) for t in terms}
     chosen: list[str] = []
     total = 0
     for term in sorted(terms, key=lambda t: counts[t]):
-        if chosen and total + counts[term] > RANK_BUDGET:
+        if chosen and total + counts[term] > budget:
             break
         chosen.append(term)
         total += counts[term]
-    return chosen, counts[chosen[0]] > RANK_BUDGET
+    return chosen, counts[chosen[0]] > budget
+
+
+def _budget(conn: Any) -> int:
+    # PostgreSQL reads each candidate's tsvector from the table (a random page each);
+    # FTS5 has what bm25 needs in its index. So fewer there.
+    return pg_search.RANK_BUDGET if is_pg(conn) else RANK_BUDGET
 
 
 def _newest_by_coverage(conn: Any, terms: list[str], k: int) -> dict[int, float]:
@@ -201,7 +208,7 @@ def keyword_scores(conn: Any, text: str, k: int = KEYWORD_K) -> dict[int, float]
         return {}
     chosen, common = ranked_terms(conn, terms)
     if is_pg(conn):
-        found = pg_search.keyword_rows(conn, terms, chosen, common, RANK_BUDGET, k)
+        found = pg_search.keyword_rows(conn, terms, chosen, common, _budget(conn), k)
         return _relative({int(r[0]): float(r[1]) for r in found})
     if common:
         return _newest_by_coverage(conn, terms[:COMMON_TERMS], k)

@@ -229,7 +229,7 @@ async def test_postgres_keyword_search_ranks_a_bounded_set(
 ) -> None:
     if engine != "postgresql":
         return  # SQLite: test_keyword_search_never_ranks_every_holder_of_a_common_word
-    monkeypatch.setattr(search, "RANK_BUDGET", 40)
+    monkeypatch.setattr(pg_search, "RANK_BUDGET", 40)
     async with Running(memory_settings(embeddings=False)) as run:
         texts = [f"deploy note {i}" for i in range(200)]
         texts[17] = "deploy note about the zebra migration"
@@ -247,11 +247,17 @@ async def test_postgres_keyword_search_ranks_a_bounded_set(
             rec = Recorder(conn)
             return search.keyword_scores(rec, text), rec.calls
 
-        scores, calls = await run.memory.db.run(ask, "deploy zebra")
-        assert max(scores, key=lambda i: scores[i]) == 18
-        ranked = [args for sql, args in calls if "ts_rank" in sql]
-        assert ranked and "deploy" not in ranked[0][0], ranked  # candidates: the rare word's
-        scores, calls = await run.memory.db.run(ask, "deploy note")
-        ranked_sql = [sql for sql, _ in calls if "ts_rank" in sql]
-        assert ranked_sql and "ORDER BY id DESC LIMIT" in ranked_sql[0]
-        assert len(scores) == search.RANK_BUDGET and max(scores) == 200
+        # Not analyzed yet: the words' items are counted; then from the statistics.
+        for analyzed in (False, True):
+            if analyzed:
+                await run.memory.db.run(lambda c: c.execute("ANALYZE memory_items"))
+            scores, calls = await run.memory.db.run(ask, "deploy zebra")
+            assert max(scores, key=lambda i: scores[i]) == 18
+            ranked = [args for sql, args in calls if "ts_rank" in sql]
+            assert ranked and "deploy" not in ranked[0][0], ranked  # the rare word's items
+            counted = any("count(*)" in sql for sql, _ in calls)
+            assert counted != analyzed, calls
+            scores, calls = await run.memory.db.run(ask, "deploy note")
+            ranked_sql = [sql for sql, _ in calls if "ts_rank" in sql]
+            assert ranked_sql and "ORDER BY id DESC LIMIT" in ranked_sql[0]
+            assert len(scores) == pg_search.RANK_BUDGET and max(scores) == 200
