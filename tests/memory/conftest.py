@@ -25,6 +25,7 @@ async def model() -> AsyncIterator[ScriptedModelServer]:
 # (store.url; tests/fakes/postgres.py starts a real server, never skipped under CI).
 ENGINES = ("sqlite", "postgresql")
 on_both_engines = pytest.mark.parametrize("engine", ENGINES)
+on_postgres = pytest.mark.parametrize("engine", ["postgresql"])
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 from orchestrator.config import Settings
 from orchestrator.memory import items, pg_search, search
 from orchestrator.memory.schema import MIGRATIONS, _statements, migrate, text_key
-from tests.memory.conftest import Running, on_both_engines
+from tests.memory.conftest import Running, on_postgres
 
 
 def _plans(conn: Any, statements: list[str]) -> list[str]:
@@ -188,12 +188,11 @@ def _explain(conn: Any, sql: str, args: tuple[Any, ...]) -> str:
         conn.execute("RESET enable_seqscan")
 
 
-@on_both_engines
+@on_postgres
 async def test_postgres_plans_use_the_indexes(
-    memory_settings: Callable[..., Settings], engine: str
+    memory_settings: Callable[..., Settings],
 ) -> None:
-    if engine != "postgresql":
-        return  # SQLite's plans: test_the_repeat_check_is_an_index_lookup
+    """SQLite's: test_the_repeat_check_is_an_index_lookup."""
     async with Running(memory_settings()) as run:
         for i in range(30):
             await run.memory.write(f"memory number {i} of the owner about deploys")
@@ -223,12 +222,11 @@ async def test_postgres_plans_use_the_indexes(
         assert hits and all("deploys" in h.item.content for h in hits)
 
 
-@on_both_engines
+@on_postgres
 async def test_postgres_keyword_search_ranks_a_bounded_set(
-    memory_settings: Callable[..., Settings], engine: str, monkeypatch: Any
+    memory_settings: Callable[..., Settings], monkeypatch: Any
 ) -> None:
-    if engine != "postgresql":
-        return  # SQLite: test_keyword_search_never_ranks_every_holder_of_a_common_word
+    """SQLite's: test_keyword_search_never_ranks_every_holder_of_a_common_word."""
     monkeypatch.setattr(pg_search, "RANK_BUDGET", 40)
     async with Running(memory_settings(embeddings=False)) as run:
         texts = [f"deploy note {i}" for i in range(200)]
