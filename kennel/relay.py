@@ -578,6 +578,9 @@ class ModelRelay:
                         # The access token was refused: refreshed on the host, asked again.
                         await self._signed_in(headers["Authorization"].removeprefix("Bearer "))
                         continue
+                    if self._signin is not None and upstream.status != 401:
+                        # It served: a later 401 for it may be refreshed again at once.
+                        self._signin.served(headers["Authorization"].removeprefix("Bearer "))
                     response = await self._pass_back(request, upstream, scanner, scrub, sent)
                     status = upstream.status
                     break

@@ -48,6 +48,12 @@ SKEW_SECONDS = 300
 REFRESH_AFTER = 8 * 24 * 3600
 # One refresh per file at a time, per event loop (a lock is bound to the loop it waits on).
 _locks: dict[tuple[int, Path], asyncio.Lock] = {}
+# A token fresh from the endpoint that the vendor refuses before it served any call is
+# not refreshed again for this long: the vendor's 401 goes back to the kennel instead,
+# so a kennel calling in a loop (or a vendor refusing everything) costs one refresh, not
+# one per call.
+REFRESH_AGAIN_SECONDS = 60
+_had: dict[Path, tuple[str, float]] = {}  # by file: the last refresh's access token, when
 
 
 class SignInExpired(Exception):
@@ -244,6 +250,11 @@ class ChatGptSignIn:
             tokens = await self.refresh(tokens.access_token)
         return self.auth_headers(tokens)
 
+    def served(self, access_token: str) -> None:
+        """The vendor answered a call made with ``access_token`` (not a 401)."""
+        if _had.get(self.path, ("",))[0] == access_token:
+            del _had[self.path]
+
     async def refresh(self, rejected: str) -> Tokens:
         """New tokens, unless the file already holds newer ones than ``rejected`` (the
         access token the vendor refused or that expired)."""
@@ -253,11 +264,17 @@ class ChatGptSignIn:
             current = await asyncio.to_thread(self.load)
             if current.access_token != rejected and not current.stale():
                 return current  # someone refreshed while this one waited
+            had = _had.get(self.path, ("", -REFRESH_AGAIN_SECONDS))
+            if had[0] == current.access_token == rejected and (
+                time.monotonic() - had[1] < REFRESH_AGAIN_SECONDS
+            ):
+                return current  # just had, never served: the vendor's refusal stands
             if current.refresh_token == self._refused:
                 raise SignInExpired(self.expired_line)  # said once to the endpoint is enough
             fresh = await self._ask(current)
             await asyncio.to_thread(write_private, self.path, self.stored(fresh))
             self._tokens = fresh
+            _had[self.path] = (fresh.access_token, time.monotonic())
             return fresh
 
     async def exchange(self, refresh_token: str) -> Tokens:
