@@ -4,9 +4,9 @@ screenshot, then "fix this"; a log sent while a task runs; a photo before answer
 it.
 
 Kept per chat in ``FETCH_HOME/sessions/<chat>/recent-files.json`` (on the host, beside
-the media folder the channels keep the files in; never in a kennel): the last ``KEEP``
-files within ``WITHIN`` seconds, each with who sent it, so a task gets only its own
-requester's files. A task's start takes them (once); the file's own copy stays where the
+the media folder the channels keep the files in; never in a kennel): each sender's last
+``KEEP`` files within ``WITHIN`` seconds, each with who sent it, so a task gets only its
+own requester's files. A task's start takes them (once); the file's own copy stays where the
 channel kept it. Written whole through a temporary file and a rename, so a crash leaves
 the old list or the new one.
 """
@@ -25,7 +25,7 @@ from core.events import Attachment, SessionKey
 from orchestrator.task.attachments import usable
 
 log = logging.getLogger(__name__)
-KEEP = 5  # files per chat
+KEEP = 5  # files per sender in a chat
 WITHIN = 600.0  # seconds: older files are not "just sent" any more
 FILE = "recent-files.json"
 
@@ -71,10 +71,17 @@ class RecentFiles:
         os.replace(tmp, path)
 
     def _fresh(self, items: list[Recent]) -> list[Recent]:
-        """Within the window, the files still there, the last ``KEEP``."""
+        """Within the window, the files still there, each sender's last ``KEEP``: in a
+        group, one member sending file after file pushes out only their own."""
         now = self._clock()
         kept = [r for r in items if now - r.at <= WITHIN and os.path.isfile(r.attachment.path)]
-        return kept[-KEEP:]
+        count: dict[str, int] = {}
+        last: list[Recent] = []
+        for item in reversed(kept):
+            count[item.sender] = count.get(item.sender, 0) + 1
+            if count[item.sender] <= KEEP:
+                last.append(item)
+        return last[::-1]
 
     def note(self, key: SessionKey, sender: str, attachments: tuple[Attachment, ...]) -> int:
         """Keep the images and documents of a message; how many were kept. A message
