@@ -150,7 +150,9 @@ class Bridge:
             raise BridgeBroken(f"the engine refused to attach: {status.decode(errors='replace')}")
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
-        pending = b""
+        # A bytearray, consumed from the front: a chunk of many small frames costs its
+        # size, never a copy of the rest of it per frame.
+        pending = bytearray()
         while True:
             header = await reader.readexactly(8)  # the engine's: stream, 0, 0, 0, size
             size = int.from_bytes(header[4:], "big")
@@ -167,8 +169,8 @@ class Bridge:
                     raise BridgeBroken("an oversized frame from the kennel")
                 if len(pending) < HEAD.size + length:
                     break
-                body = pending[HEAD.size : HEAD.size + length]
-                pending = pending[HEAD.size + length :]
+                body = bytes(pending[HEAD.size : HEAD.size + length])
+                del pending[: HEAD.size + length]
                 await self._frame(kind, sid, body)
 
     async def _frame(self, kind: bytes, sid: int, body: bytes) -> None:
