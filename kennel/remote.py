@@ -14,6 +14,14 @@ machine is bound into it, because no path of this machine exists there:
   read by orchestrator/boundary/tarsync.py into the run's copy on this machine, from
   which the change is read as for any copy (changeset.py). The owner's workspace never
   leaves this machine;
+* a run over a repository's setup layer (orchestrator/task/setup.py) does not carry it
+  in that tar: the layer, as Fetch kept it, goes once into a volume of the engine's
+  named by it (``fetch-setup-…``, labelled like the kennel's), mounted read-only at
+  ``/setup`` in the containers made while it is the repository's, and is copied
+  there under the run's tree (``cp -a``, links as links, never over the commit's own
+  files). After the task, what of it the kennel left as it was is removed there before
+  the tree comes back, and kept here as it was. A container with another layer
+  mounted is replaced when no task of it runs, else the layer travels in the tar;
 * the relay is reached through the container's own stdio (kennel/remote_bridge.py):
   its main process forwards the CLIs' loopback port over frames on an attach stream
   Fetch holds. No port is opened on either side.
@@ -22,12 +30,17 @@ machine is bound into it, because no path of this machine exists there:
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import os
 import posixpath
+import shlex
 import tarfile
 import tempfile
+from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,6 +73,7 @@ from orchestrator.boundary.walk import FILE_FLAGS, Limits, Refused, Tree
 log = logging.getLogger(__name__)
 REACH_ERRORS: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, OSError)
 STATE_ERRORS: tuple[type[BaseException], ...] = (Refused, *ENGINE_ERRORS)
+PLACE_ERRORS: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, KennelError, OSError, Refused)
 # What may come back: the tree as any copy is read (walk.Limits), the whole archive
 # bounded by the volume it came from.
 TREE_LIMITS = Limits()
@@ -71,6 +85,18 @@ CLEAR_RUNS = (
     "rm -rf /runs/* /runs/.[!.]* /runs/..?* 2>/dev/null; "
     '[ -z "$(ls -A /runs)" ] || { echo "left: /runs"; exit 4; }'
 )
+SETUP_AT = "/setup"  # a repository's setup layer, read-only, in a volume of that engine
+
+
+@dataclass(frozen=True, slots=True)
+class SetupRef:
+    """A run's setup layer as the engine keeps it: the volume's name, Fetch's folder of
+    the layer (``layer/``, ``paths.json``), and the layer's entries the run's tree gets
+    from the volume (those the base does not have, as ``Layers.open`` merged them)."""
+
+    volume: str
+    folder: Path
+    paths: tuple[str, ...]
 
 
 class RemoteDockerKennel(DockerKennel):
@@ -91,6 +117,17 @@ class RemoteDockerKennel(DockerKennel):
         # By run: the tree's paths never sent (``pack_run``), so never removed here.
         self._unsent: dict[str, frozenset[str]] = {}
         self._shared = False  # nothing of this machine is mounted there
+        # Setup layers in volumes there (``SetupRef``): the ones filled by this process,
+        # the one each repository's runs want (by runs folder), the one each container
+        # has mounted (by name), a run's own (by run), and the tasks running in each
+        # container (a container is replaced for another layer only when idle).
+        self._filled: set[str] = set()
+        self._wanted: dict[Path, str] = {}
+        self._mounted: dict[str, str] = {}
+        self._setup_of: dict[str, SetupRef] = {}
+        self._busy: dict[str, int] = {}
+        # The last run's tar and its returned tree's: figures for the tests and the bench.
+        self.sent_bytes = self.returned_bytes = 0
 
     def isolation(self) -> str:
         return (
@@ -158,9 +195,13 @@ class RemoteDockerKennel(DockerKennel):
             labels={LABEL: "1", f"{LABEL}.install": self._install},
         )
         options.pop("volumes", None)  # the relay's folder: on this machine only
+        mounts = [Mount(str(RUNS), volume, type="volume")]
+        setup = self._wanted.get(repo)
+        if setup is not None:
+            mounts.append(Mount(SETUP_AT, setup, type="volume", read_only=True))
         options.update(
             command=["node", "-e", MUX_SCRIPT, "127.0.0.1", str(RELAY_PORT)],
-            mounts=[Mount(str(RUNS), volume, type="volume")],
+            mounts=mounts,
             stdin_open=True,  # the bridge's way in
             # Nothing the relay carries is written to the engine's logs.
             log_config=LogConfig(type="none"),
@@ -185,13 +226,23 @@ class RemoteDockerKennel(DockerKennel):
                 client.volumes.get(volume).remove(force=True)
             raise
         self._bridges[name] = bridge
+        if setup is not None:
+            self._mounted[name] = setup
         return container
 
     def _running(self, warm: _Warm) -> bool:
         bridge = self._bridges.get(warm.name)
-        return bridge is not None and bridge.alive and super()._running(warm)
+        if bridge is None or not bridge.alive or not super()._running(warm):
+            return False
+        wanted = self._wanted.get(warm.repo)
+        if wanted and self._mounted.get(warm.name) != wanted and not self._busy.get(warm.name):
+            log.info("replacing kennel %s: its repository's setup layer changed", warm.name)
+            return False
+        return True
 
     def _remove(self, warm: _Warm) -> None:
+        self._mounted.pop(warm.name, None)
+        self._busy.pop(warm.name, None)
         bridge = self._bridges.pop(warm.name, None)
         if bridge is not None:
             bridge.close()
@@ -201,10 +252,19 @@ class RemoteDockerKennel(DockerKennel):
 
     def _verify(self, warm: _Warm) -> None:
         warm.container.reload()
-        problems = hardening_problems(
-            warm.container.attrs, RUNS, self._secrets, runs_volume=self._volume_name(warm.name)
+        attrs = dict(warm.container.attrs)
+        mounts = list(attrs.get("Mounts") or [])
+        # The setup layer's volume, read-only, is the one mount besides /runs it may have.
+        setup = self._mounted.get(warm.name)
+        problems: list[str] = []
+        for mount in [m for m in mounts if m.get("Destination") == SETUP_AT]:
+            mounts.remove(mount)
+            if (mount.get("Type"), mount.get("Name")) != ("volume", setup) or mount.get("RW"):
+                problems.append(f"{SETUP_AT} is {mount.get('Name')!r}, not {setup!r} read-only")
+        attrs["Mounts"] = mounts
+        problems += hardening_problems(
+            attrs, RUNS, self._secrets, runs_volume=self._volume_name(warm.name)
         )
-        mounts = warm.container.attrs.get("Mounts") or []
         if not any(m.get("Destination") == str(RUNS) for m in mounts):
             problems.append("/runs is not mounted")
         if problems:
@@ -228,20 +288,113 @@ class RemoteDockerKennel(DockerKennel):
             log.warning("kennel %s not clean (%r); replacing it", warm.name, result.output[-200:])
             return False
         run = layout.state_host.parent.parent
+        ref = self._setup_of.get(run.name)
+        if ref is not None and self._mounted.get(warm.name) != ref.volume:
+            ref = None  # another layer is mounted (a task of it runs): the tar carries it
+            self._setup_of.pop(run.name, None)
+        skip = frozenset(ref.paths) if ref is not None else frozenset()
         with tempfile.TemporaryFile(dir=self._home) as spool:
-            _count, self._unsent[run.name] = pack_run(run, parse_user(warm.user), spool)
+            _count, self._unsent[run.name] = pack_run(run, parse_user(warm.user), spool, skip)
             while len(self._unsent) > 256:  # runs long over; a question's run sends again
                 del self._unsent[next(iter(self._unsent))]
+            self.sent_bytes = spool.tell()
             spool.seek(0)
             if not warm.container.put_archive(str(RUNS), spool):
                 raise KennelError("the remote engine did not take the run's folder")
+        if ref is not None and ref.paths:
+            done = warm.container.exec_run(
+                ["sh", "-c", _copy_script(f"{RUNS}/{run.name}/tree", ref.paths)], user=warm.user
+            )
+            if done.exit_code != 0 or done.output:  # as Layers.open's merge: logged
+                log.warning("run %s: setup layer: %r", run.name, done.output[-300:])
         return True
 
+    # -- setup layers there --------------------------------------------------------------
+    def _setup_ref(self, run: Path) -> SetupRef | None:
+        """The run's setup layer (its facts are Fetch's: ``Layers.meta``), or None."""
+        meta = self._home / "kennel" / "meta" / run.parent.name / f"{run.name}.json"
+        try:
+            folder = Path(str(json.loads(meta.read_text()).get("setup") or ""))
+            if folder == Path():
+                return None
+            listed = json.loads((folder / "paths.json").read_text())
+            done = (folder / "done").read_bytes()
+        except (OSError, ValueError, AttributeError):
+            return None
+        base = self._home / "kennel" / "base" / run.parent.name / "tree"
+        paths: list[str] = []
+        # As Layers.open merged it: an entry the base has is the commit's, sent in the tar.
+        with Tree(base) as before, Tree(run / "tree") as tree, Tree(folder / "layer") as layer:
+            for path in listed if isinstance(listed, list) else []:
+                if not isinstance(path, str) or not path or path.startswith("/"):
+                    continue
+                if ".." in path.split("/") or before.lstat(path) is not None:
+                    continue
+                if tree.lstat(path) is not None and layer.lstat(path) is not None:
+                    paths.append(path)
+        key = f"{self._install}\0{folder}\0{done.hex()}"
+        name = f"fetch-setup-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+        return SetupRef(name, folder, tuple(paths))
+
+    def _fill(self, ref: SetupRef, repo: Path, user: str) -> None:
+        """The layer into its volume there, once: a container that never starts (no
+        network, nothing of this machine) holds the volume while the engine unpacks the
+        layer's tar into it. Older layers of the repository's are removed (unless a
+        container still has one mounted: then the next start's sweep does)."""
+        self._sweep_leftovers()  # before the first volume: it would take this one too
+        client = self._docker()
+        if ref.volume in self._filled:
+            return
+        with suppress(docker.errors.NotFound):
+            client.volumes.get(ref.volume).remove(force=True)  # half filled by a crash
+        labels = {LABEL: "1", f"{LABEL}.install": self._install, f"{LABEL}.setup": repo.name}
+        for old in client.volumes.list(filters={"label": f"{LABEL}.setup={repo.name}"}):
+            if (old.attrs.get("Labels") or {}).get(f"{LABEL}.install") == self._install:
+                with suppress(*ENGINE_ERRORS):
+                    old.remove()
+                    self._filled.discard(str(old.name))
+        client.volumes.create(ref.volume, driver="local", labels=labels)
+        try:
+            holder = client.containers.create(
+                self._image,
+                ["true"],
+                network_mode="none",
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                read_only=True,
+                user=user,
+                mounts=[Mount(SETUP_AT, ref.volume, type="volume")],
+                labels={LABEL: "1", f"{LABEL}.install": self._install},
+                log_config=LogConfig(type="none"),
+            )
+            try:
+                with tempfile.TemporaryFile(dir=self._home) as spool:
+                    pack_tree(ref.folder / "layer", "", parse_user(user), spool)
+                    spool.seek(0)
+                    if not holder.put_archive(SETUP_AT, spool):
+                        raise KennelError("the remote engine did not take the setup layer")
+            finally:
+                holder.remove(force=True)
+        except BaseException:
+            with suppress(*ENGINE_ERRORS):
+                client.volumes.get(ref.volume).remove(force=True)
+            raise
+        self._filled.add(ref.volume)
+
     async def exec(self, spec: ExecSpec) -> RelayedProcess:
+        await self._place_setup(spec)
         try:
             warm = await self._ready(spec)
         except ENGINE_ERRORS as err:
             raise KennelError(f"the kennel could not start: {engine_fault(err)}") from err
+        self._busy[warm.name] = self._busy.get(warm.name, 0) + 1
+        ended = False
+
+        def end() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                self._busy[warm.name] = max(0, self._busy.get(warm.name, 0) - 1)
 
         async def start() -> RemoteProcess:
             proc = await RemoteProcess.start(
@@ -249,22 +402,72 @@ class RemoteDockerKennel(DockerKennel):
             )
             assert isinstance(proc, RemoteProcess)
             proc.fetch_back = lambda: self._pull(warm, spec.layout)
+            proc.on_end = end
             return proc
 
-        return await start_relayed(spec, start)
+        try:
+            return await start_relayed(spec, start)
+        except BaseException:
+            end()
+            raise
+
+    async def _place_setup(self, spec: ExecSpec) -> None:
+        """The run's setup layer in its volume there (once), wanted by its repository's
+        containers. Best effort: without it, the layer travels in the run's tar."""
+        run = spec.layout.state_host.parent.parent
+        self._setup_of.pop(run.name, None)
+        ref = await asyncio.to_thread(self._setup_ref, run)
+        if ref is None:
+            return
+        runs = self._runs(spec)
+        try:
+            async with self._lock:
+                await asyncio.to_thread(self._fill, ref, runs, self._task_user(runs))
+        except PLACE_ERRORS as err:
+            log.warning("run %s: the setup layer goes in the tar: %s", run.name, err)
+            return
+        self._wanted[runs] = ref.volume
+        self._setup_of[run.name] = ref
+        while len(self._setup_of) > 256:
+            del self._setup_of[next(iter(self._setup_of))]
 
     def _pull(self, warm: _Warm, layout: Layout) -> None:
         """The run's tree and state, back from the engine into the run's copy here.
         ``Refused`` when the tree cannot be taken as it is (the copy here is left as it
         was); the state is best effort, like ``Layer.keep_state``."""
         run = layout.state_host.parent.parent
-        self._fetch(warm, run, "tree", TREE_LIMITS)
+        kept = self._drop_setup_there(warm, run)
+        self._fetch(warm, run, "tree", TREE_LIMITS, kept)
         try:
             self._fetch(warm, run, "state", STATE_LIMITS)
         except STATE_ERRORS as err:
             log.warning("run %s: the CLI's state did not come back: %s", run.name, err)
 
-    def _fetch(self, warm: _Warm, run: Path, top: str, limits: Limits) -> None:
+    def _drop_setup_there(self, warm: _Warm, run: Path) -> frozenset[str]:
+        """The setup layer's entries the kennel left as the volume has them, removed
+        there so they do not come back; the copy here keeps them as they were. (A kennel
+        that fooled the comparison loses only its own change to them.)"""
+        ref = self._setup_of.get(run.name)
+        if ref is None or not ref.paths:
+            return frozenset()
+        tree = f"{RUNS}/{run.name}/tree"
+        lines = [
+            f"diff -r --no-dereference -- {shlex.quote(f'{SETUP_AT}/{p}')} "
+            f"{shlex.quote(f'{tree}/{p}')} >/dev/null 2>&1 && "
+            f"rm -rf -- {shlex.quote(f'{tree}/{p}')} && echo {n}"
+            for n, p in enumerate(ref.paths)
+        ]
+        try:
+            done = warm.container.exec_run(["sh", "-c", "\n".join(lines)], user=warm.user)
+        except ENGINE_ERRORS as err:
+            log.warning("run %s: the setup layer comes back whole: %s", run.name, err)
+            return frozenset()
+        gone = {int(x) for x in done.output.split() if x.isdigit() and int(x) < len(ref.paths)}
+        return frozenset(ref.paths[n] for n in gone)
+
+    def _fetch(
+        self, warm: _Warm, run: Path, top: str, limits: Limits, kept: frozenset[str] = frozenset()
+    ) -> None:
         cap = parse_size(self._settings.runs_size)
         stream, _stat = warm.container.get_archive(f"{RUNS}/{run.name}/{top}")
         with tempfile.TemporaryFile(dir=self._home) as spool:
@@ -275,7 +478,9 @@ class RemoteDockerKennel(DockerKennel):
                     raise Refused(f"the returned {top} is over {cap // (1 << 20)} MB")
                 spool.write(chunk)
             spool.seek(0)
-            keep = self._unsent.get(run.name, frozenset()) if top == "tree" else frozenset()
+            if top == "tree":
+                self.returned_bytes = size
+            keep = self._unsent.get(run.name, frozenset()) | kept if top == "tree" else kept
             done = tarsync.sync(spool, top, str(run / top), limits, cap, keep)
         if done.left_out:
             log.info("run %s: left out of the returned %s: %s", run.name, top, done.left_out)
@@ -285,6 +490,7 @@ class RemoteProcess(DockerProcess):
     """A task on the remote engine: when it has ended, its tree comes back."""
 
     fetch_back: Any = None  # () -> None, in a thread: RemoteDockerKennel._pull
+    on_end: Callable[[], None] | None = None  # the task no longer runs in its container
     _fetched = False
 
     def _pump(self, sock: Any, loop: asyncio.AbstractEventLoop) -> None:
@@ -310,6 +516,8 @@ class RemoteProcess(DockerProcess):
 
     async def _fetch_back(self, strict: bool) -> None:
         if self._fetched or self.fetch_back is None or self._lost is not None:
+            if self.on_end is not None:
+                self.on_end()
             return
         self._fetched = True
         try:
@@ -322,6 +530,9 @@ class RemoteProcess(DockerProcess):
             if strict:
                 raise self._lose(err) from err
             log.warning("the stopped kennel's result did not come back: %s", err)
+        finally:
+            if self.on_end is not None:
+                self.on_end()
 
 
 def missing_image(image: str, engine: Engine) -> str:
@@ -333,63 +544,122 @@ def missing_image(image: str, engine: Engine) -> str:
     )
 
 
-def pack_run(run: Path, owner: tuple[int, int], out: IO[bytes]) -> tuple[int, frozenset[str]]:
+def pack_run(
+    run: Path, owner: tuple[int, int], out: IO[bytes], skip: frozenset[str] = frozenset()
+) -> tuple[int, frozenset[str]]:
     """The run's folder (tree, state, attachments: Fetch's own, never a kennel's) as a
     tar for ``/runs``, every entry the task's uid's, nothing followed: links go as links.
+    ``skip``: the tree's entries not sent (a setup layer's, put there from its volume).
     Returns the number of entries, and the tree's paths not sent: relative links that
     climb out of ``/runs``, which the engine refuses to unpack (a repository may commit
     one; a kennel may have made one), kept here as they are."""
-    count = 0
     unsent: set[str] = set()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-
-        def add(name: str, kind: bytes, mode: int, size: int = 0, target: str = "") -> Any:
-            info = tarfile.TarInfo(name)
-            info.type, info.mode, info.size, info.linkname = kind, mode, size, target
-            info.uid, info.gid = owner
-            info.mtime = 0
-            return info
-
-        tar.addfile(add(run.name, tarfile.DIRTYPE, 0o755))
-        count += 1
+        tar.addfile(_info(run.name, tarfile.DIRTYPE, 0o755, owner))
+        count = 1
         for top in ("tree", "state", "attachments"):
             if not (run / top).is_dir() or (run / top).is_symlink():
                 continue
-            tar.addfile(add(f"{run.name}/{top}", tarfile.DIRTYPE, 0o755))
-            with Tree(run / top) as tree:
-                for found in tree.walk(Limits(depth=4096, entries=10_000_000)):
-                    name = f"{run.name}/{top}/{found.path}"
-                    mode = 0o755 if found.st.st_mode & 0o100 else 0o644
-                    if found.kind == "dir":
-                        tar.addfile(add(name, tarfile.DIRTYPE, 0o755))
-                    elif found.kind == "link":
-                        target = tree.readlink(found.path)
-                        if _climbs_out(name, target):
-                            if top == "tree":
-                                unsent.add(found.path)
-                            continue
-                        tar.addfile(add(name, tarfile.SYMTYPE, 0o777, 0, target))
-                    elif found.kind == "file":
-                        fd, leaf = tree._parent(found.path)
-                        try:
-                            file_fd = os.open(leaf, FILE_FLAGS, dir_fd=fd)
-                        finally:
-                            os.close(fd)
-                        with os.fdopen(file_fd, "rb") as data:
-                            size = os.fstat(data.fileno()).st_size
-                            tar.addfile(add(name, tarfile.REGTYPE, mode, size), data)
-                    else:
-                        continue
-                    count += 1
+            tar.addfile(_info(f"{run.name}/{top}", tarfile.DIRTYPE, 0o755, owner))
+            climbs = unsent if top == "tree" else set()
+            count += _add_tree(
+                tar, run / top, f"{run.name}/{top}/", owner, skip if top == "tree" else None, climbs
+            )
     return count, frozenset(unsent)
 
 
-def _climbs_out(name: str, target: str) -> bool:
-    """Whether a relative link at ``/runs/<name>`` points above ``/runs``."""
+def pack_tree(folder: Path, prefix: str, owner: tuple[int, int], out: IO[bytes]) -> int:
+    """``folder``'s entries as a tar, names below ``prefix``, as ``pack_run`` packs them
+    (a relative link climbing out of the folder is left out: the engine refuses it)."""
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        return _add_tree(tar, folder, prefix, owner, None, set(), root=SETUP_AT)
+
+
+def _info(name: str, kind: bytes, mode: int, owner: tuple[int, int], size: int = 0) -> Any:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.size = kind, mode, size
+    info.uid, info.gid = owner
+    info.mtime = 0
+    return info
+
+
+def _add_tree(
+    tar: tarfile.TarFile,
+    folder: Path,
+    prefix: str,
+    owner: tuple[int, int],
+    skip: frozenset[str] | None,
+    climbs: set[str],
+    root: str = str(RUNS),
+) -> int:
+    """Every entry below ``folder`` into ``tar`` (but ``skip`` and what is below them),
+    nothing followed; the relative links climbing out of ``root`` (where the engine
+    unpacks the tar) are added to ``climbs`` instead."""
+    count = 0
+    left = skip or frozenset()
+    with Tree(folder) as tree:
+        for found in tree.walk(
+            Limits(depth=4096, entries=10_000_000), lambda f: f.path not in left
+        ):
+            if found.path in left:
+                continue
+            name = f"{prefix}{found.path}"
+            mode = 0o755 if found.st.st_mode & 0o100 else 0o644
+            if found.kind == "dir":
+                tar.addfile(_info(name, tarfile.DIRTYPE, 0o755, owner))
+            elif found.kind == "link":
+                target = tree.readlink(found.path)
+                if _climbs_out(name, target, root):
+                    climbs.add(found.path)
+                    continue
+                link = _info(name, tarfile.SYMTYPE, 0o777, owner)
+                link.linkname = target
+                tar.addfile(link)
+            elif found.kind == "file":
+                fd, leaf = tree._parent(found.path)
+                try:
+                    file_fd = os.open(leaf, FILE_FLAGS, dir_fd=fd)
+                finally:
+                    os.close(fd)
+                with os.fdopen(file_fd, "rb") as data:
+                    size = os.fstat(data.fileno()).st_size
+                    tar.addfile(_info(name, tarfile.REGTYPE, mode, owner, size), data)
+            else:
+                continue
+            count += 1
+    return count
+
+
+def _copy_script(tree: str, paths: tuple[str, ...]) -> str:
+    """Copy the setup layer's ``paths`` from its volume under the run's ``tree`` there,
+    as ``Layers.open`` merges them here: links as links, never over what is there."""
+    lines = []
+    for n, path in enumerate(paths):
+        parent = posixpath.dirname(path)
+        into = shlex.quote(f"{tree}/{parent}" if parent else tree)
+        dst, src = shlex.quote(f"{tree}/{path}"), shlex.quote(f"{SETUP_AT}/{path}")
+        # Not there: a link the volume could not take (it climbs out of it); the run's
+        # copy here keeps it, the kennel does without, like any link out.
+        lines.append(
+            f"if [ ! -e {dst} ] && [ ! -L {dst} ] && {{ [ -e {src} ] || [ -L {src} ]; }}; "
+            f"then mkdir -p -- {into} && cp -a -- {src} {into}/ || echo 'not copied: {n}'; fi"
+        )
+    return "\n".join(lines)
+
+
+def _climbs_out(name: str, target: str, root: str = str(RUNS)) -> bool:
+    """Whether a relative link at ``<root>/<name>`` points above ``root``."""
     if target.startswith("/"):
         return False
-    where = posixpath.normpath(posixpath.join(str(RUNS), posixpath.dirname(name), target))
-    return where != str(RUNS) and not where.startswith(f"{RUNS}/")
+    where = posixpath.normpath(posixpath.join(root, posixpath.dirname(name), target))
+    return where != root and not where.startswith(f"{root}/")
 
 
-__all__ = ["RemoteDockerKennel", "RemoteProcess", "missing_image", "pack_run"]
+__all__ = [
+    "RemoteDockerKennel",
+    "RemoteProcess",
+    "SetupRef",
+    "missing_image",
+    "pack_run",
+    "pack_tree",
+]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from kennel.base import ExecSpec
+from kennel.docker_backend import LABEL, install_id
 from kennel.remote import RemoteDockerKennel
 from kennel.remote_engine import Engine
 from kennel.settings import DockerKennelSettings, SetupSettings
@@ -81,6 +82,7 @@ async def remote_setup_fetch(
 
 async def test_setup_there_then_the_tests_pass_there_offline(
     remote_setup_fetch: tuple[Driver, PackageIndex, list[str], Path],
+    with_image: SecondEngine,
 ) -> None:
     driver, index, other_hits, repo = remote_setup_fetch
     assert isinstance(driver.services.kennel, RemoteDockerKennel)
@@ -116,6 +118,22 @@ async def test_setup_there_then_the_tests_pass_there_offline(
     print(f"remote: a later task with the layer to the card: {time.monotonic() - started:.1f} s")
     assert "🧰" not in card and "🧪 3/3 passing" in card, card
     assert len(index.hits) == after_setup
+    # The layer went there once, into a volume of its own mounted read-only; the run's
+    # tar no longer carries it (a venv alone is thousands of files).
+    kennel = driver.services.kennel
+    assert isinstance(kennel, RemoteDockerKennel)
+    there = with_image.client()
+    try:
+        label = f"{LABEL}.install={install_id(home)}"
+        found = there.volumes.list(filters={"label": label})
+        volumes = [v for v in found if v.name.startswith("fetch-setup-")]
+        assert len(volumes) == 1, volumes
+        (container,) = there.containers.list(filters={"label": label})
+        mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
+        assert mounts["/setup"]["Name"] == volumes[0].name and not mounts["/setup"]["RW"]
+    finally:
+        there.close()
+    assert kennel.sent_bytes < 1 << 20, kennel.sent_bytes
     await driver.ask("no", "Discarded")
     assert other_hits == []
 
@@ -207,3 +225,75 @@ async def test_a_hostile_setup_there_keeps_only_its_additions(
         assert git(repo, "status", "--porcelain") == ""
     finally:
         await kennel.close()
+
+
+async def test_a_big_setup_layer_goes_there_once(
+    with_image: SecondEngine,
+    kennel_image: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A layer of 6,000 files and 600 links (24 MB): with the volume, a task's tar holds
+    the commit only and the layer is copied there; without it (the tar way), every task
+    sends and takes back the whole layer. Both timed; what a task sees is the same, and
+    a task's edit inside the layer still comes back (the top entry it is in, whole)."""
+    home = tmp_path / "home"
+    repo = make_repo(tmp_path / "ws", "big", {"a.txt": "a\n", ".fetch/setup.sh": "true\n"})
+    kennel = RemoteDockerKennel(
+        home,
+        DockerKennelSettings(runs_size="1g"),
+        kennel_image,
+        Engine.parse(with_image.url, with_image.certs, True),
+    )
+    layers = build_layers(home, kennel)
+    wanted = plan(Repo(repo))
+    assert wanted is not None
+    setup_run = layers.open(Repo(repo), "setup", host_mounts=False)
+    modules = setup_run.tree / "node_modules"
+    for n in range(600):
+        pkg = modules / f"p{n}"
+        pkg.mkdir(parents=True)
+        for k in range(10):
+            (pkg / f"f{k}.js").write_bytes(os.urandom(4096))
+        (pkg / "self").symlink_to("f0.js")
+    folder = layers.keep_setup(setup_run, wanted.digest)
+    setup_run.drop()
+    look = "ls node_modules | wc -l; readlink node_modules/p7/self; echo b > b.txt"
+    edit = "; echo edit > node_modules/p3/f1.js"
+    figures: dict[str, float] = {}
+    try:
+        for way in ("tar", "volume", "volume again"):
+            if way == "tar":
+                monkeypatch.setattr(kennel, "_place_setup", _nothing)
+            else:
+                monkeypatch.undo()
+            run = layers.open(Repo(repo), way.replace(" ", "-"), host_mounts=False, setup=folder)
+            try:
+                run.fresh_state("probe")
+                layout = kennel.layout(run.tree, "probe", repo)
+                started = time.monotonic()
+                script = look if way == "volume again" else look + edit
+                proc = await kennel.exec(
+                    ExecSpec(("sh", "-c", script), {"PATH": layout.path_env}, run.tree, layout)
+                )
+                lines = [line async for line in proc.lines()]
+                assert await proc.wait() == 0, proc.stderr_tail()
+                figures[f"{way}_s"] = time.monotonic() - started
+                figures[f"{way}_sent_mb"] = kennel.sent_bytes / (1 << 20)
+                figures[f"{way}_returned_mb"] = kennel.returned_bytes / (1 << 20)
+                assert lines == ["600", "f0.js"], lines
+                change = run.read(Repo(repo))
+                edited = [] if way == "volume again" else ["node_modules/p3/f1.js"]
+                assert sorted(f.path for f in change.files) == ["b.txt", *edited]
+            finally:
+                run.drop()
+    finally:
+        await kennel.close()
+    print(f"\nbig setup layer there: {figures}")
+    assert figures["tar_sent_mb"] > 20
+    assert figures["tar_returned_mb"] > 20
+    assert figures["volume again_sent_mb"] < 1 and figures["volume again_returned_mb"] < 1
+
+
+async def _nothing(*_args: object) -> None:
+    return None
