@@ -617,7 +617,8 @@ class ModelRelay:
     ) -> web.StreamResponse:
         """The vendor's answer, streamed to the kennel without the credential in it."""
         if 300 <= upstream.status < 400:
-            where = upstream.headers.get("Location", "")[:200]
+            # Scrubbed like any header (then cut): a Location may carry the credential.
+            where = scrub.text(upstream.headers.get("Location", ""))[:200]
             raise _Refused(
                 502,
                 "relay_error",
