@@ -11,7 +11,8 @@ engine), a container whose main process is a hostile program, not remote_mux.js:
   not pile up in Fetch's memory either (the bridge stops reading the kennel instead).
 
 Either way the bridge may stall or end (only the kennel's own relay access suffers), but
-what Fetch holds for it stays bounded.
+what Fetch holds for it stays bounded, and closing it (a /stop, a replaced kennel) ends
+its thread at once even while the kennel stalls it.
 """
 
 from __future__ import annotations
@@ -141,11 +142,15 @@ async def _flood(engine_client: Any, image: str, tmp_path: Path, mode: str, tota
         stop.set()
         if watcher.is_alive():
             watcher.join(2)
+        closing = time.monotonic()
         await asyncio.to_thread(bridge.close)
+        took = time.monotonic() - closing
         await asyncio.to_thread(container.remove, force=True)
         for writer in held_open:
             writer.close()
         server.close()
+    # Stalled by its kennel or not, the bridge ends when Fetch lets go of it.
+    assert not bridge._thread.is_alive() and took < 5, f"close took {took:.1f} s"
     return peak
 
 
