@@ -54,6 +54,12 @@ _locks: dict[tuple[int, Path], asyncio.Lock] = {}
 # one per call.
 REFRESH_AGAIN_SECONDS = 60
 _had: dict[Path, tuple[str, float]] = {}  # by file: the last refresh's access token, when
+# And at most this many refreshes per file in REFRESH_WINDOW seconds, whatever the calls
+# between them: a kennel that can get a 401 for a good token at will (and a 200 between
+# two) still costs a few refreshes, not one per pair. An expiry needs one an hour.
+REFRESHES_PER_WINDOW = 3
+REFRESH_WINDOW = 600.0
+_refreshed: dict[Path, list[float]] = {}  # by file: when each recent refresh was asked
 
 
 class SignInExpired(Exception):
@@ -271,6 +277,11 @@ class ChatGptSignIn:
                 return current  # just had, never served: the vendor's refusal stands
             if current.refresh_token == self._refused:
                 raise SignInExpired(self.expired_line)  # said once to the endpoint is enough
+            now = time.monotonic()
+            asked = [t for t in _refreshed.get(self.path, []) if now - t < REFRESH_WINDOW]
+            if len(asked) >= REFRESHES_PER_WINDOW:
+                return current  # the vendor's refusal stands until the window moves on
+            _refreshed[self.path] = [*asked, now]
             fresh = await self._ask(current)
             await asyncio.to_thread(write_private, self.path, self.stored(fresh))
             self._tokens = fresh

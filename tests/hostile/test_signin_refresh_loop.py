@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aiohttp import web
+
 from tests.harnesses.test_codex_signin import access
 from tests.kennel.relay_vendor import Vendor, call
 from tests.kennel.test_signin_credential import (
@@ -61,3 +63,30 @@ async def test_a_token_that_served_and_is_then_refused_is_refreshed_at_once(
         again = await call(relay.socket_path, "POST", TURN, {"model": "gpt-5.5"}, BEARER)
     assert (first.status, again.status) == (200, 200)
     assert [a["refresh_token"] for a in found.asked] == ["real-refresh-1", "real-refresh-2"]
+
+
+async def test_a_kennel_alternating_a_401_and_a_200_gets_a_few_refreshes_only(
+    vendor: Vendor, endpoint: tuple[TokenEndpoint, str], tmp_path: Path
+) -> None:
+    """The kennel shapes every other call so the vendor answers 401 to a good token, and
+    the call between is served: each pair would be a refresh."""
+    found, url = endpoint
+    good = {access(1, 3600)}
+    for n in range(1, 30):
+        token = access(n + 1, 3600)
+        good.add(token)
+        found.grants[f"real-refresh-{n}"] = (token, f"real-refresh-{n + 1}")
+    signin = _signin(tmp_path, url, access(1, 3600), "real-refresh-1")
+
+    async def shaped(request: web.Request) -> web.StreamResponse:
+        bearer = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if bearer not in good or "x-shaped" in request.headers:
+            return web.json_response({"error": {"message": "no"}}, status=401)
+        return web.json_response({"ok": True, "usage": {"input_tokens": 1}})
+
+    vendor.reply = shaped
+    async with signed_relay(vendor, tmp_path / "r.sock", signin) as relay:
+        for _ in range(10):
+            for extra in ({"x-shaped": "1"}, {}):
+                await call(relay.socket_path, "POST", TURN, {"model": "m"}, {**BEARER, **extra})
+    assert len(found.asked) <= 3, f"{len(found.asked)} refreshes for 10 shaped 401s"
