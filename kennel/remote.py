@@ -161,6 +161,22 @@ class RemoteDockerKennel(DockerKennel):
     def _volume_name(self, container: str) -> str:
         return f"{container}-runs"
 
+    async def close(self) -> None:
+        await super().close()
+        if self._filled:  # the containers are gone: their setup volumes go too
+            await asyncio.to_thread(self._drop_setup_volumes)
+
+    def _drop_setup_volumes(self) -> None:
+        filled, self._filled = set(self._filled), set()
+        with suppress(*REACH_ERRORS):
+            client = self.engine.client()
+            try:
+                for name in filled:
+                    with suppress(*ENGINE_ERRORS):
+                        client.volumes.get(name).remove(force=True)
+            finally:
+                client.close()
+
     def _sweep_leftovers(self) -> None:
         first = not self._swept
         super()._sweep_leftovers()

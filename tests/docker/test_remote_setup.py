@@ -12,11 +12,13 @@ added."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,12 +127,11 @@ async def test_setup_there_then_the_tests_pass_there_offline(
     there = with_image.client()
     try:
         label = f"{LABEL}.install={install_id(home)}"
-        found = there.volumes.list(filters={"label": label})
-        volumes = [v for v in found if v.name.startswith("fetch-setup-")]
+        volumes = _setup_volumes(there, label)
         assert len(volumes) == 1, volumes
         (container,) = there.containers.list(filters={"label": label})
         mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
-        assert mounts["/setup"]["Name"] == volumes[0].name and not mounts["/setup"]["RW"]
+        assert mounts["/setup"]["Name"] == volumes[0] and not mounts["/setup"]["RW"]
     finally:
         there.close()
     assert kennel.sent_bytes < 1 << 20, kennel.sent_bytes
@@ -219,12 +220,40 @@ async def test_a_hostile_setup_there_keeps_only_its_additions(
             # Its change holds none of the setup's entries.
             change = run.read(Repo(repo))
             assert not [f.path for f in change.files], change.files
+            # A task there cannot change the layer for the next one: the volume is
+            # read-only; what it does to its own copy stays its own.
+            spoil = (
+                "echo spoiled > /setup/.venv/lib/dep.py || echo refused; "
+                "echo spoiled > .venv/lib/dep.py; rm -rf node_modules"
+            )
+            proc = await kennel.exec(
+                ExecSpec(("sh", "-c", spoil), {"PATH": layout.path_env}, run.tree, layout)
+            )
+            assert "refused" in [line async for line in proc.lines()]
+            assert await proc.wait() == 0, proc.stderr_tail()
+        finally:
+            run.drop()
+        run = layers.open(Repo(repo), 8, host_mounts=kennel.host_mounts, setup=outcome.layer)
+        try:
+            run.fresh_state("probe")
+            layout = kennel.layout(run.tree, "probe", repo)
+            proc = await kennel.exec(
+                ExecSpec(("sh", "-c", look), {"PATH": layout.path_env}, run.tree, layout)
+            )
+            lines = [line async for line in proc.lines()]
+            assert await proc.wait() == 0, proc.stderr_tail()
+            assert lines[0] == "VALUE = 1" and lines[3] == "../pkg/cli.js", lines
         finally:
             run.drop()
         assert tree_snapshot(victim) == before_victim
         assert git(repo, "status", "--porcelain") == ""
     finally:
         await kennel.close()
+    there = with_image.client()
+    try:  # close leaves no layer's volume there either
+        assert _setup_volumes(there, f"{LABEL}.install={install_id(home)}") == []
+    finally:
+        there.close()
 
 
 async def test_a_big_setup_layer_goes_there_once(
@@ -287,12 +316,34 @@ async def test_a_big_setup_layer_goes_there_once(
                 assert sorted(f.path for f in change.files) == ["b.txt", *edited]
             finally:
                 run.drop()
+        # A Fetch killed now leaves the container and the layer's volume there: the next
+        # one of the same home removes both before its first kennel.
+        there = with_image.client()
+        label = f"{LABEL}.install={install_id(home)}"
+        try:
+            assert _setup_volumes(there, label), "the layer's volume is not there"
+            await asyncio.to_thread(
+                RemoteDockerKennel(
+                    home,
+                    DockerKennelSettings(),
+                    kennel_image,
+                    Engine.parse(with_image.url, with_image.certs, True),
+                )._sweep_leftovers
+            )
+            assert _setup_volumes(there, label) == []
+        finally:
+            there.close()
     finally:
         await kennel.close()
     print(f"\nbig setup layer there: {figures}")
     assert figures["tar_sent_mb"] > 20
     assert figures["tar_returned_mb"] > 20
     assert figures["volume again_sent_mb"] < 1 and figures["volume again_returned_mb"] < 1
+
+
+def _setup_volumes(client: Any, label: str) -> list[str]:
+    found = client.volumes.list(filters={"label": label})
+    return [v.name for v in found if v.name.startswith("fetch-setup-")]
 
 
 async def _nothing(*_args: object) -> None:
