@@ -160,7 +160,8 @@ class Bridge:
                 raise BridgeBroken("an oversized chunk from the engine")
             chunk = await reader.readexactly(size)
             if header[0] == 2:
-                log.info("remote kennel forwarder: %s", chunk[:300].decode(errors="replace"))
+                # The kennel's bytes, quoted: a line break in them forges no log line.
+                log.info("remote kennel forwarder: %r", chunk[:300].decode(errors="replace"))
                 continue
             pending += chunk
             while len(pending) >= HEAD.size:

@@ -11,9 +11,12 @@ burning a core that no /stop could end (``close`` waits 5 s, then gives up on it
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 import time
 from pathlib import Path
+
+import pytest
 
 from kennel.remote_bridge import HEAD, MAX_FRAME, Bridge
 from kennel.remote_engine import Engine
@@ -55,3 +58,34 @@ async def test_a_chunk_packed_with_tiny_frames_is_read_in_linear_time(tmp_path: 
         for server in servers:
             server.close()
     assert took < 30
+
+
+async def test_the_kennels_stderr_forges_no_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The forwarder's stderr (the container's main process: the kennel can write to it)
+    is logged quoted: its line breaks do not start lines of Fetch's log."""
+    engine_sock = tmp_path / "engine.sock"
+    forged = b"oops\n2026-11-27 02:00:00,000 WARNING orchestrator.task.runner: task 1 approved"
+
+    async def engine(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+        writer.write(struct.pack(">BxxxI", 2, len(forged)) + forged)
+        ready = HEAD.pack(b"R", 0, 0)
+        writer.write(struct.pack(">BxxxI", 1, len(ready)) + ready)
+        await writer.drain()
+        await reader.read()
+
+    server = await asyncio.start_unix_server(engine, path=str(engine_sock))
+    bridge = Bridge(Engine(f"unix://{engine_sock}"), "0" * 64, tmp_path / "relay.sock")
+    caplog.set_level(logging.INFO, logger="kennel.remote_bridge")
+    try:
+        await asyncio.to_thread(bridge.attach, 10)
+        await asyncio.to_thread(bridge.wait_ready, 10)
+    finally:
+        await asyncio.to_thread(bridge.close)
+        server.close()
+    said = [r.getMessage() for r in caplog.records if "forwarder" in r.getMessage()]
+    assert said, caplog.records
+    assert not any("\n" in line for line in said), said
