@@ -323,7 +323,11 @@ class App:
         await services.blocks.load()  # the memory blocks, read once (/identity reads them)
         await services.links.load()  # chats that share one session (/link)
         messenger.device = services.links.route  # a pair's replies: where the owner wrote
-        await services.improver.start()  # /improve runs a restart cut short: marked so
+        # The start-up's recoveries are about work a stopped Fetch left: on a database
+        # another live process uses (PostgreSQL), that work may be its, still running.
+        alone = store.db.alone
+        if alone:
+            await services.improver.start()  # /improve runs a restart cut short: marked so
         gateway = Gateway(services)
         self.services, self.gateway = services, gateway
         # Voice notes become typed text in front of the gateway (orchestrator/hearing/).
@@ -356,9 +360,11 @@ class App:
         async def ttl(key: SessionKey, repo: str) -> float:
             return float((await permissions.policy(key, repo)).ttl_seconds)
 
-        recovered = await recover_journal(store, workspace, sessions, settings.owner, ttl)
+        recovered = (
+            await recover_journal(store, workspace, sessions, settings.owner, ttl) if alone else []
+        )
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
-        for row in await store.sessions.in_states((State.WORKING.value,)):
+        for row in await store.sessions.in_states((State.WORKING.value,)) if alone else []:
             await runner.recover(await sessions.get(row.key))
         # What a killed run left of its layers (overlay mounts, copies) goes, but for
         # the layer a CLI's question still waits on.

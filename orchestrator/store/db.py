@@ -58,6 +58,7 @@ def key_str(key: SessionKey) -> str:
 class Database:
     dialect: Dialect = "sqlite"
     holder = ""  # one process owns the file (the home's lock says so)
+    alone = True
 
     def __init__(self, path: Path) -> None:
         self.path = path

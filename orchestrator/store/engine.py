@@ -57,6 +57,10 @@ class Engine(Protocol):
     dialect: Dialect
     # This process's name on the database: '' on SQLite (one process owns the file).
     holder: str
+    # No other process used the database when this one opened it: the start-up's
+    # recoveries (tasks cut short, open intents, /improve runs) are this process's to do.
+    # Always on SQLite (the home's lock makes it so); on PostgreSQL see pg.py.
+    alone: bool
 
     @property
     def conn(self) -> Conn: ...

@@ -53,6 +53,9 @@ MIGRATE_LOCK = 0x46455444
 LIVE_LOCK = "SELECT pg_advisory_lock(1, hashtext($1))"
 TRY_LOCK = "SELECT pg_try_advisory_lock(1, hashtext($1))"
 UNLOCK = "SELECT pg_advisory_unlock(1, hashtext($1))"
+# Every live process holds this key shared; taking it exclusively at once, before that,
+# tells a starting process whether any other one is using the database.
+ALIVE_KEY = 0x46455445
 CONNECT_TIMEOUT = 10.0
 POOL_MAX = 10
 BEHIND_CAP = 10_000
@@ -227,6 +230,10 @@ class PgDatabase:
         # and the server frees it the moment the connection drops, SIGKILL included).
         self.holder = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._live: asyncpg.Connection | None = None
+        # Whether no other Fetch process was using the database when this one opened it
+        # (then the start-up's recoveries are this process's; else they are another's
+        # live work, left alone).
+        self.alone = False
         self._live_lock = asyncio.Lock()
         self._pool_max = pool_max
         self._pool: asyncpg.Pool | None = None
@@ -270,6 +277,12 @@ class PgDatabase:
             await self._prepare()
             self._live = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT)
             await self._live.execute(LIVE_LOCK, self.holder)
+            self.alone = bool(
+                await self._live.fetchval("SELECT pg_try_advisory_lock($1)", ALIVE_KEY)
+            )
+            if self.alone:
+                await self._live.execute("SELECT pg_advisory_unlock($1)", ALIVE_KEY)
+            await self._live.execute("SELECT pg_advisory_lock_shared($1)", ALIVE_KEY)
         except BaseException:
             if self._live is not None:
                 await self._live.close()

@@ -335,3 +335,19 @@ async def test_two_stores_claim_side_by_side_and_never_the_same_run(
         )
         runs = [c.run.id for c in again_a + again_b]
         assert sorted(runs) == sorted(set(runs)) and len(runs) == 200
+
+
+async def test_only_a_process_alone_on_the_database_does_the_start_up_recoveries(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """``alone``: the app runs the recoveries of a stopped Fetch (tasks cut short, open
+    intents, /improve runs) only when no other process uses the database, since on a
+    shared one they may be that process's live work."""
+    async with Store(tmp_path / "a", pg_url) as a:
+        assert a.db.alone
+        async with Store(tmp_path / "b", pg_url) as b:
+            assert not b.db.alone
+    async with Store(tmp_path / "c", pg_url) as c:
+        assert c.db.alone  # the others are gone
+    async with Store(tmp_path / "fetch.db") as lite:
+        assert lite.db.alone
