@@ -485,14 +485,19 @@ class RemoteDockerKennel(DockerKennel):
         self, warm: _Warm, run: Path, top: str, limits: Limits, kept: frozenset[str] = frozenset()
     ) -> None:
         cap = parse_size(self._settings.runs_size)
-        stream, _stat = warm.container.get_archive(f"{RUNS}/{run.name}/{top}")
+        response = _archive(warm.container, f"{RUNS}/{run.name}/{top}")
         with tempfile.TemporaryFile(dir=self._home) as spool:
             size = 0
-            for chunk in stream:
-                size += len(chunk)
-                if size > cap + (64 << 20):  # tar headers on top of the volume's size
-                    raise Refused(f"the returned {top} is over {cap // (1 << 20)} MB")
-                spool.write(chunk)
+            try:
+                for chunk in response.iter_content(1 << 20, False):
+                    size += len(chunk)
+                    if size > cap + (64 << 20):  # tar headers on top of the volume's size
+                        raise Refused(f"the returned {top} is over {cap // (1 << 20)} MB")
+                    spool.write(chunk)
+            finally:
+                # Let go of the engine's stream, read to its end or not: one left open
+                # keeps the engine writing it, and removing the container then hangs.
+                response.close()
             spool.seek(0)
             if top == "tree":
                 self.returned_bytes = size
@@ -549,6 +554,26 @@ class RemoteProcess(DockerProcess):
         finally:
             if self.on_end is not None:
                 self.on_end()
+
+
+def _archive(container: Any, path: str) -> Any:
+    """The engine's archive of ``path`` in ``container``: the streamed HTTP response
+    itself (the SDK's ``get_archive`` hides it in a generator, so it cannot be closed, and
+    takes the socket's timeout off: an engine that stops sending would hold the fetch,
+    and a /stop waiting on it, forever; here each read waits the client's timeout)."""
+    api = container.client.api
+    response = api._get(
+        api._url("/containers/{0}/archive", container.id),
+        params={"path": path},
+        stream=True,
+        headers={"Accept-Encoding": "identity"},
+    )
+    try:
+        api._raise_for_status(response)
+    except BaseException:
+        response.close()
+        raise
+    return response
 
 
 def missing_image(image: str, engine: Engine) -> str:
