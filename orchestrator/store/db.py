@@ -68,6 +68,9 @@ class Database:
         # aiosqlite's thread costs ~0.1-0.2 ms, and a command must answer in under 1 ms.
         self._behind: dict[str, list[tuple[Any, ...]]] = {}
         self._behind_wake = asyncio.Event()
+        # One flush at a time: a reader's flush must not return while the writer's batch
+        # is still on its way through the thread path (the reader would miss its rows).
+        self._flush_lock = asyncio.Lock()
         # The writer is the store's own task, not the supervisor's: the supervisor stops
         # first (runs being cancelled still log rows), and the writer must end after the
         # last of them. Started by open, ended (and its rows written) by close.
@@ -269,6 +272,10 @@ class Database:
         """Write every queued row now, each statement's batch all or nothing. A batch a
         storage failure (full disk, busy file) or a cancel kept from being written is
         queued again, ahead of rows queued since; one SQLite refuses is dropped."""
+        async with self._flush_lock:
+            await self._flush()
+
+    async def _flush(self) -> None:
         pending = list(self._behind.items())
         self._behind = {}
         try:

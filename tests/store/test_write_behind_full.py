@@ -126,3 +126,19 @@ async def test_past_the_cap_the_oldest_rows_go_with_one_warning(
     await _until(lambda: _texts(tmp_path / "f.db") == sent[-100:], db.retry_ceiling + 2)
     [back] = [r.getMessage() for r in caplog.records if "written again" in r.getMessage()]
     assert "150 oldest rows dropped" in back
+
+
+async def test_a_readers_flush_waits_for_the_writers_batch_on_its_way(store: Store) -> None:
+    """A batch too big for the fast path goes through the thread: a second flush made
+    while it is on its way returns only once its rows are in (a reader then sees them)."""
+    db = store.db
+    assert isinstance(db, Database)
+    sql = "INSERT INTO messages(session, direction, text, ts) VALUES (?, 'in', ?, 0)"
+    for n in range(200):  # over FAST_BATCH: the thread path
+        db.write_behind(sql, ("s", f"row {n}"))
+    first = asyncio.create_task(db.flush())
+    await asyncio.sleep(0)  # the first flush has taken the rows and is writing them
+    await db.flush()
+    rows = await db.conn.execute_fetchall("SELECT count(*) FROM messages WHERE session='s'")
+    assert next(iter(rows))[0] == 200
+    await first
