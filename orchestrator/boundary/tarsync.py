@@ -40,6 +40,9 @@ FILE_WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # (Go's archive/tar) reads none over 1 MiB either. Sparse members: no engine writes one,
 # and tarfile reads their maps (GNU's, block after block) into memory too.
 MAX_HEADER = 1 << 20
+# Extended headers before one member: tarfile reads each chained one recursively (a long
+# chain of empty ones ends in RecursionError); an engine writes one or two.
+MAX_CHAIN = 8
 _EXTENDED = (
     tarfile.XHDTYPE,
     tarfile.XGLTYPE,
@@ -57,8 +60,15 @@ class _Bounded(tarfile.TarInfo):
     def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         if self.type == tarfile.GNUTYPE_SPARSE:
             raise tarfile.ReadError("a sparse member (no engine writes one)")
-        if self.type in _EXTENDED and self.size > MAX_HEADER:
-            raise tarfile.ReadError(f"an extended header of {self.size:,} bytes")
+        # The chain of extended headers before this member: their count and bytes.
+        count, spent = getattr(tarfile_, "_fetch_chain", (0, 0))
+        if self.type in _EXTENDED:
+            count, spent = count + 1, spent + self.size
+            if spent > MAX_HEADER or count > MAX_CHAIN:
+                raise tarfile.ReadError(f"{count} extended headers of {spent:,} bytes")
+            tarfile_._fetch_chain = (count, spent)  # type: ignore[attr-defined]
+        else:
+            tarfile_._fetch_chain = (0, 0)  # type: ignore[attr-defined]
         return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]
 
     def _proc_gnusparse_10(self, *_args: object) -> None:

@@ -58,7 +58,7 @@ def _held_while_syncing(archive: Path, dest: Path) -> tuple[int, BaseException |
             try:
                 sync(spool, "tree", str(dest), LIMITS, 8 << 30)
                 problem: BaseException | None = None
-            except BaseException as err:  # noqa: BLE001 - the test says what it was
+            except BaseException as err:  # the test says what it was
                 problem = err
         return tracemalloc.get_traced_memory()[1], problem
     finally:
@@ -155,3 +155,26 @@ def test_a_link_from_the_first_turn_is_no_way_out_in_the_second(
         sync(spool, "tree", str(dest), LIMITS, 8 << 20)
     assert tree_snapshot(victim) == before_victim
     assert (victim / "secret.txt").read_text() == "keep me\n"
+
+
+def test_a_chain_of_extended_headers_is_refused(scene: tuple[Path, Path], tmp_path: Path) -> None:
+    """Thousands of empty pax headers before one member: tarfile reads each one by
+    recursion, and the sync ended in RecursionError (no refusal, a traceback)."""
+    dest, victim = scene
+    archive = tmp_path / "chain.tar"
+    with tarfile.open(archive, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        top = tarfile.TarInfo("tree")
+        top.type, top.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(top)
+        for _ in range(3000):
+            info = tarfile.TarInfo("tree/x")
+            info.type, info.size = tarfile.XHDTYPE, 0
+            tar.addfile(info)
+        last = tarfile.TarInfo("tree/f")
+        last.size = 1
+        tar.addfile(last, io.BytesIO(b"a"))
+    before, before_victim = tree_snapshot(dest), tree_snapshot(victim)
+    with archive.open("rb") as spool, pytest.raises(Refused, match="extended headers"):
+        sync(spool, "tree", str(dest), LIMITS, 8 << 20)
+    assert tree_snapshot(dest) == before
+    assert tree_snapshot(victim) == before_victim
