@@ -317,4 +317,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE inbound ADD COLUMN holder TEXT NOT NULL DEFAULT '';
     """,
+    # 17: a held notice is claimed before it is sent (orchestrator/store/outbox.py):
+    # ``claimed`` is when, so two processes on one PostgreSQL database never send the
+    # same notice, and a claim a killed process left runs out after a lease.
+    """
+    ALTER TABLE outbox ADD COLUMN claimed REAL;
+    """,
 )

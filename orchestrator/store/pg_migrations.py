@@ -294,4 +294,8 @@ PG_MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE inbound ADD COLUMN holder TEXT NOT NULL DEFAULT '';
     """,
+    # 17
+    """
+    ALTER TABLE outbox ADD COLUMN claimed DOUBLE PRECISION;
+    """,
 )
