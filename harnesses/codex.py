@@ -1,4 +1,15 @@
-"""OpenAI Codex CLI (``@openai/codex``), headless with ``codex exec --json``.
+"""OpenAI Codex CLI (``@openai/codex``), headless: ``codex app-server`` when the run is
+steered, else ``codex exec --json``.
+
+Steered (``req.steer``: a kennel that passes stdin on), codex runs as its app server
+(JSON-RPC over stdio) under harnesses/codex_driver.py, copied into the run's state folder
+and run by the kennel's python3: the owner's messages mid-run become ``turn/steer`` (a
+model request whose stream is open is dropped; the next carries the text), one that
+comes when no turn runs a turn of its own (``turn/start``). Its notifications
+(``item/completed``, ``thread/tokenUsage/updated``, ``turn/completed``) are read here as
+exec's events are. Approval policy "never" and the
+same sandbox mode as exec: the kennel is the sandbox. A kennel that takes no stdin
+(Docker over TLS) runs ``codex exec`` as before.
 
 Facts this relies on (``shared/facts/harness-clis.md`` §4): only a custom
 ``[model_providers.X]`` entry reaches a non-default endpoint without WebSocket detours;
@@ -37,6 +48,10 @@ KEY_ENV = "FETCH_RELAY_KEY"
 # The stand-in's refresh token: a word, so that nothing in the kennel is worth stealing.
 PLACEHOLDER_REFRESH = "fetch-placeholder-refresh-token"
 SIGNIN_PREFIX = "/backend-api"  # as kennel/relay.py takes it off
+DRIVER = "codex_driver.py"  # in the run's state folder
+DRIVER_SOURCE = Path(__file__).with_name("codex_driver.py")
+# The app server colours its log even into a pipe; exec did not.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REJECTED = re.compile(r"error=((?:patch|exec command) rejected.*)")
 
 
@@ -45,6 +60,9 @@ class _Run:
     session_id: str = ""
     answer: str = ""
     denials: list[str] = field(default_factory=list)
+    # The app server counts tokens for the whole thread: a turn's are the difference.
+    tokens: tuple[int, int] = (0, 0)
+    counted: tuple[int, int] = (0, 0)
 
 
 # See harnesses/runstate.py: a denial seen mid-stream must survive until the verdict.
@@ -144,6 +162,11 @@ class Codex(Harness, name="codex"):
     binary = "codex"
     summary = "OpenAI Codex CLI (Responses API)"
     models = (DEFAULT_MODEL,)
+    # Through its app server (harnesses/codex_driver.py): turn/steer, measured with 0.169.0.
+    steerable = True
+
+    def input_line(self, text: str) -> bytes:
+        return (json.dumps({"text": text}) + "\n").encode()
 
     def prepare(self, req: HarnessRequest, host_state_dir: Path) -> None:
         home = host_state_dir / "codex"
@@ -154,18 +177,32 @@ class Codex(Harness, name="codex"):
             (home / "auth.json").write_text(json.dumps(placeholder_auth(req)))
             (home / "auth.json").chmod(0o600)
         write_user_instructions(req, host_state_dir, "codex")  # $CODEX_HOME/AGENTS.md
+        if req.steer:
+            (host_state_dir / DRIVER).write_text(DRIVER_SOURCE.read_text())
 
     def command(self, req: HarnessRequest) -> tuple[list[str], dict[str, str]]:
         # --sandbox must come before "resume"; exec's approval policy is always "never".
         # In the Docker kennel codex's own sandbox (bubblewrap/landlock) cannot start and
         # every write fails; there the container is the sandbox (only /workspace writable).
         mode = "danger-full-access" if req.confined else "workspace-write"
-        flags = ["--json", "--skip-git-repo-check", "--sandbox", mode]
-        tail = ["resume", req.resume] if req.resume else []
         # The owner's screenshots go with the first prompt as images (read by codex on
         # the host side of its own sandbox); the prompt names every attachment anyway.
-        images = [] if req.resume else [f"--image={p}" for p in req.attached_images]
-        cli = [self.binary, "exec", *flags, *images, *tail, "--", req.prompt]
+        images = [] if req.resume else [str(p) for p in req.attached_images]
+        if req.steer:
+            # The app server under the driver; the prompt is the first line on stdin.
+            options = {
+                "codex": self.binary,
+                "sandbox": mode,
+                "resume": req.resume or "",
+                "images": images,
+            }
+            driver = str(req.state_dir / DRIVER)
+            cli = ["python3", "-I", driver, json.dumps(options)]
+        else:
+            flags = ["--json", "--skip-git-repo-check", "--sandbox", mode]
+            tail = ["resume", req.resume] if req.resume else []
+            shown = [f"--image={p}" for p in images]
+            cli = [self.binary, "exec", *flags, *shown, *tail, "--", req.prompt]
         # exec (not a child): the shell is replaced, the pid and process group stay.
         argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", *cli]
         env = {
@@ -187,6 +224,8 @@ class Codex(Harness, name="codex"):
         return argv, env
 
     def event(self, obj: dict[str, Any]) -> list[HarnessEvent]:
+        if "method" in obj or "fetch" in obj:
+            return self._served(obj)
         kind = obj.get("type")
         if kind == "thread.started":
             run = _run(fresh=True)
@@ -207,6 +246,43 @@ class Codex(Harness, name="codex"):
             return [HarnessEvent("error", str(error.get("message") or "turn failed"), session)]
         if kind == "error":  # also retry notices; a later turn.completed outranks them
             return [HarnessEvent("error", str(obj.get("message") or "error"), session)]
+        return []
+
+    def _served(self, obj: dict[str, Any]) -> list[HarnessEvent]:
+        """A line of the app server's (a notification) or of its driver's (``fetch``)."""
+        own = obj.get("fetch")
+        if own == "thread":
+            run = _run(fresh=True)
+            run.session_id = str(obj.get("threadId", ""))
+            return [HarnessEvent("session", data={"session_id": run.session_id})]
+        run = _run()
+        session = {"session_id": run.session_id}
+        if own == "input":
+            return [HarnessEvent("input")]
+        if own == "error":
+            return [HarnessEvent("error", str(obj.get("message") or "codex refused"), session)]
+        method = obj.get("method")
+        params = obj.get("params") or {}
+        if method == "turn/started":
+            run.answer = ""
+        elif method == "item/completed":
+            return self._item(_exec_item(params.get("item") or {}), run)
+        elif method == "thread/tokenUsage/updated":
+            total = (params.get("tokenUsage") or {}).get("total") or {}
+            run.tokens = (int(total.get("inputTokens") or 0), int(total.get("outputTokens") or 0))
+        elif method == "turn/completed":
+            turn = params.get("turn") or {}
+            spent = (run.tokens[0] - run.counted[0], run.tokens[1] - run.counted[1])
+            run.counted = run.tokens
+            events = [usage_event({"input_tokens": spent[0], "output_tokens": spent[1]})]
+            if turn.get("status") == "completed":
+                if run.denials:
+                    text = "Codex was denied: " + "; ".join(run.denials)[:400]
+                    return [*events, HarnessEvent("error", text, session)]
+                return [*events, HarnessEvent("done", run.answer, session)]
+            error = turn.get("error") or {}
+            why = str(error.get("message") or f"turn {turn.get('status') or 'failed'}")
+            return [*events, HarnessEvent("error", why, session)]
         return []
 
     @staticmethod
@@ -244,6 +320,7 @@ class Codex(Harness, name="codex"):
 
     def plain(self, line: str) -> list[HarnessEvent]:
         """A stderr line (folded into stdout): only a sandbox rejection matters."""
+        line = ANSI.sub("", line)
         found = REJECTED.search(line)
         if found is not None:
             _run().denials.append(found.group(1).strip())
@@ -252,3 +329,24 @@ class Codex(Harness, name="codex"):
             # in and so no longer reaches the runner's "ended without a result" report.
             return [HarnessEvent("error", line.strip()[:500])]
         return []
+
+
+# The app server's items (camelCase) in exec's shape, so one reader serves both.
+_ITEM_KINDS = {
+    "agentMessage": "agent_message",
+    "fileChange": "file_change",
+    "commandExecution": "command_execution",
+    "mcpToolCall": "mcp_tool_call",
+    "webSearch": "web_search",
+}
+
+
+def _exec_item(item: dict[str, Any]) -> dict[str, Any]:
+    status = str(item.get("status") or "")
+    return {
+        **item,
+        "type": _ITEM_KINDS.get(str(item.get("type")), item.get("type")),
+        # A declined patch is refused like a failed one (the policy never asks).
+        "status": {"declined": "failed", "inProgress": "in_progress"}.get(status, status),
+        "exit_code": item.get("exitCode"),
+    }

@@ -435,7 +435,7 @@ class TaskRunner:
 
     def cannot_steer(self, handle: RunHandle) -> str | None:
         """Why the run's CLI takes no message mid-run at all, in words for the owner
-        ("codex can't take input mid-run"); None when it can (its stdin may still have
+        ("gemini-cli can't take input mid-run"); None when it can (its stdin may still have
         closed for this turn, or the task be paused: the caller says that)."""
         if handle.steering is not None:
             return None

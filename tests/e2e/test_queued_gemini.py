@@ -1,8 +1,9 @@
-"""A message sent while the real Codex works is queued, never dropped (issue 23, 4):
-``codex exec`` reads no input once it runs (its stdin must be /dev/null), so the owner is
-told "📥 queued: codex can't take input mid-run; I'll pass it on after the task", the
-messages stay ``queued`` in SQLite (a restart replays them), never reach the CLI, and are
-answered after the task, in the order they came, once its diff is answered."""
+"""A message sent while the real Gemini CLI works is queued, never dropped (issue 23, 4):
+``gemini -p`` reads no input once it runs, so the owner is told "📥 queued: gemini-cli
+can't take input mid-run; I'll pass it on after the task", the messages stay ``queued`` in
+SQLite (a restart replays them), never reach the CLI, and are answered after the task, in
+the order they came, once its diff is answered. (Codex is steered now:
+tests/harnesses/test_codex_steer.py.)"""
 
 from __future__ import annotations
 
@@ -37,14 +38,14 @@ async def model() -> AsyncIterator[ScriptedModelServer]:
 
 
 @pytest.fixture
-async def codex(
+async def gemini(
     model: ScriptedModelServer, make_settings: Callable[..., Settings]
 ) -> AsyncIterator[tuple[Driver, Settings]]:
-    require_binary("codex")
+    require_binary("gemini")
     settings = make_settings(
-        FETCH_HARNESS="codex",
-        FETCH__PROVIDERS__OPENAI__BASE_URL=model.url + "/v1",
-        OPENAI_API_KEY="sk-canary-queued-7f1",
+        FETCH_HARNESS="gemini-cli",
+        FETCH__PROVIDERS__GEMINI__BASE_URL=model.url,
+        GEMINI_API_KEY="sk-canary-queued-7f1",
     )
     app, driver = await start_driver(settings)
     try:
@@ -53,11 +54,11 @@ async def codex(
         await app.__aexit__(None, None, None)
 
 
-async def test_messages_to_codex_mid_run_are_queued_and_answered_after_in_order(
-    codex: tuple[Driver, Settings], model: ScriptedModelServer
+async def test_messages_to_gemini_mid_run_are_queued_and_answered_after_in_order(
+    gemini: tuple[Driver, Settings], model: ScriptedModelServer
 ) -> None:
-    fetch, settings = codex
-    # The first answer is held while the owner writes: codex is mid-run.
+    fetch, settings = gemini
+    # The first answer is held while the owner writes: the CLI is mid-run.
     model.script(
         Delay(4.0, EditFile("README.md", "Teh quick brown fox.", "The quick brown fox.")),
         Text("Fixed the typo in README.md."),
@@ -65,10 +66,11 @@ async def test_messages_to_codex_mid_run_are_queued_and_answered_after_in_order(
     await fetch.ask("fix the typo in README.md of demo", "On it")
     await model.wait_for_requests(1, timeout=90)
     await fetch.push("thanks", message_id="during-1")
-    said = " ".join((await fetch.expect("📥 queued: codex can't take input mid-run", 20)).split())
+    said = await fetch.expect("📥 queued: gemini-cli can't take input mid-run", 20)
+    said = " ".join(said.split())
     assert "I'll pass it on after the task" in said and "task #1" in said
     await fetch.push("bye", message_id="during-2")
-    await fetch.expect("📥 queued: codex can't take input mid-run", 20)
+    await fetch.expect("📥 queued: gemini-cli can't take input mid-run", 20)
     assert {_statuses(settings.db_path)[f"during-{n}"] for n in (1, 2)} == {"queued"}
     card = await fetch.expect("Apply?", 90)
     assert "+The quick" in card
