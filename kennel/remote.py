@@ -68,7 +68,7 @@ from kennel.remote_bridge import MUX_SCRIPT, Bridge
 from kennel.remote_engine import Engine
 from kennel.settings import DockerKennelSettings
 from orchestrator.boundary import tarsync
-from orchestrator.boundary.walk import FILE_FLAGS, Limits, Refused, Tree
+from orchestrator.boundary.walk import FILE_FLAGS, Found, Limits, Refused, Tree
 
 log = logging.getLogger(__name__)
 REACH_ERRORS: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, OSError)
@@ -346,7 +346,9 @@ class RemoteDockerKennel(DockerKennel):
                     continue
                 if ".." in path.split("/") or before.lstat(path) is not None:
                     continue
-                if tree.lstat(path) is not None and layer.lstat(path) is not None:
+                # Only an entry still as the merge made it (cp -a keeps the times): one
+                # an earlier turn changed came back rewritten, and travels in the tar.
+                if _entries(tree, path) == _entries(layer, path) != {}:
                     paths.append(path)
         key = f"{self._install}\0{folder}\0{done.hex()}"
         name = f"fetch-setup-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
@@ -479,7 +481,12 @@ class RemoteDockerKennel(DockerKennel):
             log.warning("run %s: the setup layer comes back whole: %s", run.name, err)
             return frozenset()
         gone = {int(x) for x in done.output.split() if x.isdigit() and int(x) < len(ref.paths)}
-        return frozenset(ref.paths[n] for n in gone)
+        # What is below them too: tarsync keeps exactly the paths it is given.
+        kept: set[str] = set()
+        with Tree(run / "tree") as here:
+            for n in gone:
+                kept.update(_entries(here, ref.paths[n]))
+        return frozenset(kept)
 
     def _fetch(
         self, warm: _Warm, run: Path, top: str, limits: Limits, kept: frozenset[str] = frozenset()
@@ -669,6 +676,29 @@ def _add_tree(
                 continue
             count += 1
     return count
+
+
+def _entries(tree: Tree, path: str) -> dict[str, tuple[object, ...]]:
+    """``path`` and everything below it in ``tree``: kind, and a file's size and time
+    or a link's target (folders by what they hold)."""
+    out: dict[str, tuple[object, ...]] = {}
+    below = path + "/"
+
+    def enter(found: Found) -> bool:
+        return (
+            path.startswith(found.path + "/") or found.path == path or found.path.startswith(below)
+        )
+
+    for found in tree.walk(Limits(depth=4096, entries=10_000_000), enter):
+        if found.path != path and not found.path.startswith(below):
+            continue
+        if found.kind == "file":
+            out[found.path] = ("file", found.st.st_size, found.st.st_mtime_ns)
+        elif found.kind == "link":
+            out[found.path] = ("link", tree.readlink(found.path))
+        else:
+            out[found.path] = (found.kind,)
+    return out
 
 
 def _copy_script(tree: str, paths: tuple[str, ...]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, NoReturn
 
@@ -9,6 +11,7 @@ import pytest
 
 from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
+from tests.docker.remote_daemon import SecondEngine
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.require import missing
 
@@ -68,3 +71,30 @@ async def docker_fetch(
         yield driver
     finally:
         await app.__aexit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def second_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecondEngine]:
+    """A second Docker engine (tests/docker/remote_daemon.py), one per session: the
+    remote-kennel modules share it."""
+    if os.geteuid() != 0:
+        missing("a second Docker engine needs root")
+    for binary in ("dockerd", "docker", "ip"):
+        if shutil.which(binary) is None:
+            missing(f"{binary!r} is not installed (a second Docker engine needs it)")
+    engine = SecondEngine(tmp_path_factory.mktemp("engine2"))
+    try:
+        engine.start()
+        yield engine
+    finally:
+        print(f"\nsecond engine: {engine.figures}")
+        engine.stop()
+
+
+@pytest.fixture(scope="session")
+def with_image(second_engine: SecondEngine, kennel_image: str) -> SecondEngine:
+    """The second engine, with the real kennel image copied in (once per session: about
+    30 s)."""
+    if "image_copy_s" not in second_engine.figures:
+        second_engine.load_image(kennel_image)
+    return second_engine

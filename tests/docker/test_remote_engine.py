@@ -1,4 +1,4 @@
-"""Kennels on another Docker engine (issue 25, 4), against a second dockerd this module
+"""Kennels on another Docker engine (issue 25, 4), against a second dockerd the session
 starts (tests/docker/remote_daemon.py): its own data root, exec root, socket and a TLS
 port on 127.0.0.1, the real kennel image copied in. The real Claude Code runs there
 through the real relay; the tree goes there and comes back as data; a hostile kennel
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tarfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,33 +32,8 @@ from tests.conftest import Driver, git, start_driver, tree_snapshot
 from tests.docker.conftest import CANARY
 from tests.docker.remote_daemon import SecondEngine, make_certs
 from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
-from tests.fakes.require import missing
 from tests.kennel.runs import Runs
 from tests.kennel.runs import runs as runs  # the fixture
-
-
-@pytest.fixture(scope="module")
-def second_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecondEngine]:
-    if os.geteuid() != 0:
-        missing("a second Docker engine needs root")
-    for binary in ("dockerd", "docker", "ip"):
-        if shutil.which(binary) is None:
-            missing(f"{binary!r} is not installed (a second Docker engine needs it)")
-    engine = SecondEngine(tmp_path_factory.mktemp("engine2"))
-    try:
-        engine.start()
-        yield engine
-    finally:
-        print(f"\nsecond engine: {engine.figures}")
-        engine.stop()
-
-
-@pytest.fixture(scope="module")
-def with_image(second_engine: SecondEngine, kennel_image: str) -> SecondEngine:
-    """The second engine, with the real kennel image copied in (once: about 35 s)."""
-    if "image_copy_s" not in second_engine.figures:
-        second_engine.load_image(kennel_image)
-    return second_engine
 
 
 def _lexists(path: Path) -> bool:

@@ -33,8 +33,6 @@ from orchestrator.config import Settings
 from orchestrator.task.setup import Setup, plan
 from tests.conftest import Driver, git, make_repo, start_driver, tree_snapshot
 from tests.docker.remote_daemon import SecondEngine
-from tests.docker.test_remote_engine import second_engine as second_engine  # the fixtures
-from tests.docker.test_remote_engine import with_image as with_image
 from tests.e2e.test_setup_phase import SETUP, TESTS, _other
 from tests.fakes.package_index import PackageIndex
 
@@ -312,8 +310,25 @@ async def test_a_big_setup_layer_goes_there_once(
                 figures[f"{way}_returned_mb"] = kennel.returned_bytes / (1 << 20)
                 assert lines == ["600", "f0.js"], lines
                 change = run.read(Repo(repo))
+                # The copy here still holds the whole layer (it stayed; it did not travel).
+                assert len(os.listdir(run.tree / "node_modules")) == 600
+                assert (run.tree / "node_modules/p7/f9.js").stat().st_size == 4096
                 edited = [] if way == "volume again" else ["node_modules/p3/f1.js"]
                 assert sorted(f.path for f in change.files) == ["b.txt", *edited]
+                if way == "volume":
+                    # The run's next turn (a question answered) sees its own edit: the
+                    # entry it changed now travels in the tar, not from the volume.
+                    proc = await kennel.exec(
+                        ExecSpec(
+                            ("cat", "node_modules/p3/f1.js"),
+                            {"PATH": layout.path_env},
+                            run.tree,
+                            layout,
+                        )
+                    )
+                    assert [line async for line in proc.lines()] == ["edit"]
+                    assert await proc.wait() == 0, proc.stderr_tail()
+                    assert kennel.sent_bytes > 20 << 20
             finally:
                 run.drop()
         # A Fetch killed now leaves the container and the layer's volume there: the next
