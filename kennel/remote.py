@@ -19,9 +19,10 @@ machine is bound into it, because no path of this machine exists there:
   named by it (``fetch-setup-…``, labelled like the kennel's), mounted read-only at
   ``/setup`` in the containers made while it is the repository's, and is copied
   there under the run's tree (``cp -a``, links as links, never over the commit's own
-  files). After the task, what of it the kennel left as it was is removed there before
-  the tree comes back, and kept here as it was. A container with another layer
-  mounted is replaced when no task of it runs, else the layer travels in the tar;
+  files; an entry an earlier turn of the run changed travels in the tar). After the
+  task, what of it the kennel left as it was is removed there before the tree comes
+  back, and kept here as it was. A container with another layer mounted is replaced
+  when no task of it runs, else the layer travels in the tar;
 * the relay is reached through the container's own stdio (kennel/remote_bridge.py):
   its main process forwards the CLIs' loopback port over frames on an attach stream
   Fetch holds. No port is opened on either side.
