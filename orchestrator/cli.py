@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from core.errors import ConfigError, FetchError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from orchestrator.app import App
     from orchestrator.config import Settings
     from orchestrator.homelock import HomeLock
@@ -494,8 +496,20 @@ def main(argv: list[str] | None = None) -> None:
     _exit(code if isinstance(code, int) else 1)
 
 
+def _memory_side(where: str) -> str | Path:
+    """Where memory lives for a store at ``where``: beside the store's tables on
+    PostgreSQL, else ``memory/memory.db`` next to the ``fetch.db`` (as in a home)."""
+    from pathlib import Path
+
+    if where.startswith(("postgresql://", "postgres://")):
+        return where
+    return Path(where).parent / "memory" / "memory.db"
+
+
 def _store_copy(source: str, target: str) -> int:
-    """``fetch store copy``: the tables, counted and sampled; one line on failure."""
+    """``fetch store copy``: the tables, counted and sampled, then memory's (its own
+    file on SQLite); one line on failure."""
+    from orchestrator.memory.copy import MemoryCopyError, copy_memory_sync
     from orchestrator.store.copy import copy_store, describe
 
     try:
@@ -504,6 +518,21 @@ def _store_copy(source: str, target: str) -> int:
         print(f"fetch: store copy: {err}", file=sys.stderr)
         return 2
     print(describe(copied, source, target))
+    mem_from, mem_to = _memory_side(source), _memory_side(target)
+    if not isinstance(mem_from, str) and not mem_from.is_file():
+        print(f"memory: none at {mem_from}, nothing to copy")
+        return 0
+    try:
+        moved = copy_memory_sync(mem_from, mem_to)
+    except (MemoryCopyError, FetchError, OSError, Exception) as err:
+        # MemoryCopyError and the drivers' own (asyncpg, sqlite3) alike: one line.
+        logging.getLogger(__name__).debug("memory copy failed", exc_info=True)
+        print(f"fetch: store copy: the tables were copied, memory was not: {err}", file=sys.stderr)
+        return 2
+    print(
+        f"memory: {moved.items} items, {moved.vectors} vectors, {moved.watermarks} "
+        "archive marks (counted, and a sample compared column by column)"
+    )
     return 0
 
 

@@ -96,14 +96,19 @@ def copy(src: Any, dst: Any, dst_vec_ok: bool) -> MemoryCopied:
         marks_sql = ",".join("?" * len(COLUMNS.split(",")))
         dst.executemany(f"INSERT INTO memory_items({COLUMNS}) VALUES ({marks_sql})", items)
         dst.executemany("INSERT INTO memory_watermarks(thread, last_msg) VALUES (?, ?)", marks)
+        # Without embeddings there are no vectors, and on PostgreSQL no vectors table
+        # either (it is made with its dimension): nothing to insert, nothing to prepare.
         if is_pg(dst):
-            dst.executemany("INSERT INTO memory_vectors(id, layer, vec) VALUES (?, ?, ?)", vectors)
+            if vectors:
+                dst.executemany(
+                    "INSERT INTO memory_vectors(id, layer, vec) VALUES (?, ?, ?)", vectors
+                )
             if items:
                 dst.execute(
                     "SELECT setval(pg_get_serial_sequence('memory_items', 'id'), ?)",
                     (max(int(r[0]) for r in items),),
                 )
-        else:
+        elif vectors:
             dst.executemany(
                 "INSERT INTO memory_vectors(id, vec) VALUES (?, ?)", [(i, v) for i, _, v in vectors]
             )

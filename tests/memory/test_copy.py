@@ -5,6 +5,9 @@ target finds what it found on the source, and the copy is refused into a non-emp
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,3 +88,43 @@ async def test_both_engines_have_the_same_item_columns(pg_url: str, tmp_path: Pa
     lite = await asyncio.to_thread(_columns, tmp_path / "memory.db")
     pg = await asyncio.to_thread(_columns, pg_url)
     assert lite == pg and set(lite) == {c.strip() for c in COLUMNS.split(",")}
+
+
+def _fetch_copy(home: Path, source: str, target: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FETCH_HOME": str(home), "FETCH_HARNESS": "demo"}
+    env.pop("FETCH_STORE_URL", None)
+    argv = ["store", "copy", "--from", source, "--to", target]
+    return subprocess.run(
+        [sys.executable, "-c", f"from orchestrator.cli import main; main({argv!r})"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+async def test_fetch_store_copy_moves_memory_with_the_tables(
+    memory_settings: Callable[..., Settings], pg_url: str, tmp_path: Path
+) -> None:
+    """The real command moves a home whole: the store's tables and memory's own file go
+    to PostgreSQL, and back into a new home, where a search finds what it found before."""
+    home = memory_settings(embeddings=False)
+    async with Running(home) as run:
+        for fact in FACTS:
+            await run.memory.write(fact)
+        before = [h.item.content for h in await run.memory.search("deploys Tuesdays", 3)]
+    assert before and before[0] == FACTS[1]
+
+    there = await asyncio.to_thread(_fetch_copy, tmp_path / "x", str(home.db_path), pg_url)
+    assert there.returncode == 0, there.stderr
+    assert "memory: 4 items" in there.stdout, there.stdout
+
+    back = tmp_path / "back" / "fetch.db"
+    returned = await asyncio.to_thread(_fetch_copy, tmp_path / "x", pg_url, str(back))
+    assert returned.returncode == 0, returned.stderr
+    assert "memory: 4 items" in returned.stdout, returned.stdout
+    moved = memory_settings(embeddings=False, FETCH_HOME=str(back.parent))
+    async with Running(moved) as run:
+        after = [h.item.content for h in await run.memory.search("deploys Tuesdays", 3)]
+    assert after == before
