@@ -55,6 +55,7 @@ from orchestrator.skills.book import SkillBook
 from orchestrator.startcheck import check_start
 from orchestrator.store import Journal, Store
 from orchestrator.store.outbox import ChatKeep
+from orchestrator.store.processes import TakeOver
 from orchestrator.supervisor import TaskSupervisor
 from orchestrator.task.approvals import Approvals
 from orchestrator.task.recovery import recover_journal, tell
@@ -431,6 +432,14 @@ class App:
         replayed = await gateway.replay_unfinished(unfinished)
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
+        if store.db.dialect == "postgresql":
+            # Other processes share the database: what one that dies leaves (queued
+            # messages, held notices) is taken over while this one runs, not at a start.
+            takeover = TakeOver(
+                store.inbox.adopt, gateway.replay_unfinished, messenger.deliver_held, supervisor
+            )
+            await takeover.start()
+            stack.push_async_callback(takeover.stop)
         # Voice notes a stopped Fetch was still hearing: heard again (or said lost).
         await ears.recover()
         self.serving = True  # /healthz: 200 from here; the first step down makes it 503

@@ -30,6 +30,11 @@ class InboxPort(Protocol):
         processes on one PostgreSQL database: this process's and those of processes that
         are gone (taken over), never a live one's."""
 
+    async def adopt(self) -> list[dict[str, Any]]:
+        """Take over the queued messages of processes that are gone (PostgreSQL: a
+        process SIGKILLed next to this live one) and return them, oldest first, to be
+        replayed; each only to one taker. [] on SQLite (one process owns the file)."""
+
     async def seen(self, channel: str, message_id: str) -> bool:
         """Whether this (channel, id) was ever accepted."""
 
@@ -67,31 +72,41 @@ class SqliteInbox:
 
     async def queued(self) -> list[dict[str, Any]]:
         if self._db.dialect == "postgresql":
-            return await self._adopt()
+            await self.adopt()  # the gone processes' rows are this process's from here
+            rows = await self._db.conn.execute_fetchall(
+                "SELECT payload FROM inbound WHERE status='queued' AND holder=? ORDER BY received",
+                (self._db.holder,),
+            )
+            return [json.loads(r[0]) for r in rows]
         async with self._db.conn.execute(
             "SELECT payload FROM inbound WHERE status='queued' ORDER BY received"
         ) as cur:
             return [json.loads(r[0]) for r in await cur.fetchall()]
 
-    async def _adopt(self) -> list[dict[str, Any]]:
+    async def adopt(self) -> list[dict[str, Any]]:
         """Several processes on one database: a live process's queued rows are its own
-        (it is handling them); a gone one's are taken over, one UPDATE per holder that
-        only one taker can win, and replayed with this process's own."""
-        rows = await self._db.conn.execute_fetchall(
-            "SELECT DISTINCT holder FROM inbound WHERE status='queued'"
-        )
+        (it is handling them); a gone one's are taken over, one UPDATE per holder guarded
+        by that holder, so of two survivors only one matches (the other's UPDATE waits on
+        the row locks, then finds them held by the winner)."""
+        if self._db.dialect != "postgresql":
+            return []
         me = self._db.holder
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT DISTINCT holder FROM inbound WHERE status='queued' AND holder<>?", (me,)
+        )
+        taken: list[tuple[float, dict[str, Any]]] = []
         for (holder,) in rows:
-            if holder != me and await self._db.gone(str(holder)):
-                await self._db.write(
-                    "UPDATE inbound SET holder=? WHERE status='queued' AND holder=?",
+            if not await self._db.gone(str(holder)):
+                continue
+            async with self._db.transaction(rows_locked=True) as conn:
+                cur = await conn.execute(
+                    "UPDATE inbound SET holder=? WHERE status='queued' AND holder=?"
+                    " RETURNING received, payload",
                     (me, holder),
                 )
-        mine = await self._db.conn.execute_fetchall(
-            "SELECT payload FROM inbound WHERE status='queued' AND holder=? ORDER BY received",
-            (me,),
-        )
-        return [json.loads(r[0]) for r in mine]
+                taken.extend((float(r[0]), json.loads(r[1])) for r in await cur.fetchall())
+        taken.sort(key=lambda t: t[0])
+        return [payload for _, payload in taken]
 
     async def seen(self, channel: str, message_id: str) -> bool:
         rows = list(

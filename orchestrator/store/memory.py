@@ -108,6 +108,9 @@ class MemoryInbox:
     async def queued(self) -> list[dict[str, Any]]:
         return [json.loads(r.payload) for r in self._seen.values() if not r.done]
 
+    async def adopt(self) -> list[dict[str, Any]]:
+        return []  # one process: nobody else's messages to take over
+
     async def seen(self, channel: str, message_id: str) -> bool:
         return (channel, message_id) in self._seen
 

@@ -7,6 +7,12 @@ Two kinds of rows:
   an undo settled from git). Written before any channel starts, with ``sent`` NULL, and
   sent by ``Messenger.deliver_held`` once the channels are up; a failed send stays
   waiting for the next start, up to ``MAX_ATTEMPTS``. Start-up never waits on a channel.
+  Reading them *claims* them (``claimed``, migration 17): one UPDATE that only rows no
+  one claimed match, so two processes on one PostgreSQL database that run the same
+  channel never both send a notice (the second's UPDATE waits on the first's row locks,
+  then finds them claimed). A claim is good for ``CLAIM_LEASE``: a process killed
+  between claim and send leaves it to another after that (on SQLite, one process owns
+  the file, so a start takes every unsent notice, as before the claim).
 * **the web chat's keep** (``event`` set, ``sent`` set): every reply the web chat's
   page will read, so one that came while no page was open is there after a restart.
 """
@@ -21,6 +27,9 @@ from core.events import SessionKey
 from orchestrator.store.engine import Engine
 
 MAX_ATTEMPTS = 5  # a notice a channel refused this often is dropped (and logged)
+# How long a claim keeps a notice from other processes: longer than any send takes, and
+# the spacing of the retries of a refused one while processes live (PostgreSQL).
+CLAIM_LEASE = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,19 +54,28 @@ class SqliteOutbox:
         return int(cur.lastrowid or 0)
 
     async def held(self, channel: str) -> list[Held]:
-        """Notices still waiting for ``channel``, oldest first."""
-        rows = await self._db.conn.execute_fetchall(
-            "SELECT id, chat, text, attempts FROM outbox WHERE channel=? AND sent IS NULL"
-            " AND event='' ORDER BY id",
-            (channel,),
-        )
-        return [Held(int(r[0]), SessionKey(channel, str(r[1])), str(r[2]), int(r[3])) for r in rows]
+        """Claim the notices still waiting for ``channel`` (none another live process
+        claimed), oldest first: the caller sends each and says ``sent`` or ``failed``."""
+        now = time.time()
+        # SQLite: this process alone owns the file, so an earlier claim was a stopped
+        # process's (or a refusal this start retries, as before claims existed).
+        cutoff = now if self._db.dialect == "sqlite" else now - CLAIM_LEASE
+        async with self._db.transaction(rows_locked=True) as conn:
+            cur = await conn.execute(
+                "UPDATE outbox SET claimed=? WHERE channel=? AND sent IS NULL AND event=''"
+                " AND (claimed IS NULL OR claimed < ?) RETURNING id, chat, text, attempts",
+                (now, channel, cutoff),
+            )
+            rows = list(await cur.fetchall())
+        held = [Held(int(r[0]), SessionKey(channel, str(r[1])), str(r[2]), int(r[3])) for r in rows]
+        return sorted(held, key=lambda h: h.id)  # RETURNING keeps no order
 
     async def sent(self, notice_id: int) -> None:
         await self._db.write("UPDATE outbox SET sent=? WHERE id=?", (time.time(), notice_id))
 
     async def failed(self, notice_id: int) -> None:
-        """One more refused attempt; past ``MAX_ATTEMPTS`` the notice is given up."""
+        """One more refused attempt; past ``MAX_ATTEMPTS`` the notice is given up. The
+        claim stays: on PostgreSQL the notice is tried again once it has run out."""
         await self._db.write(
             "UPDATE outbox SET attempts=attempts+1, sent=CASE WHEN attempts+1>=? THEN ?"
             " ELSE sent END WHERE id=?",
