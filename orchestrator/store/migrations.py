@@ -323,4 +323,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE outbox ADD COLUMN claimed REAL;
     """,
+    # 18: which process ran a task (the store on PostgreSQL, where several share one
+    # database): a task cut short by a process that died is recovered by a live one,
+    # once (orchestrator/store/work.py, adopt_tasks). '' on SQLite.
+    """
+    ALTER TABLE tasks ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+    """,
 )

@@ -298,4 +298,8 @@ PG_MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE outbox ADD COLUMN claimed DOUBLE PRECISION;
     """,
+    # 18
+    """
+    ALTER TABLE tasks ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+    """,
 )
