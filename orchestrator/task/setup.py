@@ -236,6 +236,14 @@ class Setup:
                     async for line in proc.lines():
                         tail.append(line[:300])
                     code = await proc.wait()
+            except KennelError as err:
+                # A kennel on another engine hands its tree back as data, which may be
+                # refused (over a bound); the kennel may also have been lost meanwhile.
+                return SetupOutcome(
+                    None,
+                    f"🧰 setup's result could not be taken: {err}; the task goes on "
+                    "without it" + _tail(tail),
+                )
             except TimeoutError:
                 await proc.terminate(grace)
                 return SetupOutcome(

@@ -356,6 +356,34 @@ async def test_a_big_setup_layer_goes_there_once(
     assert figures["volume again_sent_mb"] < 1 and figures["volume again_returned_mb"] < 1
 
 
+async def test_a_setup_result_over_the_bounds_is_one_line_and_not_kept(
+    with_image: SecondEngine, kennel_image: str, tmp_path: Path
+) -> None:
+    """A file over the size any change may have: the setup's returned tree is refused
+    whole, the card gets one line, nothing is kept, and the next task tries again."""
+    home = tmp_path / "home"
+    script = "mkdir -p .venv && echo ok > .venv/ok && truncate -s 150M .venv/big\n"
+    repo = make_repo(tmp_path / "ws", "huge", {"a.txt": "a\n", ".fetch/setup.sh": script})
+    kennel = RemoteDockerKennel(
+        home,
+        DockerKennelSettings(runs_size="512m"),
+        kennel_image,
+        Engine.parse(with_image.url, with_image.certs, True),
+    )
+    layers = build_layers(home, kennel)
+    setup = Setup(kennel, layers, SetupSettings(registries=("127.0.0.1:9",)), home / "logs")
+    wanted = plan(Repo(repo))
+    assert wanted is not None
+    try:
+        outcome = await setup.ensure(Repo(repo), wanted)
+        assert outcome.layer is None
+        assert outcome.line.startswith("🧰 setup's result could not be taken"), outcome.line
+        assert "over the limit" in outcome.line and "Traceback" not in outcome.line
+        assert layers.setup_ready(repo, wanted.digest) is None
+    finally:
+        await kennel.close()
+
+
 def _setup_volumes(client: Any, label: str) -> list[str]:
     found = client.volumes.list(filters={"label": label})
     return [v.name for v in found if v.name.startswith("fetch-setup-")]
