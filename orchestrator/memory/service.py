@@ -36,6 +36,17 @@ CONTEXT_LIMIT = 5
 CONTEXT_MIN_SCORE = 0.3  # stricter than search: injected text costs every task tokens
 CONTEXT_TIMEOUT = 3.0  # a slow embedding endpoint must not hold a task back
 REEMBED_BATCH = 64
+# What the MCP server imports, read in a thread before it is built: the package itself,
+# and what building and running its session manager would otherwise import on the loop.
+MCP_MODULES = (
+    "mcp.server.mcpserver",
+    "mcp.server.transport_security",
+    "anyio._backends._asyncio",
+    "anyio.streams.stapled",
+    "anyio.streams.tls",
+    "email.policy",
+    "concurrent.futures.thread",
+)
 
 
 class MemoryRefused(FetchError):
@@ -99,25 +110,33 @@ class Memory:
                 self.supervisor,
             )
             await self._check_model()
-            # The mcp package takes ~0.7 s to import: do it off the start-up path, in a
-            # thread. Until it is up, a task simply runs without memory over MCP.
-            self._mcp_task = self.supervisor.spawn(self._start_mcp(), name="memory:mcp-start")
+            # The MCP server (mcp, starlette, uvicorn, rich: ~0.5 s of CPU and ~40 MiB) is
+            # started by the first task that can use it (mcp_ready), not here: a Fetch
+            # that only chats never pays for it.
         except BaseException:
             await self.stop()
             raise
         self._started = True
 
     async def mcp_ready(self) -> None:
-        """Wait (bounded) for the MCP server started in the background; a task that
-        comes before it is up would otherwise miss memory."""
+        """Start the MCP server on the first call (its imports run in a thread, off the
+        loop) and wait for it, bounded: past the bound the task runs without memory over
+        MCP while the start goes on for the next one. A failed start is not retried."""
+        if not self.enabled:
+            return
+        if self._mcp_task is None:
+            try:
+                self._mcp_task = self.supervisor.spawn(self._start_mcp(), name="memory:mcp-start")
+            except RuntimeError:  # shutting down
+                return
         task = self._mcp_task
-        if task is not None and not task.done():
+        if not task.done():
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(task), MCP_START_SECONDS)
 
     async def _start_mcp(self) -> None:
         try:
-            await _import_abandonable("mcp.server.mcpserver")
+            await _import_abandonable(MCP_MODULES)
             from orchestrator.memory.mcp_server import MemoryMcp
 
             mcp = MemoryMcp(self)
@@ -457,8 +476,8 @@ class Memory:
         return " · ".join(parts)
 
 
-async def _import_abandonable(name: str) -> None:
-    """Import ``name`` in a daemon thread of its own. Not ``to_thread``: asyncio.run and
+async def _import_abandonable(names: tuple[str, ...]) -> None:
+    """Import ``names`` in a daemon thread of its own. Not ``to_thread``: asyncio.run and
     the interpreter join the default executor at exit, so a stop right after start-up
     would wait for the import to finish. Cancelled, this returns at once and the thread
     is abandoned (it dies with the process)."""
@@ -476,11 +495,12 @@ async def _import_abandonable(name: str) -> None:
     def work() -> None:
         err: Exception | None = None
         try:
-            importlib.import_module(name)
+            for name in names:
+                importlib.import_module(name)
         except Exception as exc:
             err = exc
         with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits anymore
             loop.call_soon_threadsafe(settle, err)
 
-    threading.Thread(target=work, name=f"import:{name}", daemon=True).start()
+    threading.Thread(target=work, name=f"import:{names[0]}", daemon=True).start()
     await done

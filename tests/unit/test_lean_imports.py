@@ -129,6 +129,7 @@ import asyncio, json, sys, threading
 
 LATE = []
 ARMED = [False]
+MCP_STACK = ("mcp", "starlette", "uvicorn", "sse_starlette", "rich")
 
 
 class Spy:
@@ -154,9 +155,6 @@ async def main():
             env = {
                 **model_env(home, workspace, model.url),
                 "FETCH__HTTP__PORT": "0",
-                # Memory's own MCP server still imports on the loop once started
-                # (orchestrator/memory/service.py): off here, so this checks the rest.
-                "FETCH__MEMORY__ENABLED": "false",
             }
             settings = load_settings(None, env)
             terminal = TerminalChannel(settings.terminal.chat)
@@ -175,7 +173,10 @@ async def main():
                         page = (answer.status, "Sessions" in await answer.text())
                 await asyncio.sleep(0.5)
                 ARMED[0] = False
-    print(json.dumps({"late": sorted(set(LATE)), "page": page}))
+                memory_on = app.services.memory.enabled
+                stack = sorted({m.split(".")[0] for m in sys.modules} & set(MCP_STACK))
+    print(json.dumps({"late": sorted(set(LATE)), "page": page, "memory": memory_on,
+                      "mcp_stack": stack}))
 
 
 asyncio.run(main())
@@ -183,10 +184,11 @@ asyncio.run(main())
 
 
 def test_after_start_model_messages_import_nothing_on_the_loop(tmp_path: Path) -> None:
-    """The web listener, the terminal and a configured model, started as ``fetch`` starts
-    them: then two model messages, /status and a dashboard page import no module on the
-    event loop's thread (the model SDK used to be imported there by the first message;
-    the pages' jinja2 is imported by a thread once Fetch is up)."""
+    """The web listener, the terminal, memory and a configured model, started as ``fetch``
+    starts them: then two model messages, /status and a dashboard page import no module on
+    the event loop's thread, and memory's MCP stack is not imported at all without a task
+    (the model SDK used to be imported there by the first message; the pages' jinja2 is
+    imported by a thread once Fetch is up)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FETCH_")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     done = subprocess.run(
@@ -201,3 +203,7 @@ def test_after_start_model_messages_import_nothing_on_the_loop(tmp_path: Path) -
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["page"] == [200, True]
     assert result["late"] == []
+    # Memory is on, yet its MCP server (mcp, starlette, uvicorn, rich: ~0.5 s of CPU and
+    # ~40 MiB) is not there: only a task that can use it starts it (Memory.mcp_ready).
+    assert result["memory"] is True
+    assert result["mcp_stack"] == []
