@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 
@@ -206,19 +206,22 @@ class App:
         home = settings.home_dir
         home.mkdir(parents=True, exist_ok=True)
         os.chmod(home, 0o700)  # the home holds keys' logs, the DB and (later) WhatsApp
-        # Which kennel: with kennel.backend auto, the Docker engine is asked (its client
-        # imported, a ping, the image looked up: 0.1-0.3 s, blocking). Asked in a thread
-        # while the loop opens the store and memory; taken where the runner needs it.
-        choosing = asyncio.ensure_future(asyncio.to_thread(choose, settings.kennel))
-        built: list[Kennel] = []
+        # Which kennel, and the kennel itself: with kennel.backend auto the Docker engine
+        # is asked (a ping and the image looked up over its socket), and the Docker
+        # backend imports the Docker library (~0.15 s): in a thread, while the loop opens
+        # the store and memory; taken where the runner needs it.
+        choosing = asyncio.ensure_future(
+            asyncio.to_thread(lambda: build_kennel(settings, choose(settings.kennel)))
+        )
 
         async def close_kennel() -> None:
-            # Here in the exit order (after everything that uses the kennel), and the
-            # choice always awaited, even when the start failed before it was taken.
-            with suppress(Exception):
-                await choosing
-            if built:
-                await built[0].close()
+            # Here in the exit order (after everything that uses the kennel), and always
+            # awaited and closed, even when the start failed before it was taken.
+            try:
+                built = await choosing
+            except Exception:
+                return
+            await built.close()
 
         stack.push_async_callback(close_kennel)
         harnesses = build_harnesses()
@@ -253,8 +256,7 @@ class App:
         memory = Memory(settings, supervisor)
         await memory.start()
         stack.push_async_callback(memory.stop)
-        kennel = build_kennel(settings, await choosing)
-        built.append(kennel)
+        kennel = await choosing
         runner = TaskRunner(
             settings=settings,
             store=store,
