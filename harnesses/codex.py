@@ -50,6 +50,7 @@ PLACEHOLDER_REFRESH = "fetch-placeholder-refresh-token"
 SIGNIN_PREFIX = "/backend-api"  # as kennel/relay.py takes it off
 DRIVER = "codex_driver.py"  # in the run's state folder
 DRIVER_SOURCE = Path(__file__).with_name("codex_driver.py")
+NO_PYTHON = "'Error: codex takes messages mid-run through python3, which this kennel lacks'"
 # The app server colours its log even into a pipe; exec did not.
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REJECTED = re.compile(r"error=((?:patch|exec command) rejected.*)")
@@ -198,13 +199,16 @@ class Codex(Harness, name="codex"):
             }
             driver = str(req.state_dir / DRIVER)
             cli = ["python3", "-I", driver, json.dumps(options)]
+            # A kennel without python3 is said in one line (plain() takes "Error…").
+            check = "command -v python3 >/dev/null || { echo " + NO_PYTHON + "; exit 127; }; "
         else:
             flags = ["--json", "--skip-git-repo-check", "--sandbox", mode]
             tail = ["resume", req.resume] if req.resume else []
             shown = [f"--image={p}" for p in images]
             cli = [self.binary, "exec", *flags, *shown, *tail, "--", req.prompt]
+            check = ""
         # exec (not a child): the shell is replaced, the pid and process group stay.
-        argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", *cli]
+        argv = ["/bin/sh", "-c", check + 'exec "$@" 2>&1', "sh", *cli]
         env = {
             "PATH": req.path_env,
             "HOME": str(req.state_dir / "home"),

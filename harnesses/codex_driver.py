@@ -38,6 +38,9 @@ def emit(obj: dict[str, Any]) -> None:
         sys.stdout.flush()
 
 
+_last_words: list[str] = []  # codex's last stderr lines, for an unexpected end
+
+
 def say(line: str) -> None:
     with _out_lock:
         sys.stdout.write(line if line.endswith("\n") else line + "\n")
@@ -58,6 +61,7 @@ class Driver:
         self.first = True  # the first turn carries the images
         self.eof = False  # Fetch closed our stdin
         self.closed = False  # we closed the app server's stdin
+        self.failed = False  # a request of ours was refused (and said)
 
     # -- writing -------------------------------------------------------------------
     def _send(self, obj: dict[str, Any]) -> None:
@@ -181,6 +185,7 @@ class Driver:
         if error is not None or not isinstance(result, dict):
             message = error.get("message") if isinstance(error, dict) else None
             emit({"fetch": "error", "message": str(message or f"no answer to request {rid}")})
+            self.failed = True
             self.eof = True  # nothing more can be done: end
             self.queue.clear()
             self.starting = False
@@ -217,6 +222,11 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text, "text_elements": []}
 
 
+def _stderr(line: str) -> None:
+    _last_words[:] = [*_last_words[-2:], line.strip()[:300]]
+    say(line)
+
+
 def _pump(stream: IO[str], handle: Any, done: Any = None) -> None:
     for line in stream:
         if line.strip():
@@ -239,7 +249,7 @@ def main() -> int:
     )
     assert child.stdout is not None and child.stderr is not None
     driver = Driver(child, options)
-    threading.Thread(target=_pump, args=(child.stderr, say), daemon=True).start()
+    threading.Thread(target=_pump, args=(child.stderr, _stderr), daemon=True).start()
     # Read as UTF-8 whatever the kennel's locale; the thread reads it until it ends.
     stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
     threading.Thread(
@@ -250,10 +260,19 @@ def main() -> int:
         driver._send({"id": 1, "method": "initialize", "params": {"clientInfo": client}})
     _pump(child.stdout, driver.on_line)
     try:
-        return child.wait(timeout=10)
+        code = child.wait(timeout=10)
     except subprocess.TimeoutExpired:
         child.kill()
-        return child.wait()
+        code = child.wait()
+    with driver.lock:
+        unsaid = not driver.failed  # a refusal of its own was said already
+        if unsaid and (not driver.thread_id or driver.turn_id or driver.starting):
+            # It ended before it could work, or mid-turn (an older codex without the
+            # app server, a crash): said, with its last words, not left as a bare exit.
+            last = _last_words[-1] if _last_words else ""
+            message = f"codex app-server ended (exit code {code}) before its turn ended"
+            emit({"fetch": "error", "message": f"{message}: {last}" if last else message})
+    return code
 
 
 if __name__ == "__main__":

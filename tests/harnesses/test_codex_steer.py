@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -114,6 +116,7 @@ async def test_a_question_s_answer_resumes_the_same_codex_thread(
     """Codex ends its turn asking; the owner's answer resumes its thread (``thread/resume``
     in a new app server): the request carries the first turn and the answer."""
     fetch, _ = codex
+    await fetch.ask("/model codex gpt-5.6-sol", "now use gpt-5.6-sol")  # /model holds too
     model.script(
         Text("Which word should replace Teh: The or A?"),
         EditFile("README.md", "Teh quick brown fox.", "The quick brown fox."),
@@ -127,6 +130,7 @@ async def test_a_question_s_answer_resumes_the_same_codex_thread(
     resumed = json.dumps(model.model_requests[1].body)
     assert "The, please" in resumed and "Which word should replace Teh" in resumed
     assert not model.pending
+    assert {r.body.get("model") for r in model.model_requests} == {"gpt-5.6-sol"}
 
 
 # -- without codex: the driver's state machine and the reading of its lines ------------
@@ -150,6 +154,27 @@ def _driver(capsys: pytest.CaptureFixture[str]) -> tuple[codex_driver.Driver, _C
     driver.on_line(json.dumps({"id": 2, "result": {"thread": {"id": "th-1"}}}))
     capsys.readouterr()
     return driver, child
+
+
+def test_a_codex_without_the_app_server_is_said_in_one_line(tmp_path: Path) -> None:
+    """An older codex (no ``app-server``): the driver, run as the kennel runs it, ends
+    with codex's own words as an error line, not a bare exit code."""
+    old = tmp_path / "codex"
+    old.write_text("#!/bin/sh\necho \"error: unrecognized subcommand '$1'\" >&2\nexit 2\n")
+    old.chmod(0o755)
+    options = {"codex": str(old), "sandbox": "workspace-write", "resume": "", "images": []}
+    done = subprocess.run(
+        [sys.executable, "-I", codex_driver.__file__, json.dumps(options)],
+        input=json.dumps({"text": "the prompt"}) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2, done.stderr
+    events = [e for line in done.stdout.splitlines() for e in Codex().parse(line)]
+    assert events[-1].kind == "error"
+    assert "codex app-server ended (exit code 2)" in events[-1].text
+    assert "unrecognized subcommand 'app-server'" in events[-1].text
 
 
 def test_the_driver_steers_the_running_turn_and_queues_a_late_message(
@@ -196,7 +221,7 @@ def test_the_driver_declines_approvals_and_says_a_refused_request(
     driver.on_line(json.dumps({"id": start["id"], "error": {"message": "model unknown"}}))
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert {"fetch": "error", "message": "model unknown"} in lines
-    assert driver.closed  # nothing more to do: the app server ends
+    assert driver.closed and driver.failed  # nothing more to do: the app server ends
 
 
 def _note(method: str, **params: Any) -> str:
