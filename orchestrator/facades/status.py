@@ -41,7 +41,8 @@ class StatusFacade:
         except Exception as err:  # an unknown harness name must not break /status
             lines.append(f"harness: {harness_name} ({err})")
         if cli_model := session.data.cli_models.get(harness_name):
-            lines[-1] += f" · model {cli_model} (/model)"
+            # Its own line: on the harness's it wrapped on a phone mid-name.
+            lines.append(f"  · model {cli_model} (/model)")
         lines.append(f"sandbox: {s.kennel.isolation()}")
         lines.append("model: " + self._model(session))
         handle = s.runner.running(session.key)
