@@ -435,10 +435,27 @@ class App:
         if replayed:
             log.info("replaying %d message(s) accepted before the restart", replayed)
         if store.db.dialect == "postgresql":
-            # Other processes share the database: what one that dies leaves (queued
-            # messages, held notices) is taken over while this one runs, not at a start.
+            # Other processes share the database: what one that dies leaves (its running
+            # tasks, queued messages, held notices) is taken over while this one runs,
+            # not only at a start alone. Its open intents and /improve runs still wait
+            # for a start alone (they carry no holder).
+            async def recover_gone() -> int:
+                """Tasks a process that died left running: this process's now, once."""
+                taken = await store.work.adopt_tasks()
+                for task_id, key in taken:
+                    session = await sessions.get(key)
+                    if session.data.task_id == task_id:
+                        await runner.recover(session)
+                    else:  # the chat has moved on since: only the task's row is left
+                        await store.work.finish_task(task_id, "interrupted", "its Fetch stopped")
+                return len(taken)
+
             takeover = TakeOver(
-                store.inbox.adopt, gateway.replay_unfinished, messenger.deliver_held, supervisor
+                store.inbox.adopt,
+                gateway.replay_unfinished,
+                messenger.deliver_held,
+                supervisor,
+                recover=recover_gone,
             )
             await takeover.start()
             stack.push_async_callback(takeover.stop)

@@ -8,7 +8,9 @@ lives (a stalled process keeps its work, so nothing it still handles is taken tw
 
 Without this, a killed process's queued messages waited for the next start. ``TakeOver``
 is an owned loop (started by the app after the channels, stopped before them) that every
-``period`` seconds takes over the queued messages of gone processes (``InboxPort.adopt``:
+``period`` seconds recovers the tasks gone processes left running (``recover``: each taken
+over by one guarded UPDATE, ``WorkPort.adopt_tasks``, then reported and cleaned up as a
+restart does), takes over the queued messages of gone processes (``InboxPort.adopt``:
 one UPDATE guarded by the old holder, so of two survivors only one wins each row) and
 hands them to ``replay`` (the gateway's normal path), then sends the held notices of the
 channels this process runs (``deliver``: each a claim, ``outbox.py``). On SQLite one
@@ -37,7 +39,9 @@ class TakeOver:
         deliver: Callable[[], Awaitable[int]],
         spawner: Spawner,
         period: float | None = None,
+        recover: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
+        self._recover = recover
         self._adopt = adopt
         self._replay = replay
         self._deliver = deliver
@@ -54,7 +58,11 @@ class TakeOver:
         await cancel_and_wait(task)
 
     async def once(self) -> tuple[int, int]:
-        """One pass: (messages taken over and replayed, held notices sent)."""
+        """One pass: (messages taken over and replayed, held notices sent). The gone
+        processes' cut-short tasks first (``recover``): their chats are idle again
+        before their messages run."""
+        if self._recover is not None and (recovered := await self._recover()):
+            log.info("recovered %d task(s) a stopped process left running", recovered)
         taken = await self._adopt()
         replayed = await self._replay(taken) if taken else 0
         if replayed:

@@ -109,6 +109,11 @@ class WorkPort(Protocol):
 
     async def get_task(self, task_id: int) -> TaskRow | None: ...
 
+    async def adopt_tasks(self) -> list[tuple[int, SessionKey]]:
+        """(id, chat) of the running tasks of processes that are gone, now this
+        process's to recover (PostgreSQL, several processes; each to one taker only).
+        [] on SQLite: the start alone recovers every task cut short."""
+
     # -- approvals -------------------------------------------------------------------
     async def create_approval(
         self,
@@ -192,11 +197,35 @@ class SqliteWork:
         self, key: SessionKey, repo: str, prompt: str, harness: str, requester: str = "owner"
     ) -> int:
         cur = await self._db.write(
-            "INSERT INTO tasks(session, repo, prompt, harness, status, created, requester)"
-            " VALUES (?,?,?,?, 'running', ?, ?)",
-            (key_str(key), repo, prompt, harness, time.time(), requester),
+            "INSERT INTO tasks(session, repo, prompt, harness, status, created, requester,"
+            " holder) VALUES (?,?,?,?, 'running', ?, ?, ?)",
+            (key_str(key), repo, prompt, harness, time.time(), requester, self._db.holder),
         )
         return int(cur.lastrowid or 0)
+
+    async def adopt_tasks(self) -> list[tuple[int, SessionKey]]:
+        """One UPDATE per gone holder, guarded by it: of two live processes only one
+        takes each task (the other's waits on the row locks, then finds another holder)."""
+        if self._db.dialect != "postgresql":
+            return []
+        me = self._db.holder
+        rows = await self._db.conn.execute_fetchall(
+            "SELECT DISTINCT holder FROM tasks WHERE status='running' AND holder<>?", (me,)
+        )
+        taken: list[tuple[int, SessionKey]] = []
+        for (holder,) in rows:
+            if not await self._db.gone(str(holder)):
+                continue
+            async with self._db.transaction(rows_locked=True) as conn:
+                cur = await conn.execute(
+                    "UPDATE tasks SET holder=? WHERE status='running' AND holder=?"
+                    " RETURNING id, session",
+                    (me, holder),
+                )
+                for task_id, session in await cur.fetchall():
+                    channel, _, chat = str(session).partition(":")
+                    taken.append((int(task_id), SessionKey(channel, chat)))
+        return sorted(taken)
 
     async def finish_task(
         self,

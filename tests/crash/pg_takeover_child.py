@@ -9,8 +9,9 @@ Every message the terminal channel sends is appended to ``SENT`` as one line
 * ``victim``: the app, but handling a message never ends (a process killed mid-way
   through its backlog); it accepts ``MESSAGES`` reminders through its channel (the real
   gateway: dedupe row, holder) and holds ``NOTICES`` notices in the durable outbox (what
-  a start-up interrupted before its channel came up leaves), prints ``ready`` and waits
-  for the test's SIGKILL.
+  a start-up interrupted before its channel came up leaves), starts a task in chat
+  ``worker`` (the task row and the WORKING session a run makes), prints ``ready`` and
+  waits for the test's SIGKILL.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from orchestrator.store import processes
 
 MESSAGES = 20
 NOTICES = 5
+WORKER = SessionKey("terminal", "worker")  # the chat whose task the kill cuts short
+CUT = "a task cut short"
 
 
 class Recording(TerminalChannel):
@@ -73,6 +76,12 @@ async def main(role: str, home: Path, sent: Path) -> None:
             assert store is not None
             for i in range(NOTICES):
                 await store.outbox.hold(SessionKey("terminal", "owner"), f"notice-{i}")
+            # A task running when the kill comes: its chat is WORKING on it.
+            assert app.services is not None
+            session = await app.services.sessions.get(WORKER)
+            session.data.task_id = await store.work.create_task(WORKER, "demo", CUT, "demo")
+            session.data.repo = "demo"
+            await session.start_task()
         print("ready", flush=True)
         await stop.wait()
 

@@ -3,7 +3,8 @@ reminders through its channel and is SIGKILLed before handling them; two survivo
 running, take its queued messages over while they run (not at a start), and each message
 is handled exactly once (one job row each, one reply each across both survivors); the
 notices held in the durable outbox go out once although both survivors run the channel;
-and nothing is taken over while the victim lives.
+the task it was running is recovered by one survivor (reported once, the chat idle
+again); and nothing is taken over while the victim lives.
 
 The processes are tests/crash/pg_takeover_child.py: the real app (build_app) with a
 terminal channel that appends every sent message to a shared file.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.crash.pg_takeover_child import MESSAGES, NOTICES
+from tests.crash.pg_takeover_child import CUT, MESSAGES, NOTICES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,12 +100,17 @@ async def test_survivors_take_over_a_killed_processs_messages_once(
             await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)  # passes of both survivors meanwhile: nothing is taken
         assert await jobs() == Counter()  # the victim lives: its messages are its own
+        task_id = await db.fetchval("SELECT id FROM tasks WHERE prompt=$1", CUT)
+        assert await db.fetchval("SELECT status FROM tasks WHERE id=$1", task_id) == "running"
         victim.kill()
         victim.wait(30)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if sum((await jobs()).values()) >= MESSAGES and not await db.fetchval(
-                "SELECT count(*) FROM inbound WHERE status='queued'"
+            if (
+                sum((await jobs()).values()) >= MESSAGES
+                and not await db.fetchval("SELECT count(*) FROM inbound WHERE status='queued'")
+                and await db.fetchval("SELECT status FROM tasks WHERE id=$1", task_id)
+                == "interrupted"
             ):
                 break
             await asyncio.sleep(0.2)
@@ -116,6 +122,11 @@ async def test_survivors_take_over_a_killed_processs_messages_once(
         replies = [(pid, t) for pid, t in said if "call-" in t]
         assert len(replies) == MESSAGES, said
         assert {pid for pid, _ in said} <= survivors  # the victim sent nothing
+        # The cut-short task: reported once, its chat idle again.
+        told = [t for _, t in said if f"task #{task_id} was running" in t]
+        assert len(told) == 1, said
+        state = await db.fetchval("SELECT state FROM sessions WHERE key='terminal:worker'")
+        assert state != "WORKING"
         assert not await db.fetchval("SELECT count(*) FROM outbox WHERE event='' AND sent IS NULL")
     finally:
         await db.close()

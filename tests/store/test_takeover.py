@@ -115,3 +115,22 @@ async def test_take_over_replays_only_what_it_took_and_stops_with_its_owner() ->
     assert delivered >= 3
     assert supervisor.running("store:take-over") == []
     await supervisor.stop(0)
+
+
+async def test_two_survivors_take_a_gone_processs_running_tasks_once(
+    tmp_path: Path, pg_url: str
+) -> None:
+    async with Store(tmp_path / "x.db", pg_url) as x:
+        ids = [await x.work.create_task(KEY, "demo", f"p{i}", "demo") for i in range(ROWS)]
+        await x.work.finish_task(ids[0], "proposed")  # ended: not cut short
+    async with Store(tmp_path / "b.db", pg_url) as b, Store(tmp_path / "c.db", pg_url) as c:
+        mine = await b.work.create_task(KEY, "demo", "b's own", "demo")  # b lives
+        got_b, got_c = await asyncio.gather(b.work.adopt_tasks(), c.work.adopt_tasks())
+        taken = [t for t, _ in got_b] + [t for t, _ in got_c]
+        assert sorted(taken) == ids[1:]  # each once, never b's live one or the ended one
+        assert {k for _, k in got_b + got_c} == {KEY}
+        assert await b.work.adopt_tasks() == [] and await c.work.adopt_tasks() == []
+        assert mine not in taken
+    async with Store(tmp_path / "fetch.db") as lite:
+        await lite.work.create_task(KEY, "demo", "p", "demo")
+        assert await lite.work.adopt_tasks() == []  # the start alone recovers on SQLite
