@@ -126,13 +126,24 @@ class Planner:
             CHOSEN.reset(chosen)
 
     async def _run(self, ctx: Context, text: str) -> None:
-        if self.costs is not None:
-            self.costs.check()
-            self._spend = self.costs.recorder(
-                "orchestrator", session=key_str(ctx.session.key), message=await _inbound(ctx)
-            )
+        costs = self.costs
+        on_inbound: Callable[[int | None], None] | None = None
+        if costs is not None:
+            costs.check()
+            session = key_str(ctx.session.key)
+
+            def ledger_for(message: int | None) -> None:
+                # The ledger links each call to the message this turn answers: its id comes
+                # from the history's own read (no second read of the store per message),
+                # before any summary call of this turn.
+                self._spend = costs.recorder("orchestrator", session=session, message=message)
+
+            ledger_for(None)
+            on_inbound = ledger_for
         tools = self._tools.schemas_for(ctx)
-        messages = await build_messages(ctx, text, self.now(), tools, self.summarise)
+        messages = await build_messages(
+            ctx, text, self.now(), tools, self.summarise, on_inbound=on_inbound
+        )
         tokens_in = tokens_out = 0
         for _step in range(self._settings.max_iterations):
             response = await self._complete(messages, tools)
@@ -179,12 +190,6 @@ class Planner:
             tokens=(tokens_in, tokens_out),
             model=self._settings.name,
         )
-
-
-async def _inbound(ctx: Context) -> int | None:
-    """The id of the message this turn answers (the ledger links each call to it)."""
-    last = await ctx.services.store.messages.recent(ctx.session.key, 1)
-    return last[0][0] if last and last[0][1] == "in" else None
 
 
 def _transcript_line(message: Message) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.agent.attached import user_content
@@ -32,7 +33,10 @@ async def build_messages(
     now: float,
     tools: list[dict[str, Any]],
     summarise: Summarise | None = None,
+    on_inbound: Callable[[int | None], None] | None = None,
 ) -> list[Message]:
+    """``on_inbound``: told the id of the message this turn answers (None: none), before
+    any summary call, so the caller need not read the store again for it (the ledger)."""
     s = ctx.services
     settings = s.settings.model
     key = ctx.session.key
@@ -41,6 +45,8 @@ async def build_messages(
     # One more than the window holds, so an overflow is seen (window.fit).
     rows = await s.store.messages.recent_lines(key, limit + 2)
     current = rows[-1][0] if rows and rows[-1][1] == "in" else None
+    if on_inbound is not None:
+        on_inbound(current)
     if current is not None:
         rows = rows[:-1]  # the message this turn answers: it goes last, as ``text``
     system = await frozen_prompt(ctx, now, current or 0)
