@@ -234,8 +234,9 @@ class TaskRunner:
             why = avail.detail
         return (
             default,
-            f"ℹ️ {member.name} prefers {wanted}, which can't run here ({why}); "
-            f"using {default.name}.",
+            # What is used first: a long reason is what a cut line loses.
+            f"ℹ️ {member.name} prefers {wanted}, which can't run here; "
+            f"using {default.name} ({why}).",
         )
 
     # -- starting ----------------------------------------------------------------------
