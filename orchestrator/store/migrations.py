@@ -329,4 +329,9 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE tasks ADD COLUMN holder TEXT NOT NULL DEFAULT '';
     """,
+    # 19: the running tasks by holder, what every live process on PostgreSQL looks up
+    # every few seconds for a dead one's (orchestrator/store/processes.py).
+    """
+    CREATE INDEX tasks_running ON tasks(holder) WHERE status = 'running';
+    """,
 )

@@ -302,4 +302,8 @@ PG_MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE tasks ADD COLUMN holder TEXT NOT NULL DEFAULT '';
     """,
+    # 19
+    """
+    CREATE INDEX tasks_running ON tasks(holder) WHERE status = 'running';
+    """,
 )
