@@ -38,6 +38,7 @@ from kennel.remote_engine import Engine
 from kennel.settings import DockerKennelSettings
 from orchestrator.boundary.gitops import Repo
 from orchestrator.boundary.layer import build_layers
+from orchestrator.boundary.remote_files import RemoteFiles
 from tests.docker.remote_daemon import SecondEngine
 
 TASK = "sed -i s/Teh/The/ README.md && echo done > result.txt"
@@ -94,6 +95,7 @@ async def _run(rounds: int) -> dict[str, Any]:
             DockerKennelSettings(),
             tag,
             Engine.parse(engine.url, engine.certs, True),
+            files=RemoteFiles(root / "home-remote"),
         )
         samples: dict[str, list[float]] = {}
         cold: dict[str, float] = {}

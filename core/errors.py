@@ -10,6 +10,7 @@
     │   ├── HarnessUnavailable binary or credentials missing
     │   └── HarnessFailed      the CLI ended without success (message is phone-ready)
     ├── KennelError            the sandbox cannot run or is not as hardened as promised
+    │   └── TreeRefused        a run's tree cannot travel to or from another engine as it is
     ├── GitError               a repository operation failed or was refused
     └── ApprovalError          stale, foreign, expired or mismatched approval
 
@@ -63,6 +64,12 @@ class HarnessFailed(HarnessError):
 
 class KennelError(FetchError):
     pass
+
+
+class TreeRefused(KennelError):
+    """A run's folder cannot be sent to, or taken back from, a kennel on another engine
+    as it is (orchestrator/boundary/remote_files.py says why); nothing of it was written
+    into the run's copy here."""
 
 
 class GitError(FetchError):

@@ -11,9 +11,12 @@ machine is bound into it, because no path of this machine exists there:
   nothing, put with the engine's archive API, after everything an earlier task left in
   ``/runs`` is removed;
 * after it, the run's tree and state come back as data: the engine's archive of them,
-  read by orchestrator/boundary/tarsync.py into the run's copy on this machine, from
-  which the change is read as for any copy (changeset.py). The owner's workspace never
-  leaves this machine;
+  read into the run's copy on this machine, from which the change is read as for any
+  copy (changeset.py). The owner's workspace never leaves this machine;
+* every read and write of this machine's folders (the tar's making, the archive's
+  reading, the setup layer's facts) is the boundary's: ``HostFiles``
+  (kennel/remote_files.py), handed in by the composition root
+  (orchestrator/boundary/remote_files.py); here only bytes move, spool to engine;
 * a run over a repository's setup layer (orchestrator/task/setup.py) does not carry it
   in that tar: the layer, as Fetch kept it, goes once into a volume of the engine's
   named by it (``fetch-setup-…``, labelled like the kennel's), mounted read-only at
@@ -32,23 +35,20 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
-import os
 import posixpath
 import shlex
-import tarfile
 import tempfile
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import docker.errors
 from docker.types import LogConfig, Mount
 
-from core.errors import KennelError
+from core.errors import KennelError, TreeRefused
 from kennel.base import ExecSpec, Layout
 from kennel.docker_backend import (
     ENGINE_ERRORS,
@@ -67,18 +67,14 @@ from kennel.owner import parse_user
 from kennel.relayed import RelayedProcess, start_relayed
 from kennel.remote_bridge import MUX_SCRIPT, Bridge
 from kennel.remote_engine import Engine
+from kennel.remote_files import HostFiles
 from kennel.settings import DockerKennelSettings
-from orchestrator.boundary import tarsync
-from orchestrator.boundary.walk import FILE_FLAGS, Found, Limits, Refused, Tree
 
 log = logging.getLogger(__name__)
 REACH_ERRORS: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, OSError)
-STATE_ERRORS: tuple[type[BaseException], ...] = (Refused, *ENGINE_ERRORS)
-PLACE_ERRORS: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, KennelError, OSError, Refused)
-# What may come back: the tree as any copy is read (walk.Limits), the whole archive
-# bounded by the volume it came from.
-TREE_LIMITS = Limits()
-STATE_LIMITS = Limits(depth=64, entries=100_000, file_bytes=64 << 20)
+STATE_ERRORS: tuple[type[BaseException], ...] = (TreeRefused, *ENGINE_ERRORS)
+# KennelError: TreeRefused too (a layer that cannot be packed).
+PLACE_ERRORS: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, KennelError, OSError)
 # Everything /runs held before a task is removed as the task's uid (it owns all of it),
 # and /runs checked empty: a file left there would reach the next task.
 CLEAR_RUNS = (
@@ -111,11 +107,15 @@ class RemoteDockerKennel(DockerKennel):
         engine: Engine,
         secrets: tuple[str, ...] = (),
         client: Any | None = None,
+        *,
+        files: HostFiles,
     ) -> None:
         super().__init__(home, settings, image, secrets, client)
         self.engine = engine
+        self._files = files  # this machine's folders: the boundary reads and writes them
         self._bridges: dict[str, Bridge] = {}  # by container name
-        # By run: the tree's paths never sent (``pack_run``), so never removed here.
+        # By run: the tree's paths never sent (``HostFiles.pack_run``), so never removed
+        # here.
         self._unsent: dict[str, frozenset[str]] = {}
         self._shared = False  # nothing of this machine is mounted there
         # Setup layers in volumes there (``SetupRef``): the ones filled by this process,
@@ -311,7 +311,9 @@ class RemoteDockerKennel(DockerKennel):
             self._setup_of.pop(run.name, None)
         skip = frozenset(ref.paths) if ref is not None else frozenset()
         with tempfile.TemporaryFile(dir=self._home) as spool:
-            _count, self._unsent[run.name] = pack_run(run, parse_user(warm.user), spool, skip)
+            _count, self._unsent[run.name] = self._files.pack_run(
+                run, parse_user(warm.user), spool, skip, str(RUNS)
+            )
             while len(self._unsent) > 256:  # runs long over; a question's run sends again
                 del self._unsent[next(iter(self._unsent))]
             self.sent_bytes = spool.tell()
@@ -329,31 +331,13 @@ class RemoteDockerKennel(DockerKennel):
     # -- setup layers there --------------------------------------------------------------
     def _setup_ref(self, run: Path) -> SetupRef | None:
         """The run's setup layer (its facts are Fetch's: ``Layers.meta``), or None."""
-        meta = self._home / "kennel" / "meta" / run.parent.name / f"{run.name}.json"
-        try:
-            folder = Path(str(json.loads(meta.read_text()).get("setup") or ""))
-            if folder == Path():
-                return None
-            listed = json.loads((folder / "paths.json").read_text())
-            done = (folder / "done").read_bytes()
-        except (OSError, ValueError, AttributeError):
+        found = self._files.setup_layer(run)
+        if found is None:
             return None
-        base = self._home / "kennel" / "base" / run.parent.name / "tree"
-        paths: list[str] = []
-        # As Layers.open merged it: an entry the base has is the commit's, sent in the tar.
-        with Tree(base) as before, Tree(run / "tree") as tree, Tree(folder / "layer") as layer:
-            for path in listed if isinstance(listed, list) else []:
-                if not isinstance(path, str) or not path or path.startswith("/"):
-                    continue
-                if ".." in path.split("/") or before.lstat(path) is not None:
-                    continue
-                # Only an entry still as the merge made it (cp -a keeps the times): one
-                # an earlier turn changed came back rewritten, and travels in the tar.
-                if _entries(tree, path) == _entries(layer, path) != {}:
-                    paths.append(path)
+        folder, done, paths = found
         key = f"{self._install}\0{folder}\0{done.hex()}"
         name = f"fetch-setup-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-        return SetupRef(name, folder, tuple(paths))
+        return SetupRef(name, folder, paths)
 
     def _fill(self, ref: SetupRef, repo: Path, user: str) -> None:
         """The layer into its volume there, once: a container that never starts (no
@@ -388,7 +372,9 @@ class RemoteDockerKennel(DockerKennel):
             )
             try:
                 with tempfile.TemporaryFile(dir=self._home) as spool:
-                    pack_tree(ref.folder / "layer", "", parse_user(user), spool)
+                    self._files.pack_folder(
+                        ref.folder / "layer", "", parse_user(user), spool, SETUP_AT
+                    )
                     spool.seek(0)
                     if not holder.put_archive(SETUP_AT, spool):
                         raise KennelError("the remote engine did not take the setup layer")
@@ -452,13 +438,13 @@ class RemoteDockerKennel(DockerKennel):
 
     def _pull(self, warm: _Warm, layout: Layout) -> None:
         """The run's tree and state, back from the engine into the run's copy here.
-        ``Refused`` when the tree cannot be taken as it is (the copy here is left as it
+        ``TreeRefused`` when the tree cannot be taken as it is (the copy here is left as it
         was); the state is best effort, like ``Layer.keep_state``."""
         run = layout.state_host.parent.parent
         kept = self._drop_setup_there(warm, run)
-        self._fetch(warm, run, "tree", TREE_LIMITS, kept)
+        self._fetch(warm, run, "tree", kept)
         try:
-            self._fetch(warm, run, "state", STATE_LIMITS)
+            self._fetch(warm, run, "state")
         except STATE_ERRORS as err:
             log.warning("run %s: the CLI's state did not come back: %s", run.name, err)
 
@@ -483,15 +469,9 @@ class RemoteDockerKennel(DockerKennel):
             return frozenset()
         gone = {int(x) for x in done.output.split() if x.isdigit() and int(x) < len(ref.paths)}
         # What is below them too: tarsync keeps exactly the paths it is given.
-        kept: set[str] = set()
-        with Tree(run / "tree") as here:
-            for n in gone:
-                kept.update(_entries(here, ref.paths[n]))
-        return frozenset(kept)
+        return self._files.below(run / "tree", [ref.paths[n] for n in gone])
 
-    def _fetch(
-        self, warm: _Warm, run: Path, top: str, limits: Limits, kept: frozenset[str] = frozenset()
-    ) -> None:
+    def _fetch(self, warm: _Warm, run: Path, top: str, kept: frozenset[str] = frozenset()) -> None:
         cap = parse_size(self._settings.runs_size)
         response = _archive(warm.container, f"{RUNS}/{run.name}/{top}")
         with tempfile.TemporaryFile(dir=self._home) as spool:
@@ -500,7 +480,7 @@ class RemoteDockerKennel(DockerKennel):
                 for chunk in response.iter_content(1 << 20, False):
                     size += len(chunk)
                     if size > cap + (64 << 20):  # tar headers on top of the volume's size
-                        raise Refused(f"the returned {top} is over {cap // (1 << 20)} MB")
+                        raise TreeRefused(f"the returned {top} is over {cap // (1 << 20)} MB")
                     spool.write(chunk)
             finally:
                 # Let go of the engine's stream, read to its end or not: one left open
@@ -510,9 +490,9 @@ class RemoteDockerKennel(DockerKennel):
             if top == "tree":
                 self.returned_bytes = size
             keep = self._unsent.get(run.name, frozenset()) | kept if top == "tree" else kept
-            done = tarsync.sync(spool, top, str(run / top), limits, cap, keep)
-        if done.left_out:
-            log.info("run %s: left out of the returned %s: %s", run.name, top, done.left_out)
+            left_out = self._files.sync(spool, top, run / top, cap, keep)
+        if left_out:
+            log.info("run %s: left out of the returned %s: %s", run.name, top, left_out)
 
 
 class RemoteProcess(DockerProcess):
@@ -551,7 +531,7 @@ class RemoteProcess(DockerProcess):
         self._fetched = True
         try:
             await asyncio.to_thread(self.fetch_back)
-        except Refused as err:
+        except TreeRefused as err:
             if strict:
                 raise KennelError(f"the kennel's result was refused: {err}") from err
             log.warning("the stopped kennel's result was refused: %s", err)
@@ -593,115 +573,6 @@ def missing_image(image: str, engine: Engine) -> str:
     )
 
 
-def pack_run(
-    run: Path, owner: tuple[int, int], out: IO[bytes], skip: frozenset[str] = frozenset()
-) -> tuple[int, frozenset[str]]:
-    """The run's folder (tree, state, attachments: Fetch's own, never a kennel's) as a
-    tar for ``/runs``, every entry the task's uid's, nothing followed: links go as links.
-    ``skip``: the tree's entries not sent (a setup layer's, put there from its volume).
-    Returns the number of entries, and the tree's paths not sent: relative links that
-    climb out of ``/runs``, which the engine refuses to unpack (a repository may commit
-    one; a kennel may have made one), kept here as they are."""
-    unsent: set[str] = set()
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        tar.addfile(_info(run.name, tarfile.DIRTYPE, 0o755, owner))
-        count = 1
-        for top in ("tree", "state", "attachments"):
-            if not (run / top).is_dir() or (run / top).is_symlink():
-                continue
-            tar.addfile(_info(f"{run.name}/{top}", tarfile.DIRTYPE, 0o755, owner))
-            climbs = unsent if top == "tree" else set()
-            count += _add_tree(
-                tar, run / top, f"{run.name}/{top}/", owner, skip if top == "tree" else None, climbs
-            )
-    return count, frozenset(unsent)
-
-
-def pack_tree(folder: Path, prefix: str, owner: tuple[int, int], out: IO[bytes]) -> int:
-    """``folder``'s entries as a tar, names below ``prefix``, as ``pack_run`` packs them
-    (a relative link climbing out of the folder is left out: the engine refuses it)."""
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        return _add_tree(tar, folder, prefix, owner, None, set(), root=SETUP_AT)
-
-
-def _info(name: str, kind: bytes, mode: int, owner: tuple[int, int], size: int = 0) -> Any:
-    info = tarfile.TarInfo(name)
-    info.type, info.mode, info.size = kind, mode, size
-    info.uid, info.gid = owner
-    info.mtime = 0
-    return info
-
-
-def _add_tree(
-    tar: tarfile.TarFile,
-    folder: Path,
-    prefix: str,
-    owner: tuple[int, int],
-    skip: frozenset[str] | None,
-    climbs: set[str],
-    root: str = str(RUNS),
-) -> int:
-    """Every entry below ``folder`` into ``tar`` (but ``skip`` and what is below them),
-    nothing followed; the relative links climbing out of ``root`` (where the engine
-    unpacks the tar) are added to ``climbs`` instead."""
-    count = 0
-    left = skip or frozenset()
-    with Tree(folder) as tree:
-        for found in tree.walk(
-            Limits(depth=4096, entries=10_000_000), lambda f: f.path not in left
-        ):
-            if found.path in left:
-                continue
-            name = f"{prefix}{found.path}"
-            mode = 0o755 if found.st.st_mode & 0o100 else 0o644
-            if found.kind == "dir":
-                tar.addfile(_info(name, tarfile.DIRTYPE, 0o755, owner))
-            elif found.kind == "link":
-                target = tree.readlink(found.path)
-                if _climbs_out(name, target, root):
-                    climbs.add(found.path)
-                    continue
-                link = _info(name, tarfile.SYMTYPE, 0o777, owner)
-                link.linkname = target
-                tar.addfile(link)
-            elif found.kind == "file":
-                fd, leaf = tree._parent(found.path)
-                try:
-                    file_fd = os.open(leaf, FILE_FLAGS, dir_fd=fd)
-                finally:
-                    os.close(fd)
-                with os.fdopen(file_fd, "rb") as data:
-                    size = os.fstat(data.fileno()).st_size
-                    tar.addfile(_info(name, tarfile.REGTYPE, mode, owner, size), data)
-            else:
-                continue
-            count += 1
-    return count
-
-
-def _entries(tree: Tree, path: str) -> dict[str, tuple[object, ...]]:
-    """``path`` and everything below it in ``tree``: kind, and a file's size and time
-    or a link's target (folders by what they hold)."""
-    out: dict[str, tuple[object, ...]] = {}
-    below = path + "/"
-
-    def enter(found: Found) -> bool:
-        return (
-            path.startswith(found.path + "/") or found.path == path or found.path.startswith(below)
-        )
-
-    for found in tree.walk(Limits(depth=4096, entries=10_000_000), enter):
-        if found.path != path and not found.path.startswith(below):
-            continue
-        if found.kind == "file":
-            out[found.path] = ("file", found.st.st_size, found.st.st_mtime_ns)
-        elif found.kind == "link":
-            out[found.path] = ("link", tree.readlink(found.path))
-        else:
-            out[found.path] = (found.kind,)
-    return out
-
-
 def _copy_script(tree: str, paths: tuple[str, ...]) -> str:
     """Copy the setup layer's ``paths`` from its volume under the run's ``tree`` there,
     as ``Layers.open`` merges them here: links as links, never over what is there."""
@@ -719,19 +590,9 @@ def _copy_script(tree: str, paths: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def _climbs_out(name: str, target: str, root: str = str(RUNS)) -> bool:
-    """Whether a relative link at ``<root>/<name>`` points above ``root``."""
-    if target.startswith("/"):
-        return False
-    where = posixpath.normpath(posixpath.join(root, posixpath.dirname(name), target))
-    return where != root and not where.startswith(f"{root}/")
-
-
 __all__ = [
     "RemoteDockerKennel",
     "RemoteProcess",
     "SetupRef",
     "missing_image",
-    "pack_run",
-    "pack_tree",
 ]

@@ -84,10 +84,14 @@ def build_kennel(settings: Settings, choice: Choice | None = None) -> Kennel:
         secrets = tuple(p.api_key for p in settings.providers.values() if p.api_key)
         if is_remote(docker.host):  # another engine: the tree travels as data
             from kennel.remote import RemoteDockerKennel
+            from orchestrator.boundary.remote_files import RemoteFiles
 
             engine = Engine.parse(str(docker.host), docker.cert_path, docker.tls_verify)
             image = docker_image(settings.kennel)
-            return RemoteDockerKennel(settings.home_dir, docker, image, engine, secrets)
+            files = RemoteFiles(settings.home_dir)  # the boundary reads what comes back
+            return RemoteDockerKennel(
+                settings.home_dir, docker, image, engine, secrets, files=files
+            )
         return DockerKennel(settings.home_dir, docker, docker_image(settings.kennel), secrets)
     if choice.backend == "unsafe-local":
         return LocalKennel(settings.home_dir, settings.kennel.network_isolation, path_env)

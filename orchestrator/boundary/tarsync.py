@@ -237,7 +237,7 @@ def sync(
     made the contents of ``dest``. ``Refused`` leaves ``dest`` as it was."""
 
     def same(path: str, member: tarfile.TarInfo) -> bool:
-        # Sent with mtime 0 (kennel/remote.py), still that size and time there, and the
+        # Sent with mtime 0 (remote_files.py), still that size and time there, and the
         # same size here: the file that was sent. (A kennel that rewrote it in place and
         # set its time back loses its own change, which was over the limit anyway.)
         with Tree(dest) as tree:

@@ -27,6 +27,7 @@ from kennel.remote import RemoteDockerKennel
 from kennel.remote_engine import Engine
 from kennel.settings import DockerKennelSettings
 from orchestrator.boundary.gitops import Repo
+from orchestrator.boundary.remote_files import RemoteFiles
 from orchestrator.config import Settings
 from tests.conftest import Driver, git, start_driver, tree_snapshot
 from tests.docker.conftest import CANARY
@@ -118,7 +119,11 @@ async def test_close_leaves_nothing_on_the_second_engine(
     with_image: SecondEngine, kennel_image: str, runs: Runs
 ) -> None:
     kennel = RemoteDockerKennel(
-        runs.home, DockerKennelSettings(), kennel_image, _remote(with_image)
+        runs.home,
+        DockerKennelSettings(),
+        kennel_image,
+        _remote(with_image),
+        files=RemoteFiles(runs.home),
     )
     run = runs.open(kennel)
     proc = await kennel.exec(run.spec(("sh", "-c", "echo hi > made.txt")))
@@ -153,6 +158,7 @@ async def test_a_hostile_kennel_there_leaves_the_victim_here_untouched(
         DockerKennelSettings(runs_size="512m"),
         kennel_image,
         _remote(with_image),
+        files=RemoteFiles(runs.home),
     )
     repo = runs.repo("app", {"a.txt": "a\n", "b.txt": "b\n"})
     run = runs.open(kennel, repo)
@@ -276,6 +282,7 @@ def test_tls_both_ways_an_unknown_client_or_engine_is_refused(
             DockerKennelSettings(),
             "unused",
             Engine.parse(second_engine.url, folder, True),
+            files=RemoteFiles(tmp_path / f"home{n}"),
         )
         with pytest.raises(KennelError, match=f"engine at {second_engine.url}.*not reachable"):
             kennel._docker()
@@ -313,7 +320,11 @@ async def test_the_bridge_carries_big_streams_and_bounds_a_flood(
     queued on Fetch), 5 MB go there and back intact (many frames), and the bridge still
     serves the next connection."""
     kennel = RemoteDockerKennel(
-        runs.home, DockerKennelSettings(), kennel_image, _remote(with_image)
+        runs.home,
+        DockerKennelSettings(),
+        kennel_image,
+        _remote(with_image),
+        files=RemoteFiles(runs.home),
     )
     run = runs.open(kennel)
 
@@ -343,7 +354,11 @@ async def test_an_image_missing_there_is_one_line_saying_how_to_copy_it(
     second_engine: SecondEngine, runs: Runs
 ) -> None:
     kennel = RemoteDockerKennel(
-        runs.home, DockerKennelSettings(), "fetch-kennel:not-there", _remote(second_engine)
+        runs.home,
+        DockerKennelSettings(),
+        "fetch-kennel:not-there",
+        _remote(second_engine),
+        files=RemoteFiles(runs.home),
     )
     run = runs.open(kennel)
     try:
@@ -385,7 +400,11 @@ async def test_what_a_killed_fetch_left_there_is_removed_at_the_next_start(
     """A Fetch killed with a kennel running there leaves its container and its volume;
     the next one of the same home removes both before its first kennel (by label)."""
     killed = RemoteDockerKennel(
-        runs.home, DockerKennelSettings(), kennel_image, _remote(with_image)
+        runs.home,
+        DockerKennelSettings(),
+        kennel_image,
+        _remote(with_image),
+        files=RemoteFiles(runs.home),
     )
     run = runs.open(killed, runs.repo("left"))
     proc = await killed.exec(run.spec(("true",)))
@@ -393,7 +412,13 @@ async def test_what_a_killed_fetch_left_there_is_removed_at_the_next_start(
     (left,) = killed._warm.values()
     for bridge in killed._bridges.values():
         bridge.close()  # what the kill ends; the engine's side stays
-    nxt = RemoteDockerKennel(runs.home, DockerKennelSettings(), kennel_image, _remote(with_image))
+    nxt = RemoteDockerKennel(
+        runs.home,
+        DockerKennelSettings(),
+        kennel_image,
+        _remote(with_image),
+        files=RemoteFiles(runs.home),
+    )
     there = with_image.client()
     try:
         run2 = runs.open(nxt, runs.repo("other"))

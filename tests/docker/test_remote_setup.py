@@ -29,6 +29,7 @@ from kennel.remote_engine import Engine
 from kennel.settings import DockerKennelSettings, SetupSettings
 from orchestrator.boundary.gitops import Repo
 from orchestrator.boundary.layer import build_layers
+from orchestrator.boundary.remote_files import RemoteFiles
 from orchestrator.config import Settings
 from orchestrator.task.setup import Setup, plan
 from tests.conftest import Driver, git, make_repo, start_driver, tree_snapshot
@@ -170,6 +171,7 @@ async def test_a_hostile_setup_there_keeps_only_its_additions(
         DockerKennelSettings(runs_size="512m"),
         kennel_image,
         Engine.parse(with_image.url, with_image.certs, True),
+        files=RemoteFiles(home),
     )
     layers = build_layers(home, kennel)
     setup = Setup(kennel, layers, SetupSettings(registries=("127.0.0.1:9",)), home / "logs")
@@ -271,6 +273,7 @@ async def test_a_big_setup_layer_goes_there_once(
         DockerKennelSettings(runs_size="1g"),
         kennel_image,
         Engine.parse(with_image.url, with_image.certs, True),
+        files=RemoteFiles(home),
     )
     layers = build_layers(home, kennel)
     wanted = plan(Repo(repo))
@@ -343,6 +346,7 @@ async def test_a_big_setup_layer_goes_there_once(
                     DockerKennelSettings(),
                     kennel_image,
                     Engine.parse(with_image.url, with_image.certs, True),
+                    files=RemoteFiles(home),
                 )._sweep_leftovers
             )
             assert _setup_volumes(there, label) == []
@@ -369,6 +373,7 @@ async def test_a_setup_result_over_the_bounds_is_one_line_and_not_kept(
         DockerKennelSettings(runs_size="512m"),
         kennel_image,
         Engine.parse(with_image.url, with_image.certs, True),
+        files=RemoteFiles(home),
     )
     layers = build_layers(home, kennel)
     setup = Setup(kennel, layers, SetupSettings(registries=("127.0.0.1:9",)), home / "logs")

@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from kennel.remote import TREE_LIMITS, RemoteDockerKennel
+from core.errors import TreeRefused
+from kennel.remote import RemoteDockerKennel
 from kennel.remote_engine import Engine
 from kennel.settings import DockerKennelSettings
-from orchestrator.boundary.walk import Refused
+from orchestrator.boundary.remote_files import RemoteFiles
 from tests.fakes.require import missing
 
 pytestmark = pytest.mark.real
@@ -80,12 +81,17 @@ async def test_an_archive_over_its_cap_is_let_go_of(
     )
     try:
         kennel = RemoteDockerKennel(
-            home, DockerKennelSettings(runs_size="16m"), image, Engine(LOCAL), client=engine_client
+            home,
+            DockerKennelSettings(runs_size="16m"),
+            image,
+            Engine(LOCAL),
+            client=engine_client,
+            files=RemoteFiles(home),
         )
         await asyncio.sleep(1)
         warm = SimpleNamespace(container=container)
-        with pytest.raises(Refused, match="over 16 MB") as refused:
-            await asyncio.to_thread(kennel._fetch, warm, run, "tree", TREE_LIMITS)  # type: ignore[arg-type]
+        with pytest.raises(TreeRefused, match="over 16 MB") as refused:
+            await asyncio.to_thread(kennel._fetch, warm, run, "tree")  # type: ignore[arg-type]
         # As in Fetch: the refusal is still being handled (said, logged) meanwhile.
         started = time.monotonic()
         await asyncio.to_thread(container.remove, force=True)
