@@ -56,6 +56,15 @@ UNLOCK = "SELECT pg_advisory_unlock(1, hashtext($1))"
 # Every live process holds this key shared; taking it exclusively at once, before that,
 # tells a starting process whether any other one is using the database.
 ALIVE_KEY = 0x46455445
+# The liveness connection's lease: the server probes it after 10 s of silence, every 5 s,
+# and drops it (freeing the process's lock: its work is taken over) after 4 unanswered
+# probes. A SIGKILL closes the socket at once; this is for a host that vanished without
+# a word (power, network), which the server's defaults would notice after two hours.
+LIVE_KEEPALIVE = {
+    "tcp_keepalives_idle": "10",
+    "tcp_keepalives_interval": "5",
+    "tcp_keepalives_count": "4",
+}
 CONNECT_TIMEOUT = 10.0
 POOL_MAX = 10
 BEHIND_CAP = 10_000
@@ -275,7 +284,9 @@ class PgDatabase:
         self._pool = pool
         try:
             await self._prepare()
-            self._live = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT)
+            self._live = await asyncpg.connect(
+                self.url, timeout=CONNECT_TIMEOUT, server_settings=LIVE_KEEPALIVE
+            )
             await self._live.execute(LIVE_LOCK, self.holder)
             self.alone = bool(
                 await self._live.fetchval("SELECT pg_try_advisory_lock($1)", ALIVE_KEY)

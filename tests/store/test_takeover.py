@@ -134,3 +134,18 @@ async def test_two_survivors_take_a_gone_processs_running_tasks_once(
     async with Store(tmp_path / "fetch.db") as lite:
         await lite.work.create_task(KEY, "demo", "p", "demo")
         assert await lite.work.adopt_tasks() == []  # the start alone recovers on SQLite
+
+
+async def test_a_vanished_hosts_liveness_runs_out_within_a_lease(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The liveness connection asks the server to probe it (TCP keepalive): a host that
+    vanished without closing its socket frees its lock in about 30 s, not two hours.
+    (Over a unix socket the settings read 0: keepalive is TCP's; the fixture is TCP.)"""
+    async with Store(tmp_path / "b.db", pg_url) as b:
+        live = b.db._live  # type: ignore[attr-defined]
+        said = [
+            await live.fetchval(f"SHOW {name}")
+            for name in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count")
+        ]
+        assert said == ["10", "5", "4"]
