@@ -122,7 +122,8 @@ def readme_blocks(body: str) -> dict[str, str]:
             blocks[name] = ""
         if name is not None:
             blocks[name] += line + "\n"
-    return blocks
+    # Blank lines between blocks are the writer's: kept ones must not gain one a pass.
+    return {name: block.rstrip("\n") + "\n" for name, block in blocks.items()}
 
 
 def quoted_figures(text: str) -> list[str]:

@@ -131,7 +131,7 @@ def test_the_generator_writes_what_the_check_reads(tmp_path: Path) -> None:
     runner.write_readme({"meta": meta, "agent": result}, {}, order, readme)
     again = readme.read_text(encoding="utf-8")
     assert "agent.hello_bytes: 8000" in again and "**layer**: not run" in again
-    assert again.count(runner.BEGIN) == 1
+    assert again.count(runner.BEGIN) == 1 and "\n\n\n" not in again  # no blank line gained
     assert [n for n, _v in figures("agent", result, runner.FIGURES["agent"])] == [
         "agent.hello_bytes",
         "agent.hello_system_bytes",
