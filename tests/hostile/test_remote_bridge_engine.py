@@ -40,8 +40,13 @@ async def test_a_chunk_packed_with_tiny_frames_is_read_in_linear_time(tmp_path: 
         chunk = HEAD.pack(b"R", 0, 0) * (size // HEAD.size - 1) + HEAD.pack(b"O", 7, 0)
         writer.write(struct.pack(">BxxxI", 1, len(chunk)) + chunk)
         await writer.drain()
-        await reader.read()  # held open until the bridge goes
+        try:
+            await reader.read()  # held open until the bridge goes
+        finally:
+            writer.close()
+            served.set()
 
+    served = asyncio.Event()
     servers = [
         await asyncio.start_unix_server(engine, path=str(engine_sock)),
         await asyncio.start_unix_server(relay, path=str(relay_sock)),
@@ -55,6 +60,9 @@ async def test_a_chunk_packed_with_tiny_frames_is_read_in_linear_time(tmp_path: 
         took = time.monotonic() - started
     finally:
         await asyncio.to_thread(bridge.close)
+        # The stand-in engine's side ends once the bridge's socket is gone: waited for, so
+        # no transport is left for the loop's close to find.
+        await asyncio.wait_for(served.wait(), 10)
         for server in servers:
             server.close()
     assert took < 30
@@ -75,8 +83,13 @@ async def test_the_kennels_stderr_forges_no_log_line(
         ready = HEAD.pack(b"R", 0, 0)
         writer.write(struct.pack(">BxxxI", 1, len(ready)) + ready)
         await writer.drain()
-        await reader.read()
+        try:
+            await reader.read()
+        finally:
+            writer.close()
+            served.set()
 
+    served = asyncio.Event()
     server = await asyncio.start_unix_server(engine, path=str(engine_sock))
     bridge = Bridge(Engine(f"unix://{engine_sock}"), "0" * 64, tmp_path / "relay.sock")
     caplog.set_level(logging.INFO, logger="kennel.remote_bridge")
@@ -85,6 +98,7 @@ async def test_the_kennels_stderr_forges_no_log_line(
         await asyncio.to_thread(bridge.wait_ready, 10)
     finally:
         await asyncio.to_thread(bridge.close)
+        await asyncio.wait_for(served.wait(), 10)
         server.close()
     said = [r.getMessage() for r in caplog.records if "forwarder" in r.getMessage()]
     assert said, caplog.records
