@@ -82,9 +82,11 @@ class Endpoint:
     # One connection pool per key (aiohttp, providers/wire.py), made on first use.
     clients: dict[str, aiohttp.ClientSession] = field(default_factory=dict)
     url: URL = field(init=False)
+    proxy: URL | None = field(init=False)  # the environment's, read once (wire.route)
 
     def __post_init__(self) -> None:
         self.url = wire.completions_url(self.base_url)
+        self.proxy = wire.route(self.url)
 
     def client(self, key: str) -> aiohttp.ClientSession:
         client = self.clients.get(key)
@@ -284,7 +286,7 @@ class ProviderChain:
             body["tools"] = tools
         try:
             response = await wire.post_completion(
-                endpoint.client(key), endpoint.url, key, body, timeout
+                endpoint.client(key), endpoint.url, key, body, timeout, endpoint.proxy
             )
         except wire.TimedOut as err:
             return attempt(0, f"timed out after {timeout:g}s"), None, err

@@ -123,14 +123,35 @@ def completions_url(base_url: str) -> URL:
     return URL(base_url.rstrip("/") + "/chat/completions")
 
 
+def route(url: URL) -> URL | None:
+    """The proxy the environment names for ``url`` (HTTP(S)_PROXY, NO_PROXY; its
+    credentials from its URL or ~/.netrc, kept in the URL it returns), as they applied to
+    the SDK's client, read once per endpoint: aiohttp's ``trust_env`` reads them again on
+    every request, in two trips to a worker thread (the first message after start paid
+    most of its time there). None: straight there."""
+    from aiohttp.helpers import get_env_proxy_for_url
+
+    try:
+        proxy, auth = get_env_proxy_for_url(url)
+    except LookupError:  # none named, or NO_PROXY covers the host
+        return None
+    if auth is not None:  # aiohttp sends a proxy URL's user as Proxy-Authorization
+        proxy = proxy.with_user(auth.login).with_password(auth.password)
+    return proxy
+
+
 def session() -> aiohttp.ClientSession:
-    """One endpoint key's connection pool. ``trust_env``: the proxy variables apply, as
-    they did to the SDK's client."""
-    return aiohttp.ClientSession(trust_env=True, headers={"User-Agent": USER_AGENT})
+    """One endpoint key's connection pool; its proxy is the endpoint's ``route``."""
+    return aiohttp.ClientSession(trust_env=False, headers={"User-Agent": USER_AGENT})
 
 
 async def post_completion(
-    http: aiohttp.ClientSession, url: URL, key: str, body: dict[str, Any], seconds: float
+    http: aiohttp.ClientSession,
+    url: URL,
+    key: str,
+    body: dict[str, Any],
+    seconds: float,
+    proxy: URL | None = None,
 ) -> Any:
     """POST ``body`` to ``url`` (``completions_url``); the parsed answer (see the module
     docstring), or WireError / ValueError. ``seconds``: to connect, and for each read
@@ -142,7 +163,13 @@ async def post_completion(
     }
     limits = aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
     try:
-        async with http.post(url, data=encode(body), headers=headers, timeout=limits) as answer:
+        async with http.post(
+            url,
+            data=encode(body),
+            headers=headers,
+            timeout=limits,
+            proxy=proxy,
+        ) as answer:
             raw = await answer.read()
             status, answer_headers = answer.status, answer.headers
             kind, charset = _content_type(answer.headers.get("Content-Type", "*"))
@@ -173,5 +200,6 @@ __all__ = [
     "completions_url",
     "encode",
     "post_completion",
+    "route",
     "session",
 ]

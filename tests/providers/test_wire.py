@@ -5,13 +5,18 @@ the JSON the SDK sent, and reads answers as the SDK's models did."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import aiohttp
+import aiohttp.helpers
+import pytest
 from aiohttp import web
 
 from orchestrator import completion
@@ -19,7 +24,7 @@ from orchestrator.config import ModelSettings
 from orchestrator.providers.chain import ChainFailed, ProviderChain
 from orchestrator.providers.settings import ProviderEntry
 from orchestrator.providers.wire import Node, _content_type, encode
-from tests.fakes.model_server import ScriptedModelServer, ToolCall
+from tests.fakes.model_server import ScriptedModelServer, Text, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,5 +162,70 @@ async def test_an_html_page_and_broken_json_are_told_apart() -> None:
                 raise AssertionError(f"{path}: a non-completion was accepted")
             finally:
                 await chain.close()
+    finally:
+        await runner.cleanup()
+
+
+async def test_the_environments_proxy_is_used_read_once_per_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HTTP_PROXY (with its credentials) carries the model call, as it did the SDK's;
+    NO_PROXY exempts the host. Read when the endpoint is made, not on every request
+    (aiohttp's trust_env asked in two worker-thread trips per request)."""
+    seen: list[tuple[str, str]] = []
+
+    async def forward(request: web.Request) -> web.Response:
+        seen.append((str(request.url), request.headers.get("Proxy-Authorization", "")))
+        async with (
+            aiohttp.ClientSession() as out,
+            out.post(
+                request.url,
+                data=await request.read(),
+                headers={"Authorization": request.headers["Authorization"]},
+            ) as answer,
+        ):
+            return web.Response(
+                body=await answer.read(), status=answer.status, content_type="application/json"
+            )
+
+    proxy = web.Application()
+    proxy.router.add_route("*", "/{tail:.*}", forward)
+    runner = web.AppRunner(proxy)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://fetch:s3cret@127.0.0.1:{port}")
+    calls = 0
+    real = aiohttp.helpers.get_env_proxy_for_url
+
+    def counted(url: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(url)
+
+    monkeypatch.setattr(aiohttp.helpers, "get_env_proxy_for_url", counted)
+    try:
+        async with ScriptedModelServer() as srv:
+            srv.script(Text("one"), Text("two"), Text("three"))
+            entry = ProviderEntry(name="one", base_url=srv.url + "/v1", api_keys=("sk-1",))
+            chain = ProviderChain(ModelSettings(name="m", providers=(entry,)))
+            try:
+                for _ in range(2):
+                    await chain.complete([{"role": "user", "content": "x"}])
+            finally:
+                await chain.close()
+            assert len(seen) == 2 and seen[0][0] == srv.url + "/v1/chat/completions"
+            assert seen[0][1] == "Basic " + base64.b64encode(b"fetch:s3cret").decode()
+            assert calls == 1  # once, when the endpoint was made
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+            direct = ProviderChain(ModelSettings(name="m", providers=(entry,)))
+            try:
+                await direct.complete([{"role": "user", "content": "x"}])
+            finally:
+                await direct.close()
+            assert len(seen) == 2 and len(srv.model_requests) == 3  # straight there
     finally:
         await runner.cleanup()
