@@ -162,7 +162,19 @@ class Codex(Harness, name="codex"):
     provider = "openai"
     binary = "codex"
     summary = "OpenAI Codex CLI (Responses API)"
-    models = (DEFAULT_MODEL,)
+    # The slugs codex 0.169.0 lists (`codex debug models`, visibility "list"): one it
+    # does not know gets no apply_patch tool, so its edits silently never happen.
+    models = (
+        DEFAULT_MODEL,
+        "gpt-5.6-sol",
+        "gpt-5.6-terra",
+        "gpt-5.6-luna",
+        "gpt-6-sol",
+        "gpt-6-luna",
+        "gpt-6-astra",
+        "gpt-6.1-sol",
+        "gpt-6.1-terra",
+    )
     # Through its app server (harnesses/codex_driver.py): turn/steer, measured with 0.169.0.
     steerable = True
 

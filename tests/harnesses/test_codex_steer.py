@@ -261,3 +261,15 @@ def test_the_app_server_s_lines_become_the_harness_s_events() -> None:
     codex.parse("\x1b[2mERROR\x1b[0m router: \x1b[3merror\x1b[0m=exec command rejected: no")
     done = codex.parse(_note("turn/completed", turn={"status": "completed"}))[-1]
     assert done.kind == "error" and "exec command rejected" in done.text
+
+
+def test_every_model_fetch_offers_for_codex_is_one_the_installed_codex_knows() -> None:
+    """/model codex <slug> offers Codex.models: a slug codex does not know gets no
+    apply_patch tool (its edits silently never happen), so each is checked against the
+    real CLI's own list."""
+    require_binary("codex")
+    done = subprocess.run(
+        ["codex", "debug", "models"], capture_output=True, text=True, timeout=60, check=True
+    )
+    known = {m["slug"] for m in json.loads(done.stdout)["models"]}
+    assert set(Codex.models) <= known, set(Codex.models) - known
