@@ -14,7 +14,7 @@ the one long-lived stream the relay rides (kennel/remote_bridge.py).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
+import shutil
 import ssl
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
@@ -65,11 +65,10 @@ class Engine:
             ]
             if missing:
                 raise KennelError(f"kennel.docker.cert_path {cert_path} lacks {', '.join(missing)}")
-        if parts.scheme == "ssh" and importlib.util.find_spec("paramiko") is None:
-            # The Docker SDK's ssh support imports it even when it runs the ssh command.
+        if parts.scheme == "ssh" and shutil.which("ssh") is None:
             raise KennelError(
-                f"kennel.docker.host {url!r} is ssh, which needs the paramiko package "
-                "(pip install paramiko); or reach the engine over TLS: tcp://host:2376"
+                f"kennel.docker.host {url!r} is ssh, which needs the ssh command "
+                "(openssh-client); or reach the engine over TLS: tcp://host:2376"
             )
         if parts.scheme == "unix" and not parts.path:
             raise KennelError(f"kennel.docker.host {url!r} names no socket")
@@ -93,6 +92,10 @@ class Engine:
         import docker
         import docker.tls
 
+        if self.scheme == "ssh":
+            from kennel.ssh_transport import ssh_client
+
+            return ssh_client(self.url, API_VERSION, timeout)
         kwargs: dict[str, Any] = {"version": API_VERSION, "timeout": timeout}
         if self.scheme == "tcp":
             assert self.cert_path is not None
@@ -101,8 +104,6 @@ class Engine:
                 ca_cert=str(self.cert_path / "ca.pem") if self.tls_verify else None,
                 verify=self.tls_verify,
             )
-        elif self.scheme == "ssh":
-            kwargs["use_ssh_client"] = True
         client = docker.DockerClient(base_url=self.url, **kwargs)
         # requests lets REQUESTS_CA_BUNDLE (set system-wide on many machines) replace the
         # engine's own CA: the engine's certificate would then fail to verify, or worse,
@@ -126,11 +127,9 @@ class Engine:
                 server_hostname=parts.hostname if self.tls_verify else "",
             )
         else:
-            target = f"{parts.username}@{parts.hostname}" if parts.username else parts.hostname
-            argv = ["ssh", "-o", "BatchMode=yes"]
-            if parts.port:
-                argv += ["-p", str(parts.port)]
-            argv += ["--", str(target), "docker", "system", "dial-stdio"]
+            from kennel.ssh_transport import ssh_argv
+
+            argv = ssh_argv(self.url)
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
