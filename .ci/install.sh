@@ -30,6 +30,20 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 command -v bwrap >/dev/null 2>&1 || { log "bwrap is not on PATH after install"; exit 1; }
 
+# The remote engine over ssh (tests/docker/test_remote_ssh.py): Debian's ssh client (what
+# kennel.docker.host ssh:// runs) and sshd (the test's own, on 127.0.0.1).
+ssh_pkgs=()
+command -v ssh >/dev/null 2>&1 || ssh_pkgs+=(openssh-client)
+[ -x /usr/sbin/sshd ] || ssh_pkgs+=(openssh-server)
+if [ "${#ssh_pkgs[@]}" -gt 0 ]; then
+    SUDO=(); [ "$(id -u)" = 0 ] || SUDO=(sudo)
+    log "apt-get install ${ssh_pkgs[*]}"
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${ssh_pkgs[@]}" >/dev/null
+fi
+{ command -v ssh && [ -x /usr/sbin/sshd ]; } >/dev/null 2>&1 \
+    || { log "ssh or sshd is missing after install"; exit 1; }
+
 # The browser tests (tests/browser): Debian's chromium, driven by the playwright package
 # (a test extra) through executable_path. `playwright install` is never run: no browser
 # is downloaded from anywhere but Debian.
