@@ -127,7 +127,20 @@ class _Output:
         self.channel = channel  # where docker-py finds a hijacked stream's socket
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._reader, name)
+        found = getattr(self._reader, name)
+        if not callable(found):
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return found(*args, **kwargs)
+            except ValueError as err:  # read after ssh ended: the connection is gone
+                raise ConnectionResetError(f"the ssh connection ended ({err})") from err
+
+        return call
+
+    def flush(self) -> None:
+        pass  # read only
 
     def close(self) -> None:
         pass

@@ -24,7 +24,12 @@ from typing import Any
 
 import pytest
 
+from core.errors import KennelError
 from kennel.remote import RemoteDockerKennel
+from kennel.remote_engine import Engine
+from kennel.settings import DockerKennelSettings
+from kennel.ssh_transport import SSH_BASE_URL
+from orchestrator.boundary.remote_files import RemoteFiles
 from orchestrator.config import Settings
 from tests.conftest import Driver, git, start_driver
 from tests.docker.conftest import CANARY
@@ -56,6 +61,11 @@ class SshGate:
     port: int
     bin: Path  # holds the `ssh` that reads the test's own config
     proc: subprocess.Popen[bytes]
+    root: Path
+
+    def logins(self) -> int:
+        """Sessions sshd accepted so far (its log, -e)."""
+        return (self.root / "sshd.log").read_text().count("Accepted publickey")
 
     @property
     def url(self) -> str:
@@ -109,7 +119,7 @@ def ssh_gate(
         start_new_session=True,
     )
     log.close()
-    gate = SshGate(port, wrapper.parent, proc)
+    gate = SshGate(port, wrapper.parent, proc, root)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -149,6 +159,54 @@ def test_the_engine_answers_through_the_ssh_command(ssh_path: SshGate) -> None:
         check=False,
     )
     assert done.returncode == 0 and done.stdout.strip(), done.stderr
+
+
+def test_the_sdk_keeps_one_ssh_and_ends_it(ssh_path: SshGate) -> None:
+    """Requests share a pooled ssh session (not one ssh per request), and closing the
+    client ends and reaps it."""
+    client = Engine.parse(ssh_path.url, None, True).client()
+    before = ssh_path.logins()
+    try:
+        for _ in range(5):
+            assert client.ping() is True
+        assert client.version()["ApiVersion"]
+        pool = client.api.get_adapter(SSH_BASE_URL).get_connection(SSH_BASE_URL)
+        pids = [c.sock.proc.pid for c in list(pool.pool.queue) if c is not None and c.sock]
+        assert len(pids) == 1, pids
+    finally:
+        client.close()
+    time.sleep(0.5)  # sshd writes its log line after the session starts
+    assert ssh_path.logins() - before == 1
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped already: not our child any more
+
+
+def test_an_engine_with_an_unknown_host_key_is_refused(
+    ssh_gate: SshGate, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host key is checked (known_hosts, as the owner's ssh does): another key there
+    is one line, and no kennel is made."""
+    config = (ssh_gate.root / "ssh_config").read_text()
+    other = tmp_path / "known_hosts"
+    other.write_text(f"[127.0.0.1]:{ssh_gate.port} {_keygen(tmp_path / 'impostor')}\n")
+    (tmp_path / "ssh_config").write_text(
+        config.replace(str(ssh_gate.root / "known_hosts"), str(other))
+    )
+    wrapper = tmp_path / "bin" / "ssh"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("ssh")} -F {tmp_path / "ssh_config"} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    kennel = RemoteDockerKennel(
+        tmp_path / "home",
+        DockerKennelSettings(),
+        "unused",
+        Engine.parse(ssh_gate.url, None, True),
+        files=RemoteFiles(tmp_path / "home"),
+    )
+    with pytest.raises(KennelError, match=f"engine at {ssh_gate.url} \\(ssh\\) is not reachable"):
+        kennel._docker()
 
 
 def test_doctor_names_the_engine_over_ssh(
