@@ -58,7 +58,8 @@ class SshSocket(socket.socket):
             self._argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            # ssh's own complaints (host key, refused key) reach Fetch's log.
+            # ssh's own complaints (host key, refused key) reach Fetch's log (stderr
+            # inherited). A library path set for Python's sake is not ssh's.
             env={k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"},
             start_new_session=True,  # a ^C to Fetch is not ssh's to act on
         )
