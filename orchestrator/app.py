@@ -468,6 +468,9 @@ class App:
         self.serving = True  # /healthz: 200 from here; the first step down makes it 503
         if pages is not None:
             pages.prepare()  # the pages' templates, in a thread now that Fetch is up
+        # The model's connection (TCP, TLS) opened now, not by the first message: an owned
+        # task, ended with the supervisor; nothing is sent to the provider.
+        supervisor.spawn(planner.warm(), name="model:warm")
         stack.callback(setattr, self, "serving", False)
 
     def _listener_required(self) -> bool:

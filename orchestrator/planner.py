@@ -78,6 +78,11 @@ class Planner:
         """The model's tools (/tools lists those the sender may use)."""
         return self._tools
 
+    async def warm(self) -> None:
+        """The model's first connection opened ahead of the first message (nothing sent)."""
+        if self.configured:
+            await self.chain.warm()
+
     async def close(self) -> None:
         await self.chain.close()
 

@@ -141,6 +141,25 @@ class ProviderChain:
     def configured(self) -> bool:
         return bool(self.endpoints)
 
+    async def warm(self) -> bool:
+        """The first endpoint's connection opened before the first message needs it
+        (``wire.preconnect``: nothing is sent). False when it could not be opened: the
+        first message then connects, as it always did."""
+        if not self.endpoints:
+            return False
+        endpoint = self.endpoints[0]
+        key = endpoint.keys.current()
+        if key is None:
+            return False
+        try:
+            await wire.preconnect(
+                endpoint.client(key), endpoint.url, endpoint.proxy, min(endpoint.timeout, 10.0)
+            )
+        except wire.WireError as err:
+            log.debug("could not open a connection to %s ahead: %s", endpoint.name, err)
+            return False
+        return True
+
     async def close(self) -> None:
         for endpoint in self.endpoints:
             for client in endpoint.clients.values():

@@ -23,6 +23,7 @@ A parsed answer is a ``Node``: attribute access over the JSON (``response.choice
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -140,6 +141,27 @@ def route(url: URL) -> URL | None:
     return proxy
 
 
+async def preconnect(
+    http: aiohttp.ClientSession, url: URL, proxy: URL | None, seconds: float
+) -> None:
+    """Open ``http``'s first connection to ``url`` (TCP, and TLS for https), sending
+    nothing: the first model message after start then reuses it as a warm one does,
+    instead of paying the handshake (to a hosted provider, most of that message's wait).
+    The connection is made for the request a completion makes (same host, TLS and proxy,
+    so the pool's key matches) and put back in the pool unused."""
+    from aiohttp.client_reqrep import ClientRequest
+
+    request = ClientRequest("POST", url, loop=asyncio.get_running_loop(), proxy=proxy, session=http)
+    limits = aiohttp.ClientTimeout(total=seconds, sock_connect=seconds)
+    try:
+        connection = await http.connector.connect(request, [], limits)  # type: ignore[union-attr]
+    except TimeoutError as err:
+        raise TimedOut(str(err)) from err
+    except (OSError, aiohttp.ClientError, ValueError) as err:
+        raise Unreachable(str(err) or type(err).__name__) from err
+    connection.release()
+
+
 def session() -> aiohttp.ClientSession:
     """One endpoint key's connection pool; its proxy is the endpoint's ``route``."""
     return aiohttp.ClientSession(trust_env=False, headers={"User-Agent": USER_AGENT})
@@ -200,6 +222,7 @@ __all__ = [
     "completions_url",
     "encode",
     "post_completion",
+    "preconnect",
     "route",
     "session",
 ]

@@ -5,6 +5,7 @@ the JSON the SDK sent, and reads answers as the SDK's models did."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -229,3 +230,75 @@ async def test_the_environments_proxy_is_used_read_once_per_endpoint(
             assert len(seen) == 2 and len(srv.model_requests) == 3  # straight there
     finally:
         await runner.cleanup()
+
+
+async def test_warm_opens_the_connection_the_first_message_then_reuses() -> None:
+    """ProviderChain.warm (started by the app once it serves) opens the first endpoint's
+    connection and sends nothing; the first completion goes over that same connection."""
+    connections: list[int] = []
+    requests: list[bytes] = []
+    answer = json.dumps(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "hi"},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).encode()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                requests.append(head.split(b"\r\n", 1)[0] + b" " + await reader.readexactly(length))
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(answer)}\r\n\r\n".encode()
+                    + answer
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    entry = ProviderEntry(name="one", base_url=f"http://127.0.0.1:{port}/v1", api_keys=("k",))
+    chain = ProviderChain(ModelSettings(name="m", providers=(entry,)))
+    try:
+        assert await chain.warm()
+        for _ in range(50):
+            if connections:
+                break
+            await asyncio.sleep(0.01)
+        assert connections == [0] and requests == []  # connected, nothing sent
+        response, _attempt = await chain.complete([{"role": "user", "content": "x"}])
+        assert response.choices[0].message.content == "hi"
+        assert connections == [0] and len(requests) == 1  # the same connection
+    finally:
+        await chain.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_warm_without_a_server_is_false_and_raises_nothing() -> None:
+    entry = ProviderEntry(name="one", base_url="http://127.0.0.1:9/v1", api_keys=("k",))
+    chain = ProviderChain(ModelSettings(name="m", providers=(entry,), max_attempts=1))
+    try:
+        assert await chain.warm() is False
+    finally:
+        await chain.close()
