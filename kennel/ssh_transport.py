@@ -31,9 +31,13 @@ SSH_BASE_URL = "http+docker://ssh"  # what docker-py's hijacked streams know ssh
 
 def ssh_argv(url: str) -> list[str]:
     """``ssh … docker system dial-stdio`` for ``ssh://[user@]host[:port]``: never asks a
-    question (no terminal to answer it on)."""
+    question (no terminal to answer it on). A far side that silently drops off the
+    network (no FIN, no RST) is noticed within a minute by ssh's own keepalive, instead
+    of leaving the kennel's stream and its task hanging; the owner's ssh config still
+    decides everything else."""
     parts = urlsplit(url)
-    argv = ["ssh", "-o", "BatchMode=yes"]
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15"]
+    argv += ["-o", "ServerAliveCountMax=4"]
     if parts.username:
         argv += ["-l", parts.username]
     if parts.port:

@@ -297,3 +297,14 @@ async def test_a_task_runs_on_the_engine_over_ssh(
     assert calls and all(r.headers.get("x-api-key") == CANARY for r in calls)
     status = " ".join((await driver.ask("/status", "Fetch ·")).split())
     assert f"on the Docker engine at {ssh_path.url} (ssh)" in status
+
+
+def test_the_ssh_command_notices_a_far_side_that_drops_off() -> None:
+    """ssh's own keepalive (within a minute), before any option of the owner's config;
+    the real sshd above accepts the command line as it is."""
+    from kennel.ssh_transport import ssh_argv
+
+    argv = ssh_argv("ssh://fetch@example.invalid:2222")
+    assert argv[: argv.index("--")].count("-o") >= 3
+    assert "ServerAliveInterval=15" in argv and "ServerAliveCountMax=4" in argv
+    assert argv[-4:] == ["example.invalid", "docker", "system", "dial-stdio"]
