@@ -95,7 +95,7 @@ if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     exit 0
 fi
 
-# Mirrors: the ones apt on this machine uses, else Debian's defaults.
+# Mirrors: the ones apt on this machine uses (or FETCH_DEBIAN_MIRROR); no host is named here.
 apt_uris() {
     # URIs of enabled sources (deb822 .sources and one-line .list files).
     local f
@@ -110,10 +110,10 @@ apt_uris() {
 }
 uris="$(apt_uris 2>/dev/null || true)"
 MIRROR="${FETCH_DEBIAN_MIRROR:-$(printf '%s\n' "$uris" | grep -E '/debian/?$' | head -n1 || true)}"
-MIRROR="${MIRROR:-http://deb.debian.org/debian}"
+[ -n "$MIRROR" ] || { log "no Debian mirror in apt's sources: set FETCH_DEBIAN_MIRROR"; exit 1; }
 MIRROR="${MIRROR%/}"
 SECURITY="${FETCH_DEBIAN_SECURITY:-$(printf '%s\n' "$uris" | grep -E '/debian-security/?$' | head -n1 || true)}"
-SECURITY="${SECURITY:-http://deb.debian.org/debian-security}"
+SECURITY="${SECURITY:-${MIRROR%/debian}/debian-security}"  # the same host's, by convention
 SECURITY="${SECURITY%/}"
 
 command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap

@@ -39,7 +39,7 @@ while chunk := s.recv(4096):
     data += chunk
 print("relay", data.split(b"\\r\\n\\r\\n", 1)[1].decode(), flush=True)
 try:
-    socket.getaddrinfo("deb.debian.org", 80); print("dns open")
+    socket.getaddrinfo("example.com", 80); print("dns open")
 except OSError:
     print("dns closed")
 """
