@@ -79,6 +79,7 @@ FIGURES: dict[str, tuple[str, ...]] = {
     "agent": ("agent.hello_*", "agent.last_turn_bytes"),
     "model_path": (
         "model_path.first_*",
+        "model_path.idle_warm_ms.p50",
         "model_path.latency_ms.*.p50",
         "model_path.latency_ms.*.p99",
         "model_path.cpu_ms.*.mean",

@@ -31,6 +31,7 @@ from kennel.choice import Choice, choose, docker_image
 from kennel.limits import Limits
 from kennel.local import LocalKennel
 from kennel.remote_engine import Engine, is_remote
+from orchestrator.ahead import preload, settle
 from orchestrator.alerts import Alerts
 from orchestrator.boundary.layer import build_layers
 from orchestrator.config import Settings
@@ -471,6 +472,10 @@ class App:
         # The model's connection (TCP, TLS) opened now, not by the first message: an owned
         # task, ended with the supervisor; nothing is sent to the provider.
         supervisor.spawn(planner.warm(), name="model:warm")
+        # What the first message would otherwise pay for (orchestrator/ahead.py).
+        owners = [SessionKey(*chat) for chat in owner_chats(settings, self.channels).items()]
+        supervisor.spawn(preload(sessions, owners), name="ahead:sessions")
+        settle(services.identity)
         stack.callback(setattr, self, "serving", False)
 
     def _listener_required(self) -> bool:

@@ -143,6 +143,25 @@ class Sessions:
             self._live[key] = session
             return session
 
+    async def preload(self, key: SessionKey) -> bool:
+        """``key``'s session made live ahead of its next message, if it has one (none is
+        created): the owner's chats at start, so their first message after a restart
+        does not wait for the load. False when it has none."""
+        if key in self._live:
+            return True
+        async with self._loading:
+            if key in self._live:
+                return True
+            row = await self._table.load(key)
+            if row is None:
+                return False
+            session = Session(
+                key, self._table, SessionData.from_dict(row.data), self._machine, State(row.state)
+            )
+            session.on_idle = self._idle
+            self._live[key] = session
+            return True
+
     def _idle(self, key: SessionKey) -> None:
         if self.on_idle is not None:
             self.on_idle(key)

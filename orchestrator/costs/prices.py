@@ -22,6 +22,10 @@ from orchestrator.costs.settings import Price
 log = logging.getLogger(__name__)
 PER = 1_000_000
 BOUNDARY = "-.:@"
+UNPRICED = (
+    "no price for model %r: its calls count as $0; add it under prices: "
+    "in fetch.yaml (USD per 1M input and output tokens)"
+)
 
 
 def load_defaults(path: Path) -> dict[str, Price]:
@@ -60,16 +64,20 @@ class PriceTable:
     def priced(self, model: str) -> bool:
         return self.price(model) is not None
 
+    def warn_unpriced(self, models: list[str]) -> None:
+        """The configured models without a price, warned about at start (once each):
+        not by the first message, which should not pay for a log line."""
+        for model in models:
+            if model and not self.priced(model) and model not in self._warned:
+                self._warned.add(model)
+                log.warning(UNPRICED, model)
+
     def cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
         """USD for one call; 0 (warned once per model) when the model has no price."""
         price = self.price(model)
         if price is None:
             if (tokens_in or tokens_out) and model not in self._warned:
                 self._warned.add(model)
-                log.warning(
-                    "no price for model %r: its calls count as $0; add it under prices: "
-                    "in fetch.yaml (USD per 1M input and output tokens)",
-                    model,
-                )
+                log.warning(UNPRICED, model)
             return 0.0
         return (tokens_in * price.input + tokens_out * price.output) / PER

@@ -40,6 +40,9 @@ async def build_ledger(
     now: Callable[[], float],
 ) -> CostLedger:
     prices = PriceTable(load_defaults(shipped / "prices.yaml"), settings.prices)
+    model = settings.model
+    if model.configured:
+        prices.warn_unpriced([model.name] + [p.model or model.name for p in model.providers])
     ledger = CostLedger(usage, prices, settings.budgets, settings.timezone, now=now, warn=warn)
     await ledger.load()
     return ledger

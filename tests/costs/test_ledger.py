@@ -152,3 +152,41 @@ def test_the_bar_is_full_at_the_budget_and_beyond() -> None:
     assert bar(0, 5) == "░░░░░░░░ 0% of $5.00"
     assert bar(5, 5) == "▓▓▓▓▓▓▓▓ 100% of $5.00"
     assert bar(7.5, 5) == "▓▓▓▓▓▓▓▓ 150% of $5.00"
+
+
+async def test_a_configured_model_without_a_price_is_warned_at_start_not_by_a_message(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The warning is a start-up line: the first message after start does not pay for
+    it, and it is said once per model (a model only a message names still is, once)."""
+    from orchestrator.config import load_settings
+    from orchestrator.costs.wiring import build_ledger
+
+    settings = load_settings(
+        None,
+        {
+            "FETCH_HOME": str(tmp_path),
+            "FETCH_MODEL_BASE_URL": "http://127.0.0.1:9/v1",
+            "FETCH_MODEL": "house-model-7",
+        },
+    )
+    with caplog.at_level("WARNING", logger="orchestrator.costs.prices"):
+        ledger = await build_ledger(settings, store.usage, SHIPPED_DATA, lambda _: None, Clock())
+    unpriced = [r for r in caplog.records if "no price for model" in r.getMessage()]
+    assert len(unpriced) == 1 and "house-model-7" in unpriced[0].getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="orchestrator.costs.prices"):
+        ledger.recorder("planner")(_call("house-model-7", 100, 10))
+        ledger.recorder("planner")(_call("other-model-1", 100, 10))
+        ledger.recorder("planner")(_call("other-model-1", 100, 10))
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "other-model-1" in said[0], said
+
+
+def test_a_priced_model_is_not_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    table = PriceTable(
+        load_defaults(SHIPPED_DATA / "prices.yaml"), {"mine": Price(input=1, output=2)}
+    )
+    with caplog.at_level("WARNING", logger="orchestrator.costs.prices"):
+        table.warn_unpriced(["mine", "gpt-4o-mini", ""])
+    assert not caplog.records

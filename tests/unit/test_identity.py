@@ -61,3 +61,20 @@ def test_missing_alpha(tmp_path: Path) -> None:
     (tmp_path / "COLLAR.md").write_text((SHIPPED_DATA / "identity" / "COLLAR.md").read_text())
     with pytest.raises(ConfigError, match=r"ALPHA\.md: file not found"):
         load_identity(tmp_path)
+
+
+def test_the_identity_digest_is_remembered_for_one_identity_and_made_anew_for_another() -> None:
+    """The prompt's identity digest is kept for the identity it was made from (it is
+    frozen); another identity (a reload) gets its own, and the first one's comes back."""
+    from dataclasses import replace
+
+    from orchestrator.agent.prompt import identity_digest
+
+    first = load_identity(SHIPPED_DATA / "identity")
+    other = replace(first, alpha=first.alpha.model_copy(update={"timezone": "Asia/Tokyo"}))
+    a = identity_digest(first)
+    assert identity_digest(first) == a
+    b = identity_digest(other)
+    assert b != a
+    assert identity_digest(first) == a
+    assert identity_digest(replace(first)) == a  # an equal identity, another object
