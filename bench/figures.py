@@ -80,6 +80,7 @@ FIGURES: dict[str, tuple[str, ...]] = {
     "model_path": (
         "model_path.first_*",
         "model_path.idle_warm_ms.p50",
+        "model_path.idle_post_ms.p50",
         "model_path.latency_ms.*.p50",
         "model_path.latency_ms.*.p99",
         "model_path.cpu_ms.*.mean",

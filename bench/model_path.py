@@ -11,10 +11,12 @@ message after start really is the first (no SDK imported by an earlier benchmark
   fresh interpreter started on it, the first message sent 1 s after start, against warm
   messages in that same process sent after the same 1 s pause (a pause leaves caches
   and both processes' wake-ups as cold as the first message finds them; the
-  back-to-back warm figure below is also given). Also shown: the first message ever,
-  in a brand-new home, sent the moment the app has started (what a user typing at once
-  meets, competing with the rest of start-up) and 1 s after it. The model server has
-  answered one throwaway request before each: its own first request is not Fetch's;
+  back-to-back warm figure below is also given, and a bare POST to the model after the
+  same pause against one back to back: what the pause alone costs). Also shown: the
+  first message ever, in a brand-new home, sent the moment the app has started (what a
+  user typing at once meets, competing with the rest of start-up) and 1 s after it. The
+  model server has answered one throwaway request before each: its own first request is
+  not Fetch's;
 * ``terminal: warm model message``: submit -> reply in the terminal's outbox;
 * ``webhook: warm model message``: a signed POST over real HTTP -> the reply in the
   chat's mailbox;
@@ -57,7 +59,7 @@ CONCURRENCY = 16
 # CPU per model message halved (17 ms then); the webhook's knee doubled (80-100/s then).
 FIRST_TARGET = 2.0
 IDLE_S = 1.0  # the pause before the first message after a restart, and before each warm one
-IDLE_WARM = 6  # warm messages after that pause, in each restarted process
+IDLE_WARM = 4  # warm messages (and bare POSTs) after that pause, per restarted process
 RESTARTS = 3  # restarted processes (one first message each: the median is shown)
 TERMINAL_TARGET_MS = 11.0
 HTTP_TARGET_MS = 7.0
@@ -222,13 +224,27 @@ async def _child(
                 await asyncio.wait_for(terminal.outbox.get(), 60)
                 out["first_ms"] = _ms(time.perf_counter() - t)
                 idle: list[float] = []
-                for i in range(idle_warm):
-                    await asyncio.sleep(first_delay)
-                    t = time.perf_counter()
-                    await terminal.submit(f"Say hello, time number {i}")
-                    await asyncio.wait_for(terminal.outbox.get(), 60)
-                    idle.append(_ms(time.perf_counter() - t))
-                out["idle_ms"] = idle
+                idle_post: list[float] = []
+                completion = json.dumps(
+                    {"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]}
+                ).encode()
+                async with aiohttp.ClientSession() as http:
+                    for i in range(idle_warm):  # interleaved: a message, a bare POST
+                        await asyncio.sleep(first_delay)
+                        t = time.perf_counter()
+                        await terminal.submit(f"Say hello, time number {i}")
+                        await asyncio.wait_for(terminal.outbox.get(), 60)
+                        idle.append(_ms(time.perf_counter() - t))
+                        await asyncio.sleep(first_delay)
+                        t = time.perf_counter()
+                        async with http.post(
+                            server.url + "/v1/chat/completions",
+                            data=completion,
+                            headers={"Content-Type": "application/json"},
+                        ) as response:
+                            await response.read()
+                        idle_post.append(_ms(time.perf_counter() - t))
+                out["idle_ms"], out["idle_post_ms"] = idle, idle_post
                 if full:
                     out.update(await _warm(app, terminal, server.url, n, Settled, WebhookChannel))
                     async with aiohttp.ClientSession() as http:
@@ -384,6 +400,7 @@ def run(n: int) -> dict[str, Any]:
     # messages after a pause of all of them.
     first = summary([r["first_ms"] for r in restarts])["p50"]
     idle = summary([ms for r in restarts for ms in r["idle_ms"]])
+    idle_post = summary([ms for r in restarts for ms in r["idle_post_ms"]])
     return {
         "unit": "milliseconds",
         "messages": n,
@@ -391,6 +408,7 @@ def run(n: int) -> dict[str, Any]:
         "first_after_restart_ms": first,
         "first_after_restart_each_ms": [r["first_ms"] for r in restarts],
         "idle_warm_ms": idle,
+        "idle_post_ms": idle_post,
         "first_after_restart_vs_idle_warm": ratio(first, idle["p50"]),
         "first_after_restart_vs_warm": ratio(first, warm),
         "first_at_start_ms": main["first_ms"],
@@ -443,6 +461,12 @@ def render(result: dict[str, Any]) -> str:
         ],
         [f"  base: warm, each after a {pause} pause (p50)", idle["p50"], 1.0, ""],
         [
+            f"  base: bare model POST after a {pause} pause (p50)",
+            result["idle_post_ms"]["p50"],
+            "",
+            ratio(result["idle_post_ms"]["p50"], lat["model POST"]["p50"]),
+        ],
+        [
             "first ever (new home), sent at start",
             result["first_at_start_ms"],
             "",
@@ -458,7 +482,7 @@ def render(result: dict[str, Any]) -> str:
     out.append(
         table(
             "first model message after start (fresh interpreter), same run",
-            ["", "ms", "x warm after pause", "x warm back-to-back"],
+            ["", "ms", "x warm after pause", "x back-to-back"],
             first,
         )
     )

@@ -144,9 +144,12 @@ class SqliteMessages:
 
     async def recent_lines(self, key: SessionKey, limit: int) -> list[Line]:
         await self._db.flush()
-        rows = await self._db.conn.execute_fetchall(
+        sql = (
             "SELECT id, direction, text, sender FROM messages WHERE session=? AND direction IN"
-            " ('in','out') ORDER BY id DESC LIMIT ?",
-            (key_str(key), limit),
+            " ('in','out') ORDER BY id DESC LIMIT ?"
         )
+        params = (key_str(key), limit)
+        rows = self._db.read_now(sql, params)
+        if rows is None:
+            rows = list(await self._db.conn.execute_fetchall(sql, params))
         return [Line(int(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in reversed(list(rows))]

@@ -468,6 +468,10 @@ class PgDatabase:
         """No synchronous path to a server: the caller awaits ``write``."""
         return None
 
+    def read_now(self, sql: str, params: tuple[Any, ...]) -> list[Any] | None:
+        """No synchronous path to a server: the caller awaits the read."""
+        return None
+
     # -- write-behind --------------------------------------------------------------
     def write_behind(self, sql: str, row: tuple[Any, ...]) -> None:
         self._behind.setdefault(sql, []).append(row)

@@ -178,3 +178,42 @@ async def test_an_interrupted_flush_keeps_what_it_did_not_reach(tmp_path: Path) 
                 await flush
         await db.flush()
         assert _count(tmp_path / "f.db", "SELECT COUNT(*) FROM messages") == 2
+
+
+async def test_a_chats_recent_lines_are_read_on_the_loop_and_wait_for_an_open_transaction(
+    tmp_path: Path,
+) -> None:
+    """``read_now`` reads on the loop's own connection (no thread woken per message);
+    while a transaction is open on the other connection it answers None, so the read
+    takes the thread path and sees that transaction's rows, as it always did."""
+    key = SessionKey("terminal", "owner")
+    async with Store(tmp_path / "fetch.db") as store:
+        store.messages.log(key, "in", "first", sender="owner")
+        store.messages.log(key, "out", "an answer")
+        lines = await store.messages.recent_lines(key, 10)
+        assert [(line.direction, line.text) for line in lines] == [
+            ("in", "first"),
+            ("out", "an answer"),
+        ]
+        sql = "SELECT text FROM messages ORDER BY id"
+        assert store.db.read_now(sql, ()) == [("first",), ("an answer",)]
+        opened, release = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with store.db.transaction() as conn:
+                await conn.execute(
+                    "INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
+                    " tokens_out, sender) VALUES (?,?,?,?,?,?,?,?)",
+                    ("terminal:owner", "in", "inside", 0.0, None, 0, 0, "owner"),
+                )
+                opened.set()
+                await release.wait()
+
+        holder = asyncio.create_task(hold())
+        await opened.wait()
+        assert store.db.read_now(sql, ()) is None
+        reader = asyncio.create_task(store.messages.recent_lines(key, 10))
+        await asyncio.sleep(0.05)
+        release.set()
+        await holder
+        assert [line.text for line in await reader] == ["first", "an answer", "inside"]
