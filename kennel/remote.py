@@ -468,8 +468,8 @@ class RemoteDockerKennel(DockerKennel):
             log.warning("run %s: the setup layer comes back whole: %s", run.name, err)
             return frozenset()
         gone = {int(x) for x in done.output.split() if x.isdigit() and int(x) < len(ref.paths)}
-        # What is below them too: tarsync keeps exactly the paths it is given.
-        return self._files.below(run / "tree", [ref.paths[n] for n in gone])
+        # A kept folder is kept whole (tarsync does not enter it).
+        return frozenset(ref.paths[n] for n in gone)
 
     def _fetch(self, warm: _Warm, run: Path, top: str, kept: frozenset[str] = frozenset()) -> None:
         cap = parse_size(self._settings.runs_size)

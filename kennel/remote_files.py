@@ -10,7 +10,6 @@ back as it is (the copy here is then left as it was).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -39,10 +38,6 @@ class HostFiles(Protocol):
 
     def setup_layer(self, run: Path) -> SetupLayer | None:
         """The run's setup layer (its facts are Fetch's), or None."""
-        ...
-
-    def below(self, tree: Path, paths: Iterable[str]) -> frozenset[str]:
-        """``paths`` and everything below them in the folder ``tree``."""
         ...
 
     def sync(

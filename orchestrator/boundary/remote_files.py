@@ -16,7 +16,7 @@ import json
 import os
 import posixpath
 import tarfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -54,13 +54,6 @@ class RemoteFiles:
     def setup_layer(self, run: Path) -> tuple[Path, bytes, tuple[str, ...]] | None:
         with _as_kennel_error():
             return setup_layer(self._home, run)
-
-    def below(self, tree: Path, paths: Iterable[str]) -> frozenset[str]:
-        kept: set[str] = set()
-        with _as_kennel_error(), Tree(tree) as here:
-            for path in paths:
-                kept.update(_entries(here, path))
-        return frozenset(kept)
 
     def sync(
         self, archive: IO[bytes], top: str, dest: Path, cap: int, keep: frozenset[str]

@@ -198,13 +198,14 @@ def apply(
 ) -> Synced:
     """Bring ``dest`` (Fetch's own folder) in step with ``steps``: what differs is
     rewritten, what the archive lacks is removed (but a ``.git`` there, and the paths in
-    ``keep``: what was never sent, so could not come back)."""
+    ``keep``: what was never sent, so could not come back). A kept folder is not entered:
+    what is below it is kept with it, whatever the archive says of it."""
     wanted = {e.path: e for e in steps.entries}
     written = removed = 0
     with Tree(dest) as tree:
         # What is there and should not be, or is of another kind: deepest first.
         gone: list[tuple[str, bool]] = []
-        for found in tree.walk(limits, lambda f: not _git(f.path)):
+        for found in tree.walk(limits, lambda f: not _git(f.path) and f.path not in keep):
             if _git(found.path):
                 continue
             entry = wanted.get(found.path)

@@ -219,3 +219,27 @@ def test_a_committed_file_over_the_limit_travels_back_untouched(
     with pytest.raises(Refused, match="over the limit"):
         sync(out, "tree", str(dest), LIMITS, 8 << 20)
     assert os.stat(dest / "big.bin").st_ino == before.st_ino
+
+
+def test_a_kept_folder_is_kept_whole_and_not_entered(scene: tuple[Path, Path]) -> None:
+    """What was never sent (a setup layer's folder, one left out for its size) cannot
+    come back: given as kept, the folder stays with everything below it, though only
+    its own path is named; what the archive lacks elsewhere is still removed."""
+    dest, victim = scene
+    kept = dest / "node_modules" / "pkg" / "lib"
+    kept.mkdir(parents=True)
+    (kept / "index.js").write_text("module.exports = 1\n")
+    (dest / "node_modules" / ".bin").mkdir()
+    (dest / "node_modules" / ".bin" / "tool").write_text("#!/bin/sh\n")
+
+    def back(add: Add) -> None:
+        add("tree/same.txt", data=b"same\n")
+        add("tree/new.txt", data=b"made in the kennel\n")
+
+    synced = sync(_tar(back), "tree", str(dest), LIMITS, 8 << 20, frozenset({"node_modules"}))
+    assert (kept / "index.js").read_text() == "module.exports = 1\n"
+    assert (dest / "node_modules" / ".bin" / "tool").read_text() == "#!/bin/sh\n"
+    assert not (dest / "gone.txt").exists()  # not kept: removed as the archive says
+    assert (dest / "new.txt").read_bytes() == b"made in the kennel\n"
+    assert synced.removed == 1
+    assert tree_snapshot(victim) == {"secret.txt": b"keep me\n"}
