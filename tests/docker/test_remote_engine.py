@@ -44,6 +44,19 @@ def _remote(engine: SecondEngine) -> Engine:
     return Engine.parse(engine.url, engine.certs, True)
 
 
+def _kennel(
+    runs: Runs, engine: SecondEngine, image: str, settings: DockerKennelSettings | None = None
+) -> RemoteDockerKennel:
+    """A kennel on the second engine for ``runs``' home, as build_kennel makes one."""
+    return RemoteDockerKennel(
+        runs.home,
+        settings or DockerKennelSettings(),
+        image,
+        _remote(engine),
+        files=RemoteFiles(runs.home),
+    )
+
+
 def _ours(client: Any, home: Path) -> list[Any]:
     return list(
         client.containers.list(all=True, filters={"label": f"{LABEL}.install={install_id(home)}"})
@@ -117,13 +130,7 @@ async def test_a_task_runs_on_the_second_engine_and_commits_here(
 async def test_close_leaves_nothing_on_the_second_engine(
     with_image: SecondEngine, kennel_image: str, runs: Runs
 ) -> None:
-    kennel = RemoteDockerKennel(
-        runs.home,
-        DockerKennelSettings(),
-        kennel_image,
-        _remote(with_image),
-        files=RemoteFiles(runs.home),
-    )
+    kennel = _kennel(runs, with_image, kennel_image)
     run = runs.open(kennel)
     proc = await kennel.exec(run.spec(("sh", "-c", "echo hi > made.txt")))
     assert await proc.wait() == 0
@@ -152,13 +159,7 @@ async def test_a_hostile_kennel_there_leaves_the_victim_here_untouched(
     victim.mkdir()
     (victim / "secret.txt").write_text("keep me\n")
     before_victim = tree_snapshot(victim)
-    kennel = RemoteDockerKennel(
-        runs.home,
-        DockerKennelSettings(runs_size="512m"),
-        kennel_image,
-        _remote(with_image),
-        files=RemoteFiles(runs.home),
-    )
+    kennel = _kennel(runs, with_image, kennel_image, DockerKennelSettings(runs_size="512m"))
     repo = runs.repo("app", {"a.txt": "a\n", "b.txt": "b\n"})
     run = runs.open(kennel, repo)
     try:
@@ -318,13 +319,7 @@ async def test_the_bridge_carries_big_streams_and_bounds_a_flood(
     pause: 100 connections at once get at most 64 through (the rest are hung up on, not
     queued on Fetch), 5 MB go there and back intact (many frames), and the bridge still
     serves the next connection."""
-    kennel = RemoteDockerKennel(
-        runs.home,
-        DockerKennelSettings(),
-        kennel_image,
-        _remote(with_image),
-        files=RemoteFiles(runs.home),
-    )
+    kennel = _kennel(runs, with_image, kennel_image)
     run = runs.open(kennel)
 
     async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -352,13 +347,7 @@ async def test_the_bridge_carries_big_streams_and_bounds_a_flood(
 async def test_an_image_missing_there_is_one_line_saying_how_to_copy_it(
     second_engine: SecondEngine, runs: Runs
 ) -> None:
-    kennel = RemoteDockerKennel(
-        runs.home,
-        DockerKennelSettings(),
-        "fetch-kennel:not-there",
-        _remote(second_engine),
-        files=RemoteFiles(runs.home),
-    )
+    kennel = _kennel(runs, second_engine, "fetch-kennel:not-there")
     run = runs.open(kennel)
     try:
         with pytest.raises(KennelError, match=r"not on the engine at .*docker save"):
@@ -398,26 +387,14 @@ async def test_what_a_killed_fetch_left_there_is_removed_at_the_next_start(
 ) -> None:
     """A Fetch killed with a kennel running there leaves its container and its volume;
     the next one of the same home removes both before its first kennel (by label)."""
-    killed = RemoteDockerKennel(
-        runs.home,
-        DockerKennelSettings(),
-        kennel_image,
-        _remote(with_image),
-        files=RemoteFiles(runs.home),
-    )
+    killed = _kennel(runs, with_image, kennel_image)
     run = runs.open(killed, runs.repo("left"))
     proc = await killed.exec(run.spec(("true",)))
     assert await proc.wait() == 0
     (left,) = killed._warm.values()
     for bridge in killed._bridges.values():
         bridge.close()  # what the kill ends; the engine's side stays
-    nxt = RemoteDockerKennel(
-        runs.home,
-        DockerKennelSettings(),
-        kennel_image,
-        _remote(with_image),
-        files=RemoteFiles(runs.home),
-    )
+    nxt = _kennel(runs, with_image, kennel_image)
     there = with_image.client()
     try:
         run2 = runs.open(nxt, runs.repo("other"))
@@ -432,3 +409,31 @@ async def test_what_a_killed_fetch_left_there_is_removed_at_the_next_start(
         await nxt.close()
         killed._warm.clear()
         await killed.close()
+
+
+async def test_a_stopped_task_there_is_not_fetched_back(
+    with_image: SecondEngine, kennel_image: str, runs: Runs
+) -> None:
+    """/stop (a kill before the end) reads nothing of the run's tree, so nothing of it
+    comes back: the stop does not wait for an archive the kennel made as big as it
+    liked, and the container is free for the next run, which comes back as usual."""
+    kennel = _kennel(runs, with_image, kennel_image, DockerKennelSettings(runs_size="512m"))
+    repo = runs.repo("app", {"a.txt": "a\n"})
+    run = runs.open(kennel, repo)
+    try:
+        script = "head -c 50000000 /dev/zero > big; echo made; echo x > a.txt; sleep 300"
+        proc = await kennel.exec(run.spec(("sh", "-c", script)))
+        lines = proc.lines()
+        assert await asyncio.wait_for(anext(lines), 60) == "made"
+        kennel.returned_bytes = 0
+        await proc.terminate(2.0)
+        assert kennel.returned_bytes == 0  # no archive was asked for
+        assert not _lexists(run.tree / "big")
+        assert (run.tree / "a.txt").read_text() == "a\n"
+        # The next run there: its result comes back as it always does.
+        proc = await kennel.exec(run.spec(("sh", "-c", "rm -f big; echo y > a.txt")))
+        assert await proc.wait() == 0, proc.stderr_tail()
+        assert (run.tree / "a.txt").read_text() == "y\n"
+        assert kennel.returned_bytes > 0
+    finally:
+        await kennel.close()
