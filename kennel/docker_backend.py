@@ -48,6 +48,7 @@ from kennel.limits import parse_size
 from kennel.owner import parse_user, user_for
 from kennel.paths import admit, run_dir
 from kennel.relayed import RelayedProcess, start_relayed
+from kennel.remote_engine import keep_alive
 from kennel.settings import DockerKennelSettings
 
 log = logging.getLogger(__name__)
@@ -720,6 +721,7 @@ class DockerProcess:
             sock = await asyncio.to_thread(client.api.exec_start, exec_id, socket=True)
         except ENGINE_ERRORS as err:
             raise proc._lose(err) from err
+        keep_alive(getattr(sock, "_sock", sock))  # an engine over TCP: a silent drop ends it
         proc._sock = sock
         proc._thread = threading.Thread(
             target=proc._pump, args=(sock, loop), daemon=True, name=f"kennel-exec-{exec_id[:8]}"

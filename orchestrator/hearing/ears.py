@@ -18,7 +18,8 @@ Order per chat is kept: while a voice note of a chat is being heard, that chat's
 messages wait behind it (a command, starting with "/", never waits: /stop must not).
 A crash mid-transcription loses nothing: the note is kept on the host from the moment it
 arrives until the gateway has its words (``pending.py``), and ``recover`` hears it again
-at the next start (or tells the sender it was lost, should its audio be gone).
+at the next start (or tells the sender it was lost, should its audio be gone). A note a
+channel delivers again after a restart, which the inbox has already, is not heard twice.
 """
 
 from __future__ import annotations
@@ -193,6 +194,11 @@ class Ears:
                 )
             if verdict is not Verdict.PASS:
                 return None
+        if self._seen is not None and await self._seen(inbound.channel, inbound.message_id):
+            # Delivered again after a restart (a channel's offline backlog): the gateway
+            # has its words already, so it is not heard, said or paid for twice.
+            log.info("voice note %s was heard before a restart: not again", inbound.message_id)
+            return None
         problem = self._problem(audio)
         if problem is not None:
             await self._say(inbound, f"🎙 Not heard: {problem}")

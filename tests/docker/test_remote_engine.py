@@ -34,6 +34,9 @@ from tests.docker.remote_daemon import SecondEngine, make_certs
 from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
 from tests.kennel.runs import Runs
 from tests.kennel.runs import runs as runs  # the fixture
+from tests.kennel.tcp_timers import connections_to
+
+KEEPING = 1
 
 
 def _lexists(path: Path) -> bool:
@@ -425,6 +428,9 @@ async def test_a_stopped_task_there_is_not_fetched_back(
         proc = await kennel.exec(run.spec(("sh", "-c", script)))
         lines = proc.lines()
         assert await asyncio.wait_for(anext(lines), 60) == "made"
+        # Meanwhile: the task's output stream (and the relay's bridge) to the engine keep
+        # alive, so a silent drop of the far side ends them (tests/kennel/tcp_timers.py).
+        assert sum(connections_to(with_image.port)) >= KEEPING, connections_to(with_image.port)
         kennel.returned_bytes = 0
         await proc.terminate(2.0)
         assert kennel.returned_bytes == 0  # no archive was asked for

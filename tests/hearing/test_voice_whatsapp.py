@@ -259,3 +259,41 @@ async def test_a_members_voice_notes_are_limited_before_any_transcription(
                     await asyncio.sleep(0.02)
         finally:
             await app.__aexit__(None, None, None)
+
+
+async def test_a_voice_note_delivered_again_after_a_restart_is_not_heard_twice(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """WhatsApp's offline backlog may deliver again, after a restart, a note Fetch had
+    heard and handled: it is not transcribed (paid for), said or run a second time,
+    and its downloaded audio is not kept."""
+    async with TranscriptionServer() as ears:
+        ears.say("Status.")
+        settings = make_settings(
+            **OWNER_DIRECT,
+            FETCH_TRANSCRIPTION_BASE_URL=ears.url,
+            FETCH_TRANSCRIPTION_API_KEY="sk-voice",
+        )
+        client = FakeWhatsAppClient(media=OGG)
+        app = await start_app(settings, client)
+        try:
+            client.emit(from_owner(voice(5), "3EB0AGAIN1"))
+            await wait_for(client, "🎙 heard")
+            await wait_for(client, "Fetch ·")
+            await asyncio.wait_for(app.drain(), 10)
+        finally:
+            await app.__aexit__(None, None, None)
+        assert len(ears.requests) == 1
+
+        again = FakeWhatsAppClient(media=OGG)
+        app = await start_app(settings, again)
+        try:
+            again.emit(from_owner(voice(5), "3EB0AGAIN1"))
+            again.emit(from_owner(nz.Message(conversation="/help"), "3EB0AFTER1"))
+            await wait_for(again, "I'm Fetch")  # the next message is answered: the first was
+            await asyncio.wait_for(app.drain(), 10)
+            assert len(ears.requests) == 1
+            assert not [t for t in again.sent_texts if "🎙" in t or "Fetch ·" in t]
+            assert media_files(settings.home_dir) == []
+        finally:
+            await app.__aexit__(None, None, None)
