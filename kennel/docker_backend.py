@@ -36,7 +36,6 @@ import docker
 import docker.errors
 import requests.exceptions
 from docker.types import Mount
-from docker.utils.socket import frames_iter
 
 from core.errors import KennelError
 from core.tasks import cancel_and_wait
@@ -44,6 +43,7 @@ from kennel.base import ExecSpec, Layout
 from kennel.compose import MARK as COMPOSE
 from kennel.compose import compose_image
 from kennel.docker_sweep import FORWARDER_SCRIPT, parse_forwarder, sweep_script
+from kennel.exec_stream import frames
 from kennel.limits import parse_size
 from kennel.owner import parse_user, user_for
 from kennel.paths import admit, run_dir
@@ -741,7 +741,7 @@ class DockerProcess:
 
         try:
             raw = getattr(sock, "_sock", sock)
-            for stream, data in frames_iter(raw, tty=False):
+            for stream, data in frames(raw):
                 buf = partial.get(stream, b"") + data
                 *lines, rest = buf.split(b"\n")
                 for line in lines:

@@ -417,9 +417,11 @@ async def test_what_a_killed_fetch_left_there_is_removed_at_the_next_start(
 async def test_a_stopped_task_there_is_not_fetched_back(
     with_image: SecondEngine, kennel_image: str, runs: Runs
 ) -> None:
-    """/stop (a kill before the end) reads nothing of the run's tree, so nothing of it
-    comes back: the stop does not wait for an archive the kennel made as big as it
-    liked, and the container is free for the next run, which comes back as usual."""
+    """The run's output comes as it is printed (a line before the run ends: over TLS it
+    used to wait for the end, kennel/exec_stream.py). /stop (a kill before the end)
+    reads nothing of the run's tree, so nothing of it comes back: the stop does not
+    wait for an archive the kennel made as big as it liked, and the container is free
+    for the next run, which comes back as usual."""
     kennel = _kennel(runs, with_image, kennel_image, DockerKennelSettings(runs_size="512m"))
     repo = runs.repo("app", {"a.txt": "a\n"})
     run = runs.open(kennel, repo)
@@ -427,7 +429,8 @@ async def test_a_stopped_task_there_is_not_fetched_back(
         script = "head -c 50000000 /dev/zero > big; echo made; echo x > a.txt; sleep 300"
         proc = await kennel.exec(run.spec(("sh", "-c", script)))
         lines = proc.lines()
-        assert await asyncio.wait_for(anext(lines), 60) == "made"
+        first = await asyncio.wait_for(anext(lines), 60)
+        assert first == "made", (first, proc.stderr_tail())
         # Meanwhile: the task's output stream (and the relay's bridge) to the engine keep
         # alive, so a silent drop of the far side ends them (tests/kennel/tcp_timers.py).
         assert sum(connections_to(with_image.port)) >= KEEPING, connections_to(with_image.port)
