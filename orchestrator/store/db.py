@@ -118,8 +118,11 @@ class Database:
         # schema, and the first write after the last close starts the WAL again, with
         # an fsync of its header and of the folder (~3 ms). Rewriting the version the
         # file already has is that write, and changes nothing.
-        fast.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        fast.execute(f"PRAGMA user_version={len(MIGRATIONS)}")
+        # The file busy (another writer holds it), full or read-only: open anyway, as
+        # before; the first message waits for the lock, or is told it was not saved.
+        with suppress(sqlite3.Error):
+            fast.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            fast.execute(f"PRAGMA user_version={len(MIGRATIONS)}")
         self._fast = fast
         self._behind_stopping = False
         self._behind_stop.clear()

@@ -217,3 +217,21 @@ async def test_a_chats_recent_lines_are_read_on_the_loop_and_wait_for_an_open_tr
         release.set()
         await holder
         assert [line.text for line in await reader] == ["first", "an answer", "inside"]
+
+
+async def test_a_store_another_writer_holds_still_opens(tmp_path: Path) -> None:
+    """Opening starts the WAL with a write (so the first message does not pay its
+    fsyncs); when the file is busy (another writer holds it: a tool, a backup) that
+    write is skipped and the store opens as it did before, its first message waiting
+    for the lock like any other."""
+    path = tmp_path / "fetch.db"
+    async with Store(path):
+        pass
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        async with Store(path) as store:
+            assert await store.db.schema_version() == len(MIGRATIONS)
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
