@@ -20,6 +20,7 @@ from core.session_data import SessionData
 from core.state import State
 from orchestrator.fsm import build_machine
 from orchestrator.store.sessions import SessionPort as SessionTable
+from orchestrator.store.sessions import SessionRow
 
 
 class InvalidTransition(FetchError):
@@ -134,10 +135,7 @@ class Sessions:
             if live is not None:
                 return live
             row = await self._table.load(key)
-            state = State(row.state) if row else State.ALERT
-            data = SessionData.from_dict(row.data) if row else SessionData()
-            session = Session(key, self._table, data, self._machine, state)
-            session.on_idle = self._idle
+            session = self._made(key, row)
             if row is None:
                 await session.persist()
             self._live[key] = session
@@ -155,12 +153,16 @@ class Sessions:
             row = await self._table.load(key)
             if row is None:
                 return False
-            session = Session(
-                key, self._table, SessionData.from_dict(row.data), self._machine, State(row.state)
-            )
-            session.on_idle = self._idle
-            self._live[key] = session
+            self._live[key] = self._made(key, row)
             return True
+
+    def _made(self, key: SessionKey, row: SessionRow | None) -> Session:
+        """``key``'s session object from its stored row (None: a new one)."""
+        state = State(row.state) if row else State.ALERT
+        data = SessionData.from_dict(row.data) if row else SessionData()
+        session = Session(key, self._table, data, self._machine, state)
+        session.on_idle = self._idle
+        return session
 
     def _idle(self, key: SessionKey) -> None:
         if self.on_idle is not None:
