@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kennel.process import descendants
 from orchestrator.config import Settings
 from tests.conftest import Driver, in_layer, start_driver, tree_snapshot, works_in
 
@@ -38,15 +39,21 @@ def cli_pids(repo: Path) -> list[int]:
     return found
 
 
+def cli_runs(tmp_path: Path) -> list[int]:
+    """This test's own processes running the stand-in CLI (``tmp_path/bin/claude``)."""
+    script = str(tmp_path / "bin" / "claude")
+    return [p for p in descendants(os.getpid()) if script in _comm(p, 4096)]
+
+
 def state(pid: int) -> str:
     with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
         return fh.read().rsplit(")", 1)[-1].split()[0]
 
 
-def _comm(pid: int) -> str:
+def _comm(pid: int, cut: int = 80) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")[:80]
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")[:cut]
     except OSError:
         return "?"
 
@@ -100,20 +107,20 @@ async def test_pause_holds_the_tree_and_its_clock_then_resume_finishes(
     try:
         repo = fetch.services.workspace.path("demo")
         await fetch.ask("fix the typo in README.md of demo", "On it")
-        await until(lambda: bool(cli_pids(repo)))
+        # The stand-in itself runs (a process in the repository may be host git, or the
+        # sandbox's start: a pause then is test_pause_before_the_cli_starts's case).
+        await until(lambda: bool(cli_runs(tmp_path)))
         held = await fetch.ask("/pause", "Paused task")
         assert "/resume" in held
 
         seen: list[dict[int, str]] = []
 
         def all_held() -> bool:
-            # Every process working in the repository now (the first ones seen may have
-            # been the sandbox's own start, which ends): all stopped.
+            # Every process working in the repository now: all stopped.
             now = {p: f"{st} {_comm(p)}" for p, st in states(cli_pids(repo)).items()}
             seen[:] = [now]
             return bool(now) and {v.split()[0] for v in now.values()} == {"T"}
 
-        # A pause that came while the kennel was still starting lands as soon as it has.
         try:
             await until(all_held, 15)
         except AssertionError as err:
@@ -158,5 +165,33 @@ async def test_stop_ends_a_paused_task(
         assert tree_snapshot(repo) == before
         assert "ALERT" in await fetch.ask("/status", "Fetch ·")
         assert "I'm not paused" in await fetch.ask("/resume", "paused")
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+async def test_pause_before_the_cli_starts_holds_it_from_its_first_line(
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A /pause that lands while the kennel is still starting (no process yet, or only the
+    sandbox's own start) holds the run as soon as it exists: the CLI runs no line (its
+    first edits nothing) until /resume."""
+    app, fetch = await started(FOREVER, make_settings, tmp_path, monkeypatch, "60")
+    try:
+        repo = fetch.services.workspace.path("demo")
+        home = fetch.services.settings.home_dir
+        await fetch.ask("fix the typo in README.md of demo", "On it")
+        await fetch.ask("/pause", "Paused task")
+        runs = fetch.services.runner._runs
+        await until(lambda: any(h.proc is not None for h in runs.values()), 30)
+        # Long enough for the sandbox to start and the CLI to edit, were it not held.
+        await asyncio.sleep(2)
+        assert "The quick" not in in_layer(home, repo, "README.md")
+        tree = [p for h in runs.values() if h.proc is not None for p in h.proc.alive_pids()]
+        assert tree and set(states(tree).values()) == {"T"}, states(tree)
+        await fetch.ask("/resume", "Resumed task")
+        await until(lambda: "The quick" in in_layer(home, repo, "README.md"), 30)
+        await fetch.ask("/stop", "Stopped task")
     finally:
         await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
