@@ -25,7 +25,10 @@ machine is bound into it, because no path of this machine exists there:
   files; an entry an earlier turn of the run changed travels in the tar). After the
   task, what of it the kennel left as it was is removed there before the tree comes
   back, and kept here as it was. A container with another layer mounted is replaced
-  when no task of it runs, else the layer travels in the tar;
+  when no task of it runs, else the layer travels in the tar. A filled volume gets a
+  mark (an empty volume, ``fetch-filled-…``, made after the engine took the whole
+  layer): the repository's newest marked layer outlives Fetch's restarts, so it is not
+  sent again; one without its mark (a kill while it filled) is removed and filled anew;
 * the relay is reached through the container's own stdio (kennel/remote_bridge.py):
   its main process forwards the CLIs' loopback port over frames on an attach stream
   Fetch holds. No port is opened on either side.
@@ -96,6 +99,28 @@ class SetupRef:
     paths: tuple[str, ...]
 
 
+def _mark_name(volume: str) -> str:
+    """The empty volume that says ``volume`` (``fetch-setup-…``) holds its whole layer."""
+    return "fetch-filled-" + volume.removeprefix("fetch-setup-")
+
+
+def _kept_layers(found: list[Any]) -> set[str]:
+    """Of an install's volumes there, the layers a new start keeps (with their marks):
+    each repository's newest marked one. Older ones, a kill's half-filled layer, a mark
+    without its layer and every runs volume go."""
+    names = {str(v.name) for v in found}
+    newest: dict[str, tuple[str, str]] = {}  # repository -> (made, layer)
+    for volume in found:
+        labels = volume.attrs.get("Labels") or {}
+        layer, repo = labels.get(f"{LABEL}.filled"), labels.get(f"{LABEL}.setup")
+        if not layer or not repo or layer not in names or volume.name != _mark_name(layer):
+            continue
+        made = str(volume.attrs.get("CreatedAt") or "")
+        if repo not in newest or made > newest[repo][0]:
+            newest[repo] = (made, layer)
+    return {layer for _made, layer in newest.values()}
+
+
 class RemoteDockerKennel(DockerKennel):
     """See the module's text."""
 
@@ -162,32 +187,21 @@ class RemoteDockerKennel(DockerKennel):
     def _volume_name(self, container: str) -> str:
         return f"{container}-runs"
 
-    async def close(self) -> None:
-        await super().close()
-        if self._filled:  # the containers are gone: their setup volumes go too
-            await asyncio.to_thread(self._drop_setup_volumes)
-
-    def _drop_setup_volumes(self) -> None:
-        filled, self._filled = set(self._filled), set()
-        with suppress(*REACH_ERRORS):
-            client = self.engine.client()
-            try:
-                for name in filled:
-                    with suppress(*ENGINE_ERRORS):
-                        client.volumes.get(name).remove(force=True)
-            finally:
-                client.close()
-
     def _sweep_leftovers(self) -> None:
         first = not self._swept
         super()._sweep_leftovers()
-        if first:  # the volumes of the containers a stopped Fetch left
+        if first:  # the volumes a stopped Fetch left, but each repository's filled layer
             found = self._docker().volumes.list(
                 filters={"label": f"{LABEL}.install={self._install}"}
             )
+            layers = _kept_layers(found)
+            kept = layers | {_mark_name(v) for v in layers}
             for volume in found:
+                if volume.name in kept:
+                    continue
                 with suppress(*ENGINE_ERRORS):
                     volume.remove(force=True)
+            self._filled.update(layers)
 
     def _launch(self, client: Any, repo: Path, image: str, **options: Any) -> Any:
         try:
@@ -335,7 +349,9 @@ class RemoteDockerKennel(DockerKennel):
         if found is None:
             return None
         folder, done, paths = found
-        key = f"{self._install}\0{folder}\0{done.hex()}"
+        # The task's uid too: the layer's files there are its (a layer filled for
+        # another is filled anew, not reused).
+        key = f"{self._install}\0{folder}\0{done.hex()}\0{self._task_user(run.parent)}"
         name = f"fetch-setup-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
         return SetupRef(name, folder, paths)
 
@@ -344,12 +360,15 @@ class RemoteDockerKennel(DockerKennel):
         network, nothing of this machine) holds the volume while the engine unpacks the
         layer's tar into it. Older layers of the repository's are removed (unless a
         container still has one mounted: then the next start's sweep does)."""
-        self._sweep_leftovers()  # before the first volume: it would take this one too
+        self._sweep_leftovers()  # keeps the filled layers an earlier Fetch left
         client = self._docker()
         if ref.volume in self._filled:
             return
-        with suppress(docker.errors.NotFound):
-            client.volumes.get(ref.volume).remove(force=True)  # half filled by a crash
+        # Not filled, or half filled by a kill: its mark goes first, so a kill between
+        # the two removals never leaves a mark on a partial layer.
+        for name in (_mark_name(ref.volume), ref.volume):
+            with suppress(docker.errors.NotFound):
+                client.volumes.get(name).remove(force=True)
         labels = {LABEL: "1", f"{LABEL}.install": self._install, f"{LABEL}.setup": repo.name}
         for old in client.volumes.list(filters={"label": f"{LABEL}.setup={repo.name}"}):
             if (old.attrs.get("Labels") or {}).get(f"{LABEL}.install") == self._install:
@@ -384,6 +403,10 @@ class RemoteDockerKennel(DockerKennel):
             with suppress(*ENGINE_ERRORS):
                 client.volumes.get(ref.volume).remove(force=True)
             raise
+        # The mark, once the engine has the whole layer: what a later start keeps.
+        client.volumes.create(
+            _mark_name(ref.volume), driver="local", labels={**labels, f"{LABEL}.filled": ref.volume}
+        )
         self._filled.add(ref.volume)
 
     async def exec(self, spec: ExecSpec) -> RelayedProcess:

@@ -12,7 +12,6 @@ added."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -250,8 +249,10 @@ async def test_a_hostile_setup_there_keeps_only_its_additions(
     finally:
         await kennel.close()
     there = with_image.client()
-    try:  # close leaves no layer's volume there either
-        assert _setup_volumes(there, f"{LABEL}.install={install_id(home)}") == []
+    try:  # close leaves the layer's volume (read-only to every task) and no other
+        label = f"{LABEL}.install={install_id(home)}"
+        assert len(_setup_volumes(there, label)) == 1
+        assert len(there.volumes.list(filters={"label": label})) == 2  # it and its mark
     finally:
         there.close()
 
@@ -334,26 +335,41 @@ async def test_a_big_setup_layer_goes_there_once(
                     assert kennel.sent_bytes > 20 << 20
             finally:
                 run.drop()
-        # A Fetch killed now leaves the container and the layer's volume there: the next
-        # one of the same home removes both before its first kennel.
-        there = with_image.client()
-        label = f"{LABEL}.install={install_id(home)}"
-        try:
-            assert _setup_volumes(there, label), "the layer's volume is not there"
-            await asyncio.to_thread(
-                RemoteDockerKennel(
-                    home,
-                    DockerKennelSettings(),
-                    kennel_image,
-                    Engine.parse(with_image.url, with_image.certs, True),
-                    files=RemoteFiles(home),
-                )._sweep_leftovers
-            )
-            assert _setup_volumes(there, label) == []
-        finally:
-            there.close()
     finally:
         await kennel.close()
+    # Fetch stopped (or was killed: its container is left too). The layer's volume and
+    # its mark stay there: the next start of the same home keeps them and sends nothing.
+    there = with_image.client()
+    label = f"{LABEL}.install={install_id(home)}"
+    try:
+        (layer,) = _setup_volumes(there, label)
+        assert _marks(there, label) == [layer.replace("fetch-setup-", "fetch-filled-")]
+        for life in ("restarted", "killed while filling"):
+            files = _CountingFiles(home)
+            again = RemoteDockerKennel(
+                home,
+                DockerKennelSettings(runs_size="1g"),
+                kennel_image,
+                Engine.parse(with_image.url, with_image.certs, True),
+                files=files,
+            )
+            try:
+                lines = await _look(again, build_layers(home, again), repo, folder, look)
+                assert lines == ["600", "f0.js"], lines
+                assert again.sent_bytes < 1 << 20, again.sent_bytes
+            finally:
+                await again.close()
+            assert _setup_volumes(there, label) == [layer]
+            if life == "restarted":
+                assert files.packed == 0, "the kept layer was sent again"
+                # A kill after the layer went there, before its mark: the next start
+                # removes the layer and fills it anew.
+                there.volumes.get(_marks(there, label)[0]).remove()
+            else:
+                assert files.packed == 1
+                assert len(_marks(there, label)) == 1
+    finally:
+        there.close()
     print(f"\nbig setup layer there: {figures}")
     assert figures["tar_sent_mb"] > 20
     assert figures["tar_returned_mb"] > 20
@@ -392,6 +408,40 @@ async def test_a_setup_result_over_the_bounds_is_one_line_and_not_kept(
 def _setup_volumes(client: Any, label: str) -> list[str]:
     found = client.volumes.list(filters={"label": label})
     return [v.name for v in found if v.name.startswith("fetch-setup-")]
+
+
+def _marks(client: Any, label: str) -> list[str]:
+    found = client.volumes.list(filters={"label": label})
+    return [v.name for v in found if v.name.startswith("fetch-filled-")]
+
+
+class _CountingFiles(RemoteFiles):
+    """This machine's folders as the kennel there reaches them, counting the setup
+    layers packed to go there."""
+
+    packed = 0
+
+    def pack_folder(self, *args: Any, **kwargs: Any) -> int:
+        self.packed += 1
+        return super().pack_folder(*args, **kwargs)
+
+
+async def _look(
+    kennel: RemoteDockerKennel, layers: Any, repo: Path, setup: Path, script: str
+) -> list[str]:
+    """``script``'s output, run there in a fresh run over ``setup``."""
+    run = layers.open(Repo(repo), "look", host_mounts=False, setup=setup)
+    try:
+        run.fresh_state("probe")
+        layout = kennel.layout(run.tree, "probe", repo)
+        proc = await kennel.exec(
+            ExecSpec(("sh", "-c", script), {"PATH": layout.path_env}, run.tree, layout)
+        )
+        lines = [line async for line in proc.lines()]
+        assert await proc.wait() == 0, proc.stderr_tail()
+        return lines
+    finally:
+        run.drop()
 
 
 async def _nothing(*_args: object) -> None:
