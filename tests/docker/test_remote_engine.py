@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import tarfile
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,10 @@ from kennel.settings import DockerKennelSettings
 from orchestrator.boundary.gitops import Repo
 from orchestrator.boundary.remote_files import RemoteFiles
 from orchestrator.config import Settings
-from tests.conftest import Driver, git, start_driver, tree_snapshot
+from tests.conftest import Driver, git, tree_snapshot
 from tests.docker.conftest import CANARY
 from tests.docker.remote_daemon import SecondEngine, make_certs
+from tests.docker.remote_task import fetch_there, ours, typo_there
 from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
 from tests.kennel.runs import Runs
 from tests.kennel.runs import runs as runs  # the fixture
@@ -62,32 +62,16 @@ def _kennel(
     )
 
 
-def _ours(client: Any, home: Path) -> list[Any]:
-    return list(
-        client.containers.list(all=True, filters={"label": f"{LABEL}.install={install_id(home)}"})
-    )
-
-
 @pytest.fixture
 async def remote_fetch(
     with_image: SecondEngine,
     kennel_image: str,
     make_settings: Callable[..., Settings],
 ) -> AsyncIterator[tuple[Driver, ScriptedModelServer]]:
-    async with ScriptedModelServer() as model:
-        settings = make_settings(
-            FETCH_KENNEL="docker",
-            FETCH_HARNESS="claude-code",
-            FETCH_DOCKER_HOST=with_image.url,
-            FETCH_DOCKER_CERT_PATH=str(with_image.certs),
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY=CANARY,
-        )
-        app, driver = await start_driver(settings)
-        try:
-            yield driver, model
-        finally:
-            await app.__aexit__(None, None, None)
+    async with fetch_there(
+        make_settings, with_image.url, FETCH_DOCKER_CERT_PATH=str(with_image.certs)
+    ) as both:
+        yield both
 
 
 async def test_a_task_runs_on_the_second_engine_and_commits_here(
@@ -97,25 +81,11 @@ async def test_a_task_runs_on_the_second_engine_and_commits_here(
 ) -> None:
     driver, model = remote_fetch
     home = driver.services.settings.home_dir
-    kennel = driver.services.kennel
-    assert isinstance(kennel, RemoteDockerKennel)
-    repo = driver.services.workspace.path("demo")
-    original = git(repo, "rev-parse", "HEAD")
-    model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Fixed it."))
-    started = time.monotonic()
-    diff = await driver.ask("fix the typo in README.md of demo", "Apply?", 180)
-    print(f"\nremote task to its diff: {time.monotonic() - started:.2f} s")
-    assert "+The quick" in diff and "README.md +1 −1" in diff
+    _remote_kennel, repo, original, attrs = await typo_there(
+        driver, model, second_engine, docker_client, 180, "over TLS"
+    )
     # It ran there, not here: the kennel is the second engine's, with nothing bound.
-    there = second_engine.client()
-    try:
-        (container,) = _ours(there, home)
-        mounts = container.attrs["Mounts"]
-        assert [(m["Type"], m["Destination"]) for m in mounts] == [("volume", "/runs")]
-        assert container.attrs["HostConfig"]["NetworkMode"] == "none"
-    finally:
-        there.close()
-    assert _ours(docker_client, home) == []
+    assert [(m["Type"], m["Destination"]) for m in attrs["Mounts"]] == [("volume", "/runs")]
     # The owner's tree is untouched until yes; then the commit is made here.
     assert "Teh quick" in (repo / "README.md").read_text()
     await driver.ask("yes", "Committed")
@@ -150,7 +120,7 @@ async def test_close_leaves_nothing_on_the_second_engine(
     await kennel.close()
     there = with_image.client()
     try:
-        assert _ours(there, runs.home) == []
+        assert ours(there, runs.home) == []
         label = f"{LABEL}.install={install_id(runs.home)}"
         assert there.volumes.list(filters={"label": label}) == []
     finally:
@@ -405,7 +375,7 @@ async def test_what_a_killed_fetch_left_there_is_removed_at_the_next_start(
         run2 = runs.open(nxt, runs.repo("other"))
         proc = await nxt.exec(run2.spec(("true",)))
         assert await proc.wait() == 0
-        names = [c.name for c in _ours(there, runs.home)]
+        names = [c.name for c in ours(there, runs.home)]
         assert left.name not in names and len(names) == 1
         volumes = [v.name for v in there.volumes.list(filters={"label": f"{LABEL}=1"})]
         assert f"{left.name}-runs" not in volumes

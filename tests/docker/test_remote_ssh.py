@@ -31,11 +31,11 @@ from kennel.settings import DockerKennelSettings
 from kennel.ssh_transport import SSH_BASE_URL
 from orchestrator.boundary.remote_files import RemoteFiles
 from orchestrator.config import Settings
-from tests.conftest import Driver, git, start_driver
+from tests.conftest import Driver, git
 from tests.docker.conftest import CANARY
 from tests.docker.remote_daemon import SecondEngine
-from tests.docker.test_remote_engine import _ours
-from tests.fakes.model_server import EditFile, ScriptedModelServer, Text
+from tests.docker.remote_task import fetch_there, typo_there
+from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.require import missing
 
 SSHD = "/usr/sbin/sshd"
@@ -246,19 +246,8 @@ async def ssh_fetch(
     kennel_image: str,
     make_settings: Callable[..., Settings],
 ) -> AsyncIterator[tuple[Driver, ScriptedModelServer]]:
-    async with ScriptedModelServer() as model:
-        settings = make_settings(
-            FETCH_KENNEL="docker",
-            FETCH_HARNESS="claude-code",
-            FETCH_DOCKER_HOST=ssh_path.url,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY=CANARY,
-        )
-        app, driver = await start_driver(settings)
-        try:
-            yield driver, model
-        finally:
-            await app.__aexit__(None, None, None)
+    async with fetch_there(make_settings, ssh_path.url) as both:
+        yield both
 
 
 async def test_a_task_runs_on_the_engine_over_ssh(
@@ -270,24 +259,9 @@ async def test_a_task_runs_on_the_engine_over_ssh(
     """The real Claude Code there, through the relay bridge riding ssh; the diff comes
     back, the commit is made here."""
     driver, model = ssh_fetch
-    home = driver.services.settings.home_dir
-    kennel = driver.services.kennel
-    assert isinstance(kennel, RemoteDockerKennel)
-    repo = driver.services.workspace.path("demo")
-    original = git(repo, "rev-parse", "HEAD")
-    model.script(EditFile("README.md", "Teh quick", "The quick"), Text("Fixed it."))
-    started = time.monotonic()
-    diff = await driver.ask("fix the typo in README.md of demo", "Apply?", 240)
-    print(f"\nremote task over ssh to its diff: {time.monotonic() - started:.2f} s")
-    assert "+The quick" in diff and "README.md +1 −1" in diff
-    # It ran there (the second engine), not on this machine's.
-    there = second_engine.client()
-    try:
-        (container,) = _ours(there, home)
-        assert container.attrs["HostConfig"]["NetworkMode"] == "none"
-    finally:
-        there.close()
-    assert _ours(docker_client, home) == []
+    kennel, repo, original, _attrs = await typo_there(
+        driver, model, second_engine, docker_client, 240, "over ssh"
+    )
     # ssh cannot half-close an exec's stdin: a message sent mid-task waits for its end.
     assert kennel.steerable is False
     await driver.ask("yes", "Committed")
