@@ -19,7 +19,7 @@ from orchestrator.config import Settings
 from orchestrator.store.db import key_str
 from tests.conftest import git
 from tests.dashboard.conftest import Web, start_web, stop_web
-from tests.e2e.test_pause import cli_pids, states
+from tests.e2e.test_pause import cli_pids, cli_runs, states
 
 TYPO = "fix the typo in README.md of demo"
 # A stand-in `claude`: edits, then reports a step every 0.3 s until it is stopped.
@@ -68,11 +68,14 @@ def _steps(body: str) -> int:
     return int(found.group(1)) if found else -1
 
 
-async def test_pause_resume_and_stop_a_running_task_from_its_page(stepping: Web) -> None:
+async def test_pause_resume_and_stop_a_running_task_from_its_page(
+    stepping: Web, tmp_path: Path
+) -> None:
     web = stepping
     repo = web.services.workspace.path("demo")
     await web.driver.ask(TYPO, "On it")
-    await until(lambda: bool(cli_pids(repo)))
+    # The stand-in itself (a process in the repository may be host git before it).
+    await until(lambda: bool(cli_runs(tmp_path)), 30)
     await until(lambda: web.services.journal.path(web.driver.terminal_key()).exists())
     status, body = await web.get("/tasks/1")
     assert status == 200 and _buttons(body) == {"pause", "stop"}
