@@ -13,6 +13,7 @@ from core.errors import StoreError
 from core.events import SessionKey
 from orchestrator.store import Store
 from orchestrator.store.db import Database
+from orchestrator.store.messages import INSERT
 from orchestrator.store.migrations import MIGRATIONS
 
 KEY = SessionKey("terminal", "owner")
@@ -202,9 +203,7 @@ async def test_a_chats_recent_lines_are_read_on_the_loop_and_wait_for_an_open_tr
         async def hold() -> None:
             async with store.db.transaction() as conn:
                 await conn.execute(
-                    "INSERT INTO messages(session, direction, text, ts, model, tokens_in,"
-                    " tokens_out, sender) VALUES (?,?,?,?,?,?,?,?)",
-                    ("terminal:owner", "in", "inside", 0.0, None, 0, 0, "owner"),
+                    INSERT, ("terminal:owner", "in", "inside", 0.0, None, 0, 0, "owner")
                 )
                 opened.set()
                 await release.wait()
