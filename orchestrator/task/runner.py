@@ -329,10 +329,12 @@ class TaskRunner:
             + handle.progress.render("coding"),
         )
         handle.progress.attach(first.message_id)
-        await self._messenger.typing(key, True)
+        # The run is the chat's before the typing indicator's request (a phone's: a
+        # network call): a /stop or /pause arriving meanwhile reaches it.
         handle.task = self._supervisor.spawn(
             self._run(session, handle, harness, repo), name=f"run:{key.slug}:{task_id}"
         )
+        await self._messenger.typing(key, True)
 
     # -- runs driven elsewhere (self-improvement: orchestrator/improve/) ---------------
     def adopt(self, key: SessionKey, handle: RunHandle) -> bool:

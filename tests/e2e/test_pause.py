@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -193,5 +194,40 @@ async def test_pause_before_the_cli_starts_holds_it_from_its_first_line(
         await fetch.ask("/resume", "Resumed task")
         await until(lambda: "The quick" in in_layer(home, repo, "README.md"), 30)
         await fetch.ask("/stop", "Stopped task")
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", ["/stop", "/pause"])
+async def test_stop_and_pause_reach_a_task_while_its_typing_indicator_is_sent(
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """On a channel with a typing indicator (a phone's), turning it on is a network call
+    made right after "On it": a /stop or /pause that arrives while it is on its way
+    reaches the task (it is not "nothing is running", with the task going on after)."""
+    app, fetch = await started(FOREVER, make_settings, tmp_path, monkeypatch, "60")
+    try:
+        asked = asyncio.Event()
+
+        async def set_typing(chat: str, typing: bool) -> None:
+            if typing and not asked.is_set():
+                asked.set()
+                await asyncio.sleep(1.0)  # the indicator's request, on a slow network
+
+        terminal = fetch.terminal
+        monkeypatch.setattr(terminal, "set_typing", set_typing)
+        monkeypatch.setattr(terminal, "capabilities", replace(terminal.capabilities, typing=True))
+        await fetch.ask("fix the typo in README.md of demo", "On it")
+        await asyncio.wait_for(asked.wait(), 10)
+        word = "Stopped task" if command == "/stop" else "Paused task"
+        assert word in await fetch.ask(command, "task")
+        if command == "/pause":
+            assert "Stopped task" in await fetch.ask("/stop", "task")
+        repo = fetch.services.workspace.path("demo")
+        await until(lambda: not cli_pids(repo), 15)
+        assert fetch.services.runner._runs == {}
     finally:
         await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
