@@ -56,6 +56,11 @@ async def stop(ctx: InstinctContext, args: str) -> None:
     if session.state is State.GUARDING:
         await ctx.reply("Nothing is running. A diff waits for your yes or no.")
         return
+    # A message of the chat being worked out (the model thinking, a task being set up)
+    # starts no task now. Only its sender's or the owner's /stop counts.
+    if session.stop_turn(None if ctx.grants.for_owner else ctx.grants.subject_id):
+        await ctx.reply("⏹ Stopped: what you asked just before will not start a task.")
+        return
     await ctx.reply("Nothing is running.")
 
 

@@ -23,7 +23,8 @@ import asyncio
 import logging
 import re
 import unicodedata
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -36,7 +37,7 @@ from orchestrator.context import Context
 from orchestrator.dispatcher import dispatch
 from orchestrator.limits import SenderLimits, Verdict
 from orchestrator.services import Services
-from orchestrator.session import Session
+from orchestrator.session import Session, Turn
 from orchestrator.store.errors import STORAGE_ERRORS, storage_error
 
 log = logging.getLogger(__name__)
@@ -255,11 +256,21 @@ class Gateway:
                         self._in_flight -= 1
                         await self._s.store.inbox.finish(inbound.channel, inbound.message_id)
                         continue
-                    await self._handle(inbound, text)
+                    with self._turn(session, inbound):
+                        await self._handle(inbound, text)
             except Exception:
                 # Even a failed error reply (channel down) must not end this chat's
                 # worker: the next message still has to be served.
                 log.exception("message %s in %s failed", inbound.message_id, key)
+
+    @contextmanager
+    def _turn(self, session: Session, inbound: Inbound) -> Iterator[None]:
+        """``session.turn`` while the worker handles ``inbound`` (a /stop reads it)."""
+        session.turn = Turn(self._s.permissions.subject_of(inbound).id)
+        try:
+            yield
+        finally:
+            session.turn = None
 
     async def _handle(self, inbound: Inbound, text: str) -> None:
         session = await self._s.sessions.get(self._s.links.home_of(inbound.key))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from transitions import MachineError
 from transitions.extensions.asyncio import AsyncMachine
@@ -39,6 +39,15 @@ class _Driven:
         self.persist = persist  # the machine's after_state_change callback
 
 
+@dataclass(slots=True)
+class Turn:
+    """The message the chat's worker is handling now, and whose it is: a /stop that comes
+    before it has started a task marks it ``stopped``, so it starts none."""
+
+    subject: str
+    stopped: bool = False
+
+
 class Session:
     def __init__(
         self,
@@ -59,10 +68,19 @@ class Session:
         # Told whenever the session is saved idle (ALERT): the gateway's deferred
         # messages for this chat go back into their queues (``Sessions.on_idle``).
         self.on_idle: Callable[[SessionKey], None] | None = None
+        # The message being handled under ``lock`` by the gateway's worker, if any.
+        self.turn: Turn | None = None
 
     @property
     def state(self) -> State:
         return State(self._fsm.state)
+
+    def stop_turn(self, by: str | None) -> bool:
+        turn = self.turn
+        if turn is None or turn.stopped or (by is not None and turn.subject != by):
+            return False
+        turn.stopped = True
+        return True
 
     async def persist(self) -> None:
         await self._table.save(self.key, self.state.value, asdict(self.data))

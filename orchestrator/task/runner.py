@@ -254,6 +254,8 @@ class TaskRunner:
         pack member asked for (else ROUTING.md picks one)."""
         key = session.key
         send = self._messenger.send
+        if _stopped(session):  # a /stop came while this message was worked out
+            return
         if key in self._runs:  # a run adopted from elsewhere (/improve) holds this chat
             await send(key, "⏳ Another run is going on in this chat; /stop ends it.")
             return
@@ -290,6 +292,8 @@ class TaskRunner:
                 f"❌ {repo_name} has uncommitted changes:\n{shown}\n"
                 "Commit or stash them first, so I only ever show you my diff.",
             )
+            return
+        if _stopped(session):
             return
         task_id = await self._store.work.create_task(
             key, repo_name, prompt, harness.name, requester
@@ -329,6 +333,11 @@ class TaskRunner:
             + handle.progress.render("coding"),
         )
         handle.progress.attach(first.message_id)
+        if handle.stop_requested or _stopped(session):  # a /stop while "On it" was sent
+            self._runs.pop(key, None)
+            await self._store.work.finish_task(task_id, "stopped", "stopped by owner")
+            await self._end(session)
+            return
         # The run is the chat's before the typing indicator's request (a phone's: a
         # network call): a /stop or /pause arriving meanwhile reaches it.
         handle.task = self._supervisor.spawn(
@@ -456,8 +465,11 @@ class TaskRunner:
     # -- stopping ----------------------------------------------------------------------
     async def stop(self, key: SessionKey) -> StopResult | None:
         handle = self._runs.get(key)
-        if handle is None or handle.task is None:
+        if handle is None:
             return None
+        if handle.task is None:  # being started ("On it" on its way): it will not run
+            handle.stop_requested = True
+            return StopResult(handle.task_id, handle.harness, 0.0, [])
         if handle.paused and handle.proc is not None:
             # Continued first, so the CLI sees its SIGINT and ends tidily.
             handle.paused = False
@@ -1055,6 +1067,11 @@ def _question(handle: RunHandle, allow_guess: bool = False) -> tuple[str, str] |
     if final.kind == "done" and allow_guess and session and final.text.rstrip().endswith("?"):
         return final.text, session
     return None
+
+
+def _stopped(session: Session) -> bool:
+    """A /stop came for the message the chat's worker is handling (``Session.turn``)."""
+    return session.turn is not None and session.turn.stopped
 
 
 def _hold(handle: RunHandle) -> None:

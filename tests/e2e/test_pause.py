@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from core.events import Outbound, SendResult
+from core.state import State
 from kennel.process import descendants
 from orchestrator.config import Settings
 from tests.conftest import Driver, in_layer, start_driver, tree_snapshot, works_in
@@ -229,5 +231,38 @@ async def test_stop_and_pause_reach_a_task_while_its_typing_indicator_is_sent(
         repo = fetch.services.workspace.path("demo")
         await until(lambda: not cli_pids(repo), 15)
         assert fetch.services.runner._runs == {}
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+async def test_stop_while_on_it_is_sent_ends_the_task_before_it_runs(
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A /stop that arrives while "On it" is still on its way (a slow network) stops that
+    task: it is said stopped, its CLI never starts, and the chat is free again."""
+    app, fetch = await started(FOREVER, make_settings, tmp_path, monkeypatch, "60")
+    try:
+        terminal = fetch.terminal
+        sending, send = asyncio.Event(), terminal.send
+
+        async def slow_send(message: Outbound) -> SendResult:
+            if message.text.startswith("⏳ On it") and not sending.is_set():
+                sending.set()
+                await asyncio.sleep(1.0)
+            return await send(message)
+
+        monkeypatch.setattr(terminal, "send", slow_send)
+        await fetch.push("fix the typo in README.md of demo")
+        await asyncio.wait_for(sending.wait(), 15)
+        assert "Stopped task #1" in await fetch.ask("/stop", "Stopped")
+        await fetch.expect("On it", 10)
+        task = await fetch.services.store.work.get_task(1)
+        assert task is not None and task.status == "stopped", task
+        await asyncio.sleep(1.0)  # a run started anyway would have its CLI up by now
+        assert cli_runs(tmp_path) == [] and fetch.services.runner._runs == {}
+        session = await fetch.services.sessions.get(fetch.terminal_key())
+        assert session.state is State.ALERT and session.data.task_id is None
     finally:
         await app.__aexit__(None, None, None)  # type: ignore[attr-defined]

@@ -3,13 +3,14 @@ fake (real HTTP on 127.0.0.1): tool calls, model mistakes, limits and outages.""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 
 from orchestrator.config import Settings
 from tests.conftest import Driver, start_driver
-from tests.fakes.model_server import Error, ScriptedModelServer, Text, ToolCall
+from tests.fakes.model_server import Delay, Error, ScriptedModelServer, Text, ToolCall
 from tests.fakes.wire import JsonObject
 
 
@@ -135,3 +136,31 @@ async def test_model_outage_on_a_question_is_explained(
     model.script(Error(503, "down"))
     reply = await planned.ask("why is the sky blue?", "couldn't think")
     assert "HTTP 503" in reply
+
+
+async def test_stop_while_the_model_thinks_starts_no_task(
+    planned: Driver, model: ScriptedModelServer
+) -> None:
+    """A /stop sent while the model is still working out a request (it ends up asking
+    for a task) is not "Nothing is running": that request starts no task. The next one
+    does."""
+    task = {"repo": "demo", "instruction": "fix the typo in README.md"}
+    model.script(Delay(1.5, ToolCall("task_create", task)))
+    await planned.push("the readme of demo has a typo, sort it out please")
+    await model.wait_for_requests(1, timeout=10)
+    session = await planned.services.sessions.get(planned.terminal_key())
+    assert session.turn is not None  # the request is being worked out
+    stopped = await planned.ask("/stop", "Stopped")
+    assert "will not start a task" in stopped, stopped
+    for _ in range(300):  # the model answers (a task), and the request's turn ends
+        if session.turn is None:
+            break
+        await asyncio.sleep(0.05)
+    assert session.turn is None
+    assert not any("On it" in t for t in planned.seen), planned.seen
+    assert await planned.services.store.work.get_task(1) is None
+    assert planned.services.runner._runs == {}
+    # Only the message being worked out was stopped: the next request runs.
+    model.script(ToolCall("task_create", task))
+    await planned.ask("the readme of demo has a typo, sort it out please", "Apply?", 60)
+    await planned.ask("no", "Discarded")

@@ -34,6 +34,9 @@ class FakeSession:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     persisted: int = 0
 
+    def stop_turn(self, by: str | None) -> bool:
+        return False  # no message is being worked out next to the instinct under test
+
     async def persist(self) -> None:
         self.persisted += 1
 

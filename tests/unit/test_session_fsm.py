@@ -9,7 +9,7 @@ from core.events import SessionKey
 from core.session_data import SessionData
 from core.state import State
 from orchestrator.fsm import TRANSITIONS
-from orchestrator.session import InvalidTransition, Session, Sessions
+from orchestrator.session import InvalidTransition, Session, Sessions, Turn
 from orchestrator.store.memory import MemorySessions
 
 KEY = SessionKey("terminal", "me")
@@ -103,3 +103,16 @@ async def test_reload_restores_state_as_enum() -> None:
     again = await Sessions(table).get(KEY)
     assert again.state is State.WORKING
     assert again.data == SessionData(repo="demo")
+
+
+async def test_stop_turn_is_the_senders_or_the_owners() -> None:
+    """A /stop marks the message being worked out only when it is the asker's own, or
+    the owner asks: a member's /stop does not cancel the owner's request."""
+    session, _table = await _session()
+    assert session.stop_turn(None) is False  # nothing is being worked out
+    session.turn = Turn("owner")
+    assert session.stop_turn("member:ann") is False and not session.turn.stopped
+    assert session.stop_turn(None) is True and session.turn.stopped
+    assert session.stop_turn(None) is False  # already stopped: said once
+    session.turn = Turn("member:ann")
+    assert session.stop_turn("member:ann") is True
