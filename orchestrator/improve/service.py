@@ -193,6 +193,11 @@ class Improver:
             "pull request; I never merge it.\n\n" + handle.progress.render("coding"),
         )
         handle.progress.attach(first.message_id)
+        if handle.stop_requested:  # a /stop while the line above was on its way
+            self._runner.release(key, handle)
+            await self.records.update(run_id, status="stopped", detail="stopped by /stop")
+            await self._store.work.finish_task(task_id, "stopped", "stopped")
+            return None
         run = _Run(run_id, request, handle)
         handle.task = self._supervisor.spawn(
             self._run(session, run, harness), name=f"run:{key.slug}:improve-{run_id}"

@@ -6,6 +6,7 @@ the harness's request. /stop ends a run before anything is pushed."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import ClassVar
 
 import pytest
 
+from core.events import Outbound, SendResult
 from harnesses.base import HarnessRequest
 from harnesses.demo import DemoHarness
 from orchestrator.config import Settings
@@ -109,6 +111,34 @@ async def test_stop_ends_the_run_and_nothing_is_pushed(world: World) -> None:
     assert not world.github.writes()
     # The chat is free again.
     assert "Pull request #2" not in " ".join(await world.fetch.quiet(0.3))
+
+
+async def test_stop_while_the_first_line_is_sent_runs_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A /stop that arrives while "Improving Fetch" is on its way (a slow network) ends
+    the run before it clones or runs anything, and says so."""
+    await use_probe(world)
+    terminal = world.fetch.terminal
+    sending, send = asyncio.Event(), terminal.send
+
+    async def slow_send(message: Outbound) -> SendResult:
+        if message.text.startswith("🛠 Improving Fetch") and not sending.is_set():
+            sending.set()
+            await asyncio.sleep(1.0)
+        return await send(message)
+
+    monkeypatch.setattr(terminal, "send", slow_send)
+    await world.fetch.push("/improve look around")
+    await asyncio.wait_for(sending.wait(), 30)
+    assert "Stopped task" in await world.fetch.ask("/stop", "Stopped", 30)
+    await world.fetch.expect("Improving Fetch", 10)
+    await world.fetch.quiet(1.0)  # a run started anyway would be cloning by now
+    rows = await world.fetch.services.improver.records.recent()
+    assert [r.status for r in rows] == ["stopped"]
+    assert not (world.home / "improve" / "1").exists()
+    assert world.fetch.services.runner._runs == {}
+    assert not world.github.writes() and set(world.remote_branches()) == {"main"}
 
 
 async def test_a_shutdown_mid_run_is_remembered_and_cleaned(
