@@ -374,6 +374,9 @@ class App:
         # A restart: sessions that were WORKING lost their harness; say so and clean up.
         for row in await store.sessions.in_states((State.WORKING.value,)) if alone else []:
             await runner.recover(await sessions.get(row.key))
+        # A task row no chat works on has no run either (its message is replayed below).
+        if alone and (orphans := await store.work.interrupt_orphans()):
+            log.info("marked %d task(s) a stopped Fetch left without a run", orphans)
         # What a killed run left of its layers (overlay mounts, copies) goes, but for
         # the layer a CLI's question still waits on.
         waiting = [

@@ -223,6 +223,13 @@ class MemoryWork:
     async def adopt_tasks(self) -> list[tuple[int, SessionKey]]:
         return []  # one process: its start recovers every task cut short
 
+    async def interrupt_orphans(self) -> int:
+        orphans = [t for t in self._tasks.values() if t.row.status == "running"]
+        for task in orphans:
+            task.row = replace(task.row, status="interrupted")
+            task.result = "Fetch restarted"
+        return len(orphans)
+
     async def finish_task(
         self,
         task_id: int,

@@ -114,6 +114,12 @@ class WorkPort(Protocol):
         process's to recover (PostgreSQL, several processes; each to one taker only).
         [] on SQLite: the start alone recovers every task cut short."""
 
+    async def interrupt_orphans(self) -> int:
+        """At a start alone, once the working chats are recovered: every task still
+        marked running has no run (a kill between its row and its chat's state, whose
+        message the inbox replays; an /improve run killed) and is marked interrupted.
+        Returns how many."""
+
     # -- approvals -------------------------------------------------------------------
     async def create_approval(
         self,
@@ -226,6 +232,14 @@ class SqliteWork:
                     channel, _, chat = str(session).partition(":")
                     taken.append((int(task_id), SessionKey(channel, chat)))
         return sorted(taken)
+
+    async def interrupt_orphans(self) -> int:
+        cur = await self._db.write(
+            "UPDATE tasks SET status='interrupted', result='Fetch restarted', finished=?"
+            " WHERE status='running'",
+            (time.time(),),
+        )
+        return max(0, int(cur.rowcount or 0))
 
     async def finish_task(
         self,

@@ -48,6 +48,7 @@ from orchestrator.supervisor import TaskSupervisor
 from orchestrator.task import attachments as attached
 from orchestrator.task import testrun
 from orchestrator.task.approvals import Approvals
+from orchestrator.task.crashpoint import crash_point
 from orchestrator.task.progress import Progress
 from orchestrator.task.recent import RecentFiles
 from orchestrator.task.setup import SCRIPT as SETUP_SCRIPT
@@ -298,6 +299,7 @@ class TaskRunner:
         task_id = await self._store.work.create_task(
             key, repo_name, prompt, harness.name, requester
         )
+        crash_point("task:row")  # the row is written, the chat not yet WORKING
         session.data.task_id, session.data.repo, session.data.task_prompt = (
             task_id,
             repo_name,

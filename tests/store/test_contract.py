@@ -171,6 +171,28 @@ async def test_a_task_moves_through_its_statuses(ports: Ports) -> None:
     assert task is not None and task.status == "committed"
 
 
+async def test_orphaned_running_tasks_are_interrupted_and_no_other(ports: Ports) -> None:
+    running = await ports.work.create_task(KEY, "demo", "p", "claude")
+    other = await ports.work.create_task(OTHER, "demo", "q", "codex")
+    asked = await ports.work.create_task(KEY, "demo", "r", "claude")
+    await ports.work.set_task_status(asked, "question")  # waits for an answer: kept
+    done = await ports.work.create_task(KEY, "demo", "s", "claude")
+    await ports.work.finish_task(done, "proposed", "a diff")
+    assert await ports.work.interrupt_orphans() == 2
+    statuses = {}
+    for task_id in (running, other, asked, done):
+        task = await ports.work.get_task(task_id)
+        assert task is not None
+        statuses[task_id] = task.status
+    assert statuses == {
+        running: "interrupted",
+        other: "interrupted",
+        asked: "question",
+        done: "proposed",
+    }
+    assert await ports.work.interrupt_orphans() == 0
+
+
 async def test_task_checks_are_kept(ports: Ports) -> None:
     task_id = await ports.work.create_task(KEY, "demo", "p", "claude")
     assert await ports.work.task_checks(task_id) == []
