@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from channels.terminal import TerminalChannel
-from core.events import Inbound, SessionKey
+from core.events import Inbound, Outbound, SendResult, SessionKey
 from orchestrator.app import App, build_app
 from orchestrator.config import Settings, load_settings
 from orchestrator.services import Services
@@ -148,6 +148,22 @@ class Driver:
     async def ask(self, text: str, needle: str, timeout: float = 30) -> str:
         await self.push(text)
         return await self.expect(needle, timeout)
+
+    def slow_send(
+        self, monkeypatch: pytest.MonkeyPatch, starts: str, seconds: float = 1.0
+    ) -> asyncio.Event:
+        """The first reply starting with ``starts`` takes ``seconds`` to leave (a phone
+        channel's send on a slow network); the event is set once it is on its way."""
+        sending, send = asyncio.Event(), self.terminal.send
+
+        async def slow(message: Outbound) -> SendResult:
+            if message.text.startswith(starts) and not sending.is_set():
+                sending.set()
+                await asyncio.sleep(seconds)
+            return await send(message)
+
+        monkeypatch.setattr(self.terminal, "send", slow)
+        return sending
 
     async def quiet(self, seconds: float = 0.3) -> list[str]:
         """Everything that arrives within ``seconds`` (to assert nothing else was said)."""

@@ -232,18 +232,8 @@ async def test_a_hostile_setup_there_keeps_only_its_additions(
             assert await proc.wait() == 0, proc.stderr_tail()
         finally:
             run.drop()
-        run = layers.open(Repo(repo), 8, host_mounts=kennel.host_mounts, setup=outcome.layer)
-        try:
-            run.fresh_state("probe")
-            layout = kennel.layout(run.tree, "probe", repo)
-            proc = await kennel.exec(
-                ExecSpec(("sh", "-c", look), {"PATH": layout.path_env}, run.tree, layout)
-            )
-            lines = [line async for line in proc.lines()]
-            assert await proc.wait() == 0, proc.stderr_tail()
-            assert lines[0] == "VALUE = 1" and lines[3] == "../pkg/cli.js", lines
-        finally:
-            run.drop()
+        lines = await _look(kennel, layers, repo, outcome.layer, look)
+        assert lines[0] == "VALUE = 1" and lines[3] == "../pkg/cli.js", lines
         assert tree_snapshot(victim) == before_victim
         assert git(repo, "status", "--porcelain") == ""
     finally:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from core.events import Outbound, SendResult
 from core.state import State
 from kennel.process import descendants
 from orchestrator.config import Settings
@@ -244,16 +243,7 @@ async def test_stop_while_on_it_is_sent_ends_the_task_before_it_runs(
     task: it is said stopped, its CLI never starts, and the chat is free again."""
     app, fetch = await started(FOREVER, make_settings, tmp_path, monkeypatch, "60")
     try:
-        terminal = fetch.terminal
-        sending, send = asyncio.Event(), terminal.send
-
-        async def slow_send(message: Outbound) -> SendResult:
-            if message.text.startswith("⏳ On it") and not sending.is_set():
-                sending.set()
-                await asyncio.sleep(1.0)
-            return await send(message)
-
-        monkeypatch.setattr(terminal, "send", slow_send)
+        sending = fetch.slow_send(monkeypatch, "⏳ On it")
         await fetch.push("fix the typo in README.md of demo")
         await asyncio.wait_for(sending.wait(), 15)
         assert "Stopped task #1" in await fetch.ask("/stop", "Stopped")

@@ -14,7 +14,6 @@ from typing import ClassVar
 
 import pytest
 
-from core.events import Outbound, SendResult
 from harnesses.base import HarnessRequest
 from harnesses.demo import DemoHarness
 from orchestrator.config import Settings
@@ -119,16 +118,7 @@ async def test_stop_while_the_first_line_is_sent_runs_nothing(
     """A /stop that arrives while "Improving Fetch" is on its way (a slow network) ends
     the run before it clones or runs anything, and says so."""
     await use_probe(world)
-    terminal = world.fetch.terminal
-    sending, send = asyncio.Event(), terminal.send
-
-    async def slow_send(message: Outbound) -> SendResult:
-        if message.text.startswith("🛠 Improving Fetch") and not sending.is_set():
-            sending.set()
-            await asyncio.sleep(1.0)
-        return await send(message)
-
-    monkeypatch.setattr(terminal, "send", slow_send)
+    sending = world.fetch.slow_send(monkeypatch, "🛠 Improving Fetch")
     await world.fetch.push("/improve look around")
     await asyncio.wait_for(sending.wait(), 30)
     assert "Stopped task" in await world.fetch.ask("/stop", "Stopped", 30)
