@@ -75,6 +75,7 @@ class StoppedTask:
     harness: str
     kill_seconds: float
     leftover_processes: int
+    finished: bool = False  # it had ended on its own: its result is being said
 
 
 @dataclass(frozen=True, slots=True)

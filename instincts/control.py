@@ -29,6 +29,12 @@ async def stop(ctx: InstinctContext, args: str) -> None:
         await ctx.reply(refused)
         return
     result = await ctx.tasks.stop(session.key)
+    if result is not None and result.finished:
+        await ctx.reply(
+            f"Task #{result.task_id} had already finished; what it did is on its way. "
+            "Answer no to a diff to drop it."
+        )
+        return
     if result is not None:
         leftover = (
             f"\n⚠️ {result.leftover_processes} process(es) still alive"

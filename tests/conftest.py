@@ -150,14 +150,14 @@ class Driver:
         return await self.expect(needle, timeout)
 
     def slow_send(
-        self, monkeypatch: pytest.MonkeyPatch, starts: str, seconds: float = 1.0
+        self, monkeypatch: pytest.MonkeyPatch, containing: str, seconds: float = 1.0
     ) -> asyncio.Event:
-        """The first reply starting with ``starts`` takes ``seconds`` to leave (a phone
+        """The first reply containing ``containing`` takes ``seconds`` to leave (a phone
         channel's send on a slow network); the event is set once it is on its way."""
         sending, send = asyncio.Event(), self.terminal.send
 
         async def slow(message: Outbound) -> SendResult:
-            if message.text.startswith(starts) and not sending.is_set():
+            if containing in message.text and not sending.is_set():
                 sending.set()
                 await asyncio.sleep(seconds)
             return await send(message)

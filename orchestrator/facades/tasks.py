@@ -37,7 +37,11 @@ class TasksFacade:
         if result is None:
             return None
         return StoppedTask(
-            result.task_id, result.harness, result.kill_seconds, len(result.leftover_pids)
+            result.task_id,
+            result.harness,
+            result.kill_seconds,
+            len(result.leftover_pids),
+            result.finished,
         )
 
     async def pause(self, key: SessionKey) -> PausedTask | None:

@@ -106,6 +106,9 @@ class RunHandle:
     setup_line: str = ""
     # The CLI's stdin while it reads the owner's messages (orchestrator/task/steer.py).
     steering: Steering | None = None
+    # The run is done and its result is being said (a diff, a question, a failure): a
+    # /stop now would cut that half way, so it is told the task has finished instead.
+    saying: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,7 @@ class StopResult:
     harness: str
     kill_seconds: float
     leftover_pids: list[int]
+    finished: bool = False  # the run had ended: its result is being said, nothing stopped
 
 
 class TaskRunner:
@@ -412,7 +416,7 @@ class TaskRunner:
         """SIGSTOP the run's whole process tree and hold its time limit; None when this
         chat has no running task. A run not started yet is stopped as soon as it starts."""
         handle = self._runs.get(key)
-        if handle is None or handle.task is None:
+        if handle is None or handle.task is None or handle.saying:
             return None
         if handle.paused:
             return PauseResult(handle.task_id, handle.harness, 0)
@@ -472,6 +476,8 @@ class TaskRunner:
         if handle.task is None:  # being started ("On it" on its way): it will not run
             handle.stop_requested = True
             return StopResult(handle.task_id, handle.harness, 0.0, [])
+        if handle.saying:
+            return StopResult(handle.task_id, handle.harness, 0.0, [], finished=True)
         if handle.paused and handle.proc is not None:
             # Continued first, so the CLI sees its SIGINT and ends tidily.
             handle.paused = False
@@ -528,6 +534,7 @@ class TaskRunner:
                 log.exception("task %s could not run", handle.task_id)
                 failure = f"the run could not go on ({type(err).__name__}: {err})"
             async with session.lock:
+                handle.saying = True
                 try:
                     if failure is None:
                         await self._propose(session, handle, repo)

@@ -23,6 +23,10 @@ SLOW = (
     "i=0; while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done\n"
     'echo \'{"type":"result","subtype":"success","result":"fixed it"}\'\n'
 )
+QUICK = (  # edits and reports at once
+    "#!/bin/sh\nsed -i 's/Teh/The/' README.md\n"
+    'echo \'{"type":"result","subtype":"success","result":"fixed it"}\'\n'
+)
 FOREVER = "#!/bin/sh\nsed -i 's/Teh/The/' README.md\nwhile true; do sleep 0.1; done\n"
 
 
@@ -254,5 +258,30 @@ async def test_stop_while_on_it_is_sent_ends_the_task_before_it_runs(
         assert cli_runs(tmp_path) == [] and fetch.services.runner._runs == {}
         session = await fetch.services.sessions.get(fetch.terminal_key())
         assert session.state is State.ALERT and session.data.task_id is None
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+async def test_stop_while_the_diff_is_sent_keeps_the_diff_whole(
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CLI has finished and its diff is on its way (a slow network): a /stop then
+    does not cut the proposal half way (a diff said stopped but still answerable). It
+    says the task had finished; the diff arrives whole and its yes commits."""
+    app, fetch = await started(QUICK, make_settings, tmp_path, monkeypatch, "60")
+    try:
+        sending = fetch.slow_send(monkeypatch, "Apply? (yes/no)")
+        await fetch.ask("fix the typo in README.md of demo", "On it")
+        await asyncio.wait_for(sending.wait(), 30)
+        said = " ".join((await fetch.ask("/stop", "Task #1")).split())
+        assert "had already finished" in said and "Stopped" not in said, said
+        await fetch.expect("Apply?", 10)
+        task = await fetch.services.store.work.get_task(1)
+        assert task is not None and task.status == "proposed", task
+        await fetch.ask("yes", "Committed", 30)
+        repo = fetch.services.workspace.path("demo")
+        assert "The quick" in (repo / "README.md").read_text()
     finally:
         await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
