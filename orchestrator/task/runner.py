@@ -340,9 +340,7 @@ class TaskRunner:
         )
         handle.progress.attach(first.message_id)
         if handle.stop_requested or _stopped(session):  # a /stop while "On it" was sent
-            self._runs.pop(key, None)
-            await self._store.work.finish_task(task_id, "stopped", "stopped by owner")
-            await self._end(session)
+            await self._unstarted(session, handle, repo)
             return
         # The run is the chat's before the typing indicator's request (a phone's: a
         # network call): a /stop or /pause arriving meanwhile reaches it.
@@ -991,10 +989,25 @@ class TaskRunner:
             + handle.progress.render("coding"),
         )
         handle.progress.attach(first.message_id)
+        if handle.stop_requested:  # a /stop while the line above was on its way
+            await self._unstarted(session, handle, repo)
+            return True
         handle.task = self._supervisor.spawn(
             self._run(session, handle, harness, repo), name=f"run:{session.key.slug}:{task_id}"
         )
         return True
+
+    async def _unstarted(self, session: Session, handle: RunHandle, repo: Repo) -> None:
+        """A run /stop reached before it was spawned: the chat is free, its task says
+        stopped, and the layer a question kept for it goes. Caller holds the lock."""
+        self._runs.pop(session.key, None)
+        if handle.layer_name:
+            with suppress(FetchError, OSError):
+                layer = await asyncio.to_thread(self.layers.find, repo.path, handle.layer_name)
+                if layer is not None:
+                    await asyncio.to_thread(layer.drop)
+        await self._store.work.finish_task(handle.task_id, "stopped", "stopped by owner")
+        await self._end(session)
 
     async def drop_question(self, data: SessionData) -> int | None:
         """/stop while a task's question waits: the task ends and its partial work is

@@ -4,6 +4,7 @@ session, and the task goes on to its diff. /stop while it waits ends the task.""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -132,5 +133,38 @@ async def test_the_models_task_respond_tool_answers_the_cli(
         assert "+The quick" in card and "Used your word." in card
         again = await tool.handler(ctx, {"answer": "A"})
         assert again.content.startswith("error: no running task is waiting")
+    finally:
+        await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
+
+
+async def test_stop_while_the_answer_is_passed_on_ends_the_task(
+    make_settings: Callable[..., Settings],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A /stop that arrives while "Passed your answer" is on its way (a slow network)
+    ends the task there: its CLI is not resumed, the layer its question kept goes, and
+    the owner's tree is as it was."""
+    app, fetch = await started(make_settings, tmp_path, monkeypatch)
+    try:
+        repo = fetch.services.workspace.path("demo")
+        before = tree_snapshot(repo)
+        await fetch.ask("fix the typo in README.md of demo", "asks", 60)
+        home = fetch.services.settings.home_dir
+        layers = [p for p in (home / "runs").glob("demo-*/*") if p.is_dir()]
+        assert len(layers) == 1, layers  # the question keeps the run's layer
+        sending = fetch.slow_send(monkeypatch, "Passed your answer")
+        await fetch.push("The")
+        await asyncio.wait_for(sending.wait(), 30)
+        stopped = await fetch.ask("/stop", "Stopped task #1")
+        assert "No changes were kept" in " ".join(stopped.split())
+        await fetch.expect("Passed your answer", 10)
+        assert not any("Apply?" in t for t in await fetch.quiet(1.5))
+        task = await fetch.services.store.work.get_task(1)
+        assert task is not None and task.status == "stopped", task
+        assert not layers[0].exists()
+        assert fetch.services.runner._runs == {}
+        assert tree_snapshot(repo) == before
+        assert "ALERT" in await fetch.ask("/status", "Fetch ·")
     finally:
         await app.__aexit__(None, None, None)  # type: ignore[attr-defined]
