@@ -989,7 +989,7 @@ class TaskRunner:
             + handle.progress.render("coding"),
         )
         handle.progress.attach(first.message_id)
-        if handle.stop_requested:  # a /stop while the line above was on its way
+        if handle.stop_requested or _stopped(session):  # a /stop while this was set up
             await self._unstarted(session, handle, repo)
             return True
         handle.task = self._supervisor.spawn(
