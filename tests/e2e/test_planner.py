@@ -145,14 +145,14 @@ async def test_stop_while_the_model_thinks_starts_no_task(
     for a task) is not "Nothing is running": that request starts no task. The next one
     does."""
     task = {"repo": "demo", "instruction": "fix the typo in README.md"}
-    model.script(Delay(1.5, ToolCall("task_create", task)))
+    model.script(Delay(3.0, ToolCall("task_create", task)))
     await planned.push("the readme of demo has a typo, sort it out please")
     await model.wait_for_requests(1, timeout=10)
     session = await planned.services.sessions.get(planned.terminal_key())
     assert session.turn is not None  # the request is being worked out
     stopped = await planned.ask("/stop", "Stopped")
     assert "will not start a task" in stopped, stopped
-    for _ in range(300):  # the model answers (a task), and the request's turn ends
+    for _ in range(400):  # the model answers (a task), and the request's turn ends
         if session.turn is None:
             break
         await asyncio.sleep(0.05)
