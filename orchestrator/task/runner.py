@@ -1002,10 +1002,7 @@ class TaskRunner:
         stopped, and the layer a question kept for it goes. Caller holds the lock."""
         self._runs.pop(session.key, None)
         if handle.layer_name:
-            with suppress(FetchError, OSError):
-                layer = await asyncio.to_thread(self.layers.find, repo.path, handle.layer_name)
-                if layer is not None:
-                    await asyncio.to_thread(layer.drop)
+            await self._drop_kept(repo.path, handle.layer_name)
         await self._store.work.finish_task(handle.task_id, "stopped", "stopped by owner")
         await self._end(session)
 
@@ -1018,13 +1015,18 @@ class TaskRunner:
         task_id = int(str(context["task_id"]))
         with suppress(FetchError, KeyError, ValueError, OSError):
             path = self._workspace.path(str(context["repo"]))
-            layer = await asyncio.to_thread(self.layers.find, path, str(context.get("layer")))
-            if layer is not None:
-                await asyncio.to_thread(layer.drop)
+            await self._drop_kept(path, str(context.get("layer")))
         await self._store.work.finish_task(task_id, "stopped", "stopped by owner")
         data.task_id = None
         data.task_prompt = None
         return task_id
+
+    async def _drop_kept(self, repo: Path, name: str) -> None:
+        """The layer a CLI's question kept for its run, dropped (gone already: nothing)."""
+        with suppress(FetchError, OSError):
+            layer = await asyncio.to_thread(self.layers.find, repo, name)
+            if layer is not None:
+                await asyncio.to_thread(layer.drop)
 
     async def _fail(self, session: Session, handle: RunHandle, repo: Repo, why: str) -> None:
         handle.keep_layer = False  # whatever a question kept: the task is over
